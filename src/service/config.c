@@ -1,0 +1,320 @@
+/* config.c - slipstreamd command line and config file parsing (pure, unit tested). */
+#include "service/config.h"
+#include "service/log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char ss_config_usage[] =
+	"usage: slipstreamd --ip ADDR/PREFIX [options] [-- DPDK-EAL-ARGS...]\n"
+	"  -c, --config FILE     read options from FILE (key = value lines)\n"
+	"  --ip ADDR/PREFIX      the service's IPv4 address, e.g. 198.18.0.1/24\n"
+	"  --gateway ADDR        default gateway (resolved by ARP at start)\n"
+	"  --ctl PATH            control socket (default " SS_CONFIG_DEFAULT_CTL ")\n"
+	"  --cores N             fast-path threads, one NIC queue each (default 1)\n"
+	"  --port N              DPDK port id to serve (default 0)\n"
+	"  --rx-desc N           RX descriptors per queue (default 1024)\n"
+	"  --tx-desc N           TX descriptors per queue (default 1024)\n"
+	"  --arp-entries N       ARP cache size, power of two (default 256)\n"
+	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
+	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
+	"  -h, --help            this text\n"
+	"EAL example: -- --no-huge --no-pci --in-memory -l 0 "
+	"--vdev=net_af_xdp0,iface=veth0\n";
+
+void ss_config_defaults(struct ss_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->ctl_path, sizeof(cfg->ctl_path), "%s", SS_CONFIG_DEFAULT_CTL);
+	cfg->cores = 1;
+	cfg->rx_desc = 1024;
+	cfg->tx_desc = 1024;
+	cfg->arp_entries = 256;
+	cfg->idle_polls = 64;
+	cfg->log_level = SS_LOG_INFO;
+	cfg->eal_argc = 1;
+	cfg->eal_argv[0] = cfg->eal_store;
+	snprintf(cfg->eal_store, sizeof(cfg->eal_store), "slipstreamd");
+	cfg->eal_used = strlen("slipstreamd") + 1;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int ss_parse_ipv4(const char *s, uint32_t *out)
+{
+	uint32_t ip = 0;
+	for (int i = 0; i < 4; i++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		unsigned v = 0, digits = 0;
+		while (*s >= '0' && *s <= '9') {
+			v = v * 10 + (unsigned)(*s++ - '0');
+			if (++digits > 3 || v > 255)
+				return -1;
+		}
+		ip = ip << 8 | v;
+		if (i < 3 && *s++ != '.')
+			return -1;
+	}
+	if (*s != '\0')
+		return -1;
+	*out = ip;
+	return 0;
+}
+
+const char *ss_format_ipv4(uint32_t ip, char *buf)
+{
+	snprintf(buf, 16, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff,
+		 (ip >> 8) & 0xff, ip & 0xff);
+	return buf;
+}
+
+static int parse_uint(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *out)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int add_eal_arg(struct ss_config *cfg, const char *arg, size_t len,
+		       char *err, size_t errlen)
+{
+	if (cfg->eal_argc >= SS_CONFIG_MAX_EAL_ARGS)
+		return fail(err, errlen, "too many DPDK arguments (max %d)",
+			    SS_CONFIG_MAX_EAL_ARGS);
+	if (cfg->eal_used + len + 1 > sizeof(cfg->eal_store))
+		return fail(err, errlen, "DPDK arguments too long");
+	char *dst = cfg->eal_store + cfg->eal_used;
+	memcpy(dst, arg, len);
+	dst[len] = '\0';
+	cfg->eal_used += len + 1;
+	cfg->eal_argv[cfg->eal_argc++] = dst;
+	cfg->eal_argv[cfg->eal_argc] = NULL;
+	return 0;
+}
+
+/* Applies one option by its long name. */
+static int apply(struct ss_config *cfg, const char *key, const char *val,
+		 char *err, size_t errlen)
+{
+	unsigned long n;
+
+	if (strcmp(key, "ip") == 0) {
+		char addr[32];
+		const char *slash = strchr(val, '/');
+		size_t alen = slash ? (size_t)(slash - val) : strlen(val);
+		if (!slash || alen >= sizeof(addr))
+			return fail(err, errlen, "ip: expected ADDR/PREFIX, got '%s'", val);
+		memcpy(addr, val, alen);
+		addr[alen] = '\0';
+		if (ss_parse_ipv4(addr, &cfg->ip) != 0)
+			return fail(err, errlen, "ip: bad address '%s'", addr);
+		if (parse_uint(slash + 1, 1, 32, &n) != 0)
+			return fail(err, errlen, "ip: bad prefix length '%s'", slash + 1);
+		cfg->prefix_len = (uint8_t)n;
+		cfg->has_ip = true;
+	} else if (strcmp(key, "gateway") == 0) {
+		if (ss_parse_ipv4(val, &cfg->gateway) != 0)
+			return fail(err, errlen, "gateway: bad address '%s'", val);
+	} else if (strcmp(key, "ctl") == 0) {
+		if (val[0] == '\0' || strlen(val) >= sizeof(cfg->ctl_path))
+			return fail(err, errlen, "ctl: path empty or longer than %zu bytes",
+				    sizeof(cfg->ctl_path) - 1);
+		snprintf(cfg->ctl_path, sizeof(cfg->ctl_path), "%s", val);
+	} else if (strcmp(key, "cores") == 0) {
+		if (parse_uint(val, 1, 128, &n) != 0)
+			return fail(err, errlen, "cores: expected 1..128, got '%s'", val);
+		cfg->cores = (unsigned)n;
+	} else if (strcmp(key, "port") == 0) {
+		if (parse_uint(val, 0, 1023, &n) != 0)
+			return fail(err, errlen, "port: expected 0..1023, got '%s'", val);
+		cfg->port_id = (uint16_t)n;
+	} else if (strcmp(key, "rx-desc") == 0 || strcmp(key, "tx-desc") == 0) {
+		if (parse_uint(val, 64, 16384, &n) != 0 || (n & (n - 1)) != 0)
+			return fail(err, errlen, "%s: expected a power of two in 64..16384, got '%s'",
+				    key, val);
+		if (key[0] == 'r')
+			cfg->rx_desc = (uint16_t)n;
+		else
+			cfg->tx_desc = (uint16_t)n;
+	} else if (strcmp(key, "arp-entries") == 0) {
+		if (parse_uint(val, 16, 1u << 20, &n) != 0 || (n & (n - 1)) != 0)
+			return fail(err, errlen, "arp-entries: expected a power of two in 16..1048576, got '%s'",
+				    val);
+		cfg->arp_entries = (uint32_t)n;
+	} else if (strcmp(key, "idle-polls") == 0) {
+		if (parse_uint(val, 1, 1000000, &n) != 0)
+			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
+		cfg->idle_polls = (uint32_t)n;
+	} else if (strcmp(key, "log-level") == 0) {
+		int lvl = ss_log_level_parse(val);
+		if (lvl < 0)
+			return fail(err, errlen, "log-level: expected err, warn, info or debug, got '%s'",
+				    val);
+		cfg->log_level = lvl;
+	} else if (strcmp(key, "dpdk") == 0) {
+		const char *p = val;
+		while (*p) {
+			while (*p == ' ' || *p == '\t')
+				p++;
+			const char *start = p;
+			while (*p && *p != ' ' && *p != '\t')
+				p++;
+			if (p > start && add_eal_arg(cfg, start, (size_t)(p - start), err, errlen))
+				return -1;
+		}
+	} else {
+		return fail(err, errlen, "unknown option '%s'", key);
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+int ss_config_parse_text(struct ss_config *cfg, const char *text, char *err,
+			 size_t errlen)
+{
+	unsigned lineno = 0;
+	const char *p = text;
+
+	while (*p) {
+		char line[1024];
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		lineno++;
+		if (len >= sizeof(line))
+			return fail(err, errlen, "line %u: longer than %zu bytes", lineno,
+				    sizeof(line) - 1);
+		memcpy(line, p, len);
+		line[len] = '\0';
+		p += len + (nl ? 1 : 0);
+
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		char *s = trim(line);
+		if (*s == '\0')
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq)
+			return fail(err, errlen, "line %u: expected 'key = value'", lineno);
+		*eq = '\0';
+		char *key = trim(s), *val = trim(eq + 1);
+		char sub[256];
+		if (apply(cfg, key, val, sub, sizeof(sub)) != 0)
+			return fail(err, errlen, "line %u: %s", lineno, sub);
+	}
+	return 0;
+}
+
+static int load_file(struct ss_config *cfg, const char *path, char *err,
+		     size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return fail(err, errlen, "config %s: %s", path, strerror(errno));
+	char text[65536];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	int too_big = !feof(f);
+	fclose(f);
+	if (too_big)
+		return fail(err, errlen, "config %s: larger than %zu bytes", path,
+			    sizeof(text) - 1);
+	text[n] = '\0';
+	char sub[512];
+	if (ss_config_parse_text(cfg, text, sub, sizeof(sub)) != 0)
+		return fail(err, errlen, "config %s: %s", path, sub);
+	return 0;
+}
+
+int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
+			 char *err, size_t errlen)
+{
+	int end = argc; /* index of "--" */
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			end = i;
+			break;
+		}
+	/* The config file first, so the command line overrides it. */
+	for (int i = 1; i < end; i++) {
+		if (strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) {
+			if (i + 1 >= end)
+				return fail(err, errlen, "%s needs a value", argv[i]);
+			if (load_file(cfg, argv[i + 1], err, errlen) != 0)
+				return -1;
+		}
+	}
+	for (int i = 1; i < end; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			snprintf(err, errlen, "%s", ss_config_usage);
+			return 1;
+		}
+		if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+			i++;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || a[2] == '\0')
+			return fail(err, errlen, "unexpected argument '%s' (see --help)", a);
+		char key[64];
+		const char *val;
+		const char *eq = strchr(a, '=');
+		if (eq) {
+			size_t klen = (size_t)(eq - a - 2);
+			if (klen >= sizeof(key))
+				return fail(err, errlen, "unknown option '%s'", a);
+			memcpy(key, a + 2, klen);
+			key[klen] = '\0';
+			val = eq + 1;
+		} else {
+			snprintf(key, sizeof(key), "%s", a + 2);
+			if (i + 1 >= end)
+				return fail(err, errlen, "%s needs a value", a);
+			val = argv[++i];
+		}
+		if (apply(cfg, key, val, err, errlen) != 0)
+			return -1;
+	}
+	for (int i = end + 1; i < argc; i++)
+		if (add_eal_arg(cfg, argv[i], strlen(argv[i]), err, errlen) != 0)
+			return -1;
+	if (!cfg->has_ip)
+		return fail(err, errlen, "--ip ADDR/PREFIX is required (see --help)");
+	if (cfg->gateway) {
+		uint32_t mask = cfg->prefix_len == 32 ? ~0u : ~(~0u >> cfg->prefix_len);
+		if ((cfg->gateway & mask) != (cfg->ip & mask))
+			return fail(err, errlen, "gateway is not inside %u-bit prefix of ip",
+				    cfg->prefix_len);
+	}
+	return 0;
+}

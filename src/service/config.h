@@ -1,0 +1,59 @@
+/* config.h - slipstreamd configuration: command line and config file, no DPDK. */
+#ifndef SS_SERVICE_CONFIG_H
+#define SS_SERVICE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SS_CONFIG_MAX_EAL_ARGS 64
+#define SS_CONFIG_DEFAULT_CTL "/run/slipstream/slipstreamd.sock"
+
+struct ss_config {
+	uint32_t ip;            /* host byte order */
+	uint8_t prefix_len;
+	bool has_ip;
+	uint32_t gateway;       /* host byte order; 0 = none */
+	char ctl_path[108];     /* sizeof(sun_path) */
+	unsigned cores;         /* fast-path threads (one NIC queue each) */
+	uint16_t port_id;       /* DPDK port to serve */
+	uint16_t rx_desc;       /* descriptors per RX queue */
+	uint16_t tx_desc;       /* descriptors per TX queue */
+	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
+	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
+	int log_level;          /* enum ss_log_level */
+	/* DPDK EAL arguments; eal_argv[0] is the program name. */
+	int eal_argc;
+	char *eal_argv[SS_CONFIG_MAX_EAL_ARGS + 1];
+	char eal_store[4096];   /* backing store for eal_argv strings */
+	size_t eal_used;
+};
+
+void ss_config_defaults(struct ss_config *cfg);
+
+/*
+ * Parses "slipstreamd [options] [-- EAL args]". A --config file is read
+ * first wherever it appears; command-line options override it. Returns 0,
+ * 1 if --help was asked for (usage written to @err), or -1 with a message
+ * in @err (NUL-terminated, at most @errlen bytes).
+ */
+int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
+			 char *err, size_t errlen);
+
+/*
+ * Applies a config file's text: "key = value" lines, '#' comments, blank
+ * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
+ * port, rx-desc, tx-desc, arp-entries, idle-polls, log-level) plus "dpdk",
+ * whose value is split on whitespace into EAL arguments.
+ */
+int ss_config_parse_text(struct ss_config *cfg, const char *text,
+			 char *err, size_t errlen);
+
+/* Parses "a.b.c.d" into host order. Returns 0 or -1. */
+int ss_parse_ipv4(const char *s, uint32_t *out);
+/* Formats a host-order address; @buf must hold 16 bytes. */
+const char *ss_format_ipv4(uint32_t ip, char *buf);
+
+extern const char ss_config_usage[];
+
+#endif

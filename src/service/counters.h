@@ -1,0 +1,94 @@
+/* counters.h - named per-thread counters: every packet class and every drop reason. */
+#ifndef SS_SERVICE_COUNTERS_H
+#define SS_SERVICE_COUNTERS_H
+
+#include <stdint.h>
+
+/*
+ * Each fast-path thread owns one struct ss_counters and is its only writer;
+ * the control thread sums them for `slipstream stats`. Readers may see a
+ * value one update stale, never a torn one (aligned 64-bit stores).
+ *
+ * Naming: rx_<class> / tx_<class> count packets handled; drop_<layer>_<why>
+ * count packets dropped, one reason each, so that every received packet is
+ * either answered, handed on, or counted in exactly one drop_* counter.
+ */
+#define SS_COUNTER_LIST(X)                                                    \
+	X(rx_packets)                                                         \
+	X(rx_bytes)                                                           \
+	X(tx_packets)                                                         \
+	X(tx_bytes)                                                           \
+	X(rx_arp_request)                                                     \
+	X(rx_arp_reply)                                                       \
+	X(tx_arp_request)                                                     \
+	X(tx_arp_reply)                                                       \
+	X(rx_icmp_echo_request)                                               \
+	X(tx_icmp_echo_reply)                                                 \
+	X(rx_tcp)                                                             \
+	X(tx_tcp_rst)                                                         \
+	X(arp_cache_insert)                                                   \
+	X(arp_cache_update)                                                   \
+	X(arp_cache_evict)                                                    \
+	X(fp_wakeups)                                                         \
+	X(fp_sleeps)                                                          \
+	X(drop_eth_truncated)                                                 \
+	X(drop_eth_not_for_us)                                                \
+	X(drop_eth_unsupported_type)                                          \
+	X(drop_arp_truncated)                                                 \
+	X(drop_arp_unsupported)                                               \
+	X(drop_arp_bad_op)                                                    \
+	X(drop_arp_not_for_us)                                                \
+	X(drop_ipv4_truncated)                                                \
+	X(drop_ipv4_bad_version)                                              \
+	X(drop_ipv4_bad_ihl)                                                  \
+	X(drop_ipv4_bad_total_len)                                            \
+	X(drop_ipv4_bad_checksum)                                             \
+	X(drop_ipv4_not_for_us)                                               \
+	X(drop_ipv4_options)                                                  \
+	X(drop_ipv4_fragment)                                                 \
+	X(drop_ipv4_unsupported_proto)                                        \
+	X(drop_ipv4_bad_src)                                                  \
+	X(drop_icmp_truncated)                                                \
+	X(drop_icmp_bad_checksum)                                             \
+	X(drop_icmp_unsupported_type)                                         \
+	X(drop_tcp_truncated)                                                 \
+	X(drop_tcp_bad_offset)                                                \
+	X(drop_tcp_bad_option)                                                \
+	X(drop_tcp_bad_checksum)                                              \
+	X(drop_tcp_no_flow)                                                   \
+	X(drop_rx_chained)                                                    \
+	X(drop_tx_full)                                                       \
+	X(drop_no_mbuf)
+
+enum ss_counter_id {
+#define SS_COUNTER_ENUM(name) SS_CTR_##name,
+	SS_COUNTER_LIST(SS_COUNTER_ENUM)
+#undef SS_COUNTER_ENUM
+	SS_CTR_MAX
+};
+
+struct ss_counters {
+	uint64_t v[SS_CTR_MAX];
+};
+
+/* Single writer: a plain increment compiles to one aligned 64-bit store. */
+static inline void ss_ctr_inc(struct ss_counters *c, enum ss_counter_id id)
+{
+	__atomic_store_n(&c->v[id], c->v[id] + 1, __ATOMIC_RELAXED);
+}
+
+static inline void ss_ctr_add(struct ss_counters *c, enum ss_counter_id id,
+			      uint64_t n)
+{
+	__atomic_store_n(&c->v[id], c->v[id] + n, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t ss_ctr_read(const struct ss_counters *c,
+				   enum ss_counter_id id)
+{
+	return __atomic_load_n(&c->v[id], __ATOMIC_RELAXED);
+}
+
+const char *ss_counter_name(enum ss_counter_id id);
+
+#endif

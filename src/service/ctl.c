@@ -1,0 +1,288 @@
+/* ctl.c - control socket: one request line in, one JSON document out, connection closed. */
+#include "service/ctl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/log.h"
+
+#define CTL_REPLY_MAX (256 * 1024)
+#define CTL_ARP_MAX 4096
+#define CTL_IO_TIMEOUT_MS 2000
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Appends to a bounded buffer; output past @cap is cut (and still NUL-terminated). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	if (b->len + 1 >= b->cap)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		b->len = b->len + (size_t)n < b->cap ? b->len + (size_t)n : b->cap - 1;
+}
+
+static const char *jbool(bool v)
+{
+	return v ? "true" : "false";
+}
+
+static void fmt_mac(const uint8_t m[6], char out[18])
+{
+	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
+{
+	const struct ss_config *cfg = ctl->cfg;
+	const struct ss_nic *nic = ctl->nic;
+	char ip[16], gw[16], mac[18];
+
+	fmt_mac(nic->mac, mac);
+	sb_printf(b, "{\"service\": {\"version\": \"%s\", \"pid\": %ld, \"uptime_s\": %.3f, "
+		  "\"ip\": \"%s/%u\", \"gateway\": ", SS_VERSION, (long)getpid(),
+		  (double)(mono_ns() - ctl->start_ns) / 1e9, ss_format_ipv4(cfg->ip, ip),
+		  cfg->prefix_len);
+	if (cfg->gateway)
+		sb_printf(b, "\"%s\"", ss_format_ipv4(cfg->gateway, gw));
+	else
+		sb_printf(b, "null");
+	sb_printf(b, ", \"mac\": \"%s\", \"fast_path_threads\": %u, \"idle_wait\": \"%s\", ",
+		  mac, ctl->nb_fps, ss_nic_wait_mode_name(nic->wait_mode));
+	sb_printf(b, "\"port\": {\"id\": %u, \"driver\": \"%s\", \"name\": \"%s\", "
+		  "\"rx_queues\": %u, \"tx_queues\": %u, \"mtu\": %u, \"rss\": %s, "
+		  "\"reta_size\": %u, \"rx_csum_offload\": %s, \"tx_csum_offload\": %s, "
+		  "\"tso\": %s, \"max_rx_queues\": %u, \"max_tx_queues\": %u}}, ",
+		  nic->port_id, nic->driver, nic->name, nic->nb_queues, nic->nb_queues, nic->mtu,
+		  jbool(nic->caps.rss), nic->caps.reta_size,
+		  jbool(nic->use_rx_ip_csum || nic->use_rx_tcp_csum),
+		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->caps.tso),
+		  nic->caps.max_rx_queues, nic->caps.max_tx_queues);
+	sb_printf(b, "\"counters\": {");
+	for (unsigned id = 0; id < SS_CTR_MAX; id++) {
+		uint64_t sum = 0;
+		for (unsigned t = 0; t < ctl->nb_fps; t++)
+			sum += ss_ctr_read(&ctl->fps[t]->ctr, (enum ss_counter_id)id);
+		sb_printf(b, "%s\"%s\": %llu", id ? ", " : "", ss_counter_name((enum ss_counter_id)id),
+			  (unsigned long long)sum);
+	}
+	sb_printf(b, "}}\n");
+}
+
+static void reply_arp(const struct ss_ctl *ctl, struct sbuf *b)
+{
+	static struct ss_arp_entry entries[CTL_ARP_MAX]; /* control thread only */
+	size_t n = ss_arp_cache_snapshot(ctl->arp, entries, CTL_ARP_MAX);
+	uint64_t now = mono_ns();
+
+	sb_printf(b, "{\"entries\": [");
+	for (size_t i = 0; i < n; i++) {
+		char ip[16], mac[18];
+		uint8_t m[6];
+		ss_arp_mac_unpack(entries[i].mac, m);
+		fmt_mac(m, mac);
+		double age = now > entries[i].updated_ns
+				     ? (double)(now - entries[i].updated_ns) / 1e9 : 0.0;
+		sb_printf(b, "%s{\"ip\": \"%s\", \"mac\": \"%s\", \"state\": \"reachable\", "
+			  "\"age_s\": %.3f}", i ? ", " : "", ss_format_ipv4(entries[i].ip, ip),
+			  mac, age);
+	}
+	sb_printf(b, "]}\n");
+}
+
+size_t ss_ctl_handle(const struct ss_ctl *ctl, const char *line, char *buf, size_t cap)
+{
+	struct sbuf b = { buf, 0, cap };
+	buf[0] = '\0';
+	if (strcmp(line, "stats") == 0) {
+		reply_stats(ctl, &b);
+	} else if (strcmp(line, "arp") == 0) {
+		reply_arp(ctl, &b);
+	} else {
+		/* Echo the command back only if it is printable and short. */
+		char safe[64];
+		size_t i;
+		for (i = 0; line[i] && i < sizeof(safe) - 1; i++)
+			safe[i] = (line[i] >= 0x20 && line[i] < 0x7f && line[i] != '"' &&
+				   line[i] != '\\') ? line[i] : '?';
+		safe[i] = '\0';
+		sb_printf(&b, "{\"error\": \"unknown command: %s\"}\n", safe);
+	}
+	return b.len;
+}
+
+/* Reads one line (up to '\n' or EOF) with a deadline; returns 0 or -1. */
+static int read_line(int fd, char *line, size_t cap)
+{
+	size_t len = 0;
+	while (len + 1 < cap) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, CTL_IO_TIMEOUT_MS) <= 0)
+			return -1;
+		ssize_t n = read(fd, line + len, cap - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (memchr(line, '\n', len))
+			break;
+	}
+	line[len] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	return len ? 0 : -1;
+}
+
+static void serve_one(struct ss_ctl *ctl, int fd, char *reply)
+{
+	char line[256];
+	if (read_line(fd, line, sizeof(line)) != 0)
+		return;
+	size_t n = ss_ctl_handle(ctl, line, reply, CTL_REPLY_MAX);
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = send(fd, reply + off, n - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+static void *ctl_main(void *arg)
+{
+	struct ss_ctl *ctl = arg;
+	char *reply = malloc(CTL_REPLY_MAX);
+
+	if (!reply) {
+		SS_ERR("control: out of memory");
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = ctl->listen_fd, .events = POLLIN },
+			{ .fd = ctl->stop_fd, .events = POLLIN },
+		};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			SS_ERR("control: poll: %s", strerror(errno));
+			break;
+		}
+		if (p[1].revents)
+			break;
+		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_one(ctl, fd, reply);
+		close(fd);
+	}
+	free(reply);
+	return NULL;
+}
+
+static int make_parent_dir(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int ss_ctl_start(struct ss_ctl *ctl)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *path = ctl->cfg->ctl_path;
+	int rc;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ctl->start_ns = mono_ns();
+	if ((rc = make_parent_dir(path)) != 0) {
+		SS_ERR("control: cannot create the directory of %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	ctl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ctl->listen_fd < 0)
+		return -errno;
+	/* A live service answers on the path: refuse. A dead one left a file: replace it. */
+	if (connect(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		SS_ERR("control: another slipstreamd is serving %s", path);
+		close(ctl->listen_fd);
+		return -EADDRINUSE;
+	}
+	close(ctl->listen_fd);
+	unlink(path);
+	ctl->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ctl->listen_fd < 0)
+		return -errno;
+	if (bind(ctl->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(ctl->listen_fd, 16) != 0) {
+		rc = -errno;
+		SS_ERR("control: bind %s: %s", path, strerror(errno));
+		close(ctl->listen_fd);
+		return rc;
+	}
+	ctl->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctl->stop_fd < 0) {
+		rc = -errno;
+		close(ctl->listen_fd);
+		unlink(path);
+		return rc;
+	}
+	rc = pthread_create(&ctl->thread, NULL, ctl_main, ctl);
+	if (rc != 0) {
+		close(ctl->stop_fd);
+		close(ctl->listen_fd);
+		unlink(path);
+		return -rc;
+	}
+	ctl->running = true;
+	SS_INFO("control socket at %s", path);
+	return 0;
+}
+
+void ss_ctl_stop(struct ss_ctl *ctl)
+{
+	if (!ctl->running)
+		return;
+	uint64_t one = 1;
+	if (write(ctl->stop_fd, &one, sizeof(one)) != sizeof(one))
+		SS_WARN("control: stop kick: %s", strerror(errno));
+	pthread_join(ctl->thread, NULL);
+	close(ctl->listen_fd);
+	close(ctl->stop_fd);
+	unlink(ctl->cfg->ctl_path);
+	ctl->running = false;
+}

@@ -1,0 +1,173 @@
+/* fastpath.c - the per-queue packet loop: burst in, answer in place, burst out, block when idle. */
+#include "service/fastpath.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "service/log.h"
+
+#define NS_PER_MS 1000000ull
+#define GW_ARP_FIRST_NS (1000 * NS_PER_MS)
+#define GW_ARP_MAX_NS (30000 * NS_PER_MS)
+#define TIMED_SLEEP_NS (200 * 1000)     /* no wake-up source: 200 us naps */
+#define MAX_SLEEP_MS 1000               /* re-check the stop flag at least this often */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool stopping(const struct ss_fastpath *fp)
+{
+	return __atomic_load_n(fp->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Sends what is in @tx; frees and counts what the NIC would not take. */
+static void tx_flush(struct ss_fastpath *fp, struct rte_mbuf **tx, uint16_t n)
+{
+	if (n == 0)
+		return;
+	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, tx, n);
+	uint64_t bytes = 0;
+	for (uint16_t i = 0; i < sent; i++)
+		bytes += tx[i]->pkt_len;
+	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
+	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
+	if (sent < n) {
+		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, n - sent);
+		rte_pktmbuf_free_bulk(tx + sent, n - sent);
+	}
+}
+
+static unsigned rx_flags_of(const struct rte_mbuf *m)
+{
+	unsigned f = 0;
+	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
+		f |= SS_RX_IP_CSUM_GOOD;
+	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
+		f |= SS_RX_L4_CSUM_GOOD;
+	return f;
+}
+
+/* One RX burst; returns the number of frames received. */
+static uint16_t poll_once(struct ss_fastpath *fp)
+{
+	struct rte_mbuf *rx[SS_FP_BURST], *tx[SS_FP_BURST];
+	uint16_t n = rte_eth_rx_burst(fp->port, fp->queue, rx, SS_FP_BURST);
+	uint16_t ntx = 0;
+
+	if (n == 0)
+		return 0;
+	fp->proto.now_ns = now_ns();
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = rx[i];
+		if (i + 1 < n)
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
+		if (m->nb_segs != 1) {
+			ss_ctr_inc(&fp->ctr, SS_CTR_rx_packets);
+			ss_ctr_inc(&fp->ctr, SS_CTR_drop_rx_chained);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
+		size_t cap = (size_t)m->data_len + rte_pktmbuf_tailroom(m);
+		size_t out = ss_proto_input(&fp->proto, frame, m->data_len, cap, rx_flags_of(m));
+		if (out == 0) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		m->data_len = (uint16_t)out;
+		m->pkt_len = (uint32_t)out;
+		m->ol_flags = 0;
+		tx[ntx++] = m;
+	}
+	tx_flush(fp, tx, ntx);
+	return n;
+}
+
+/* Thread 0: ARP for the gateway until the cache has it, backing off. */
+static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
+{
+	uint8_t mac[6];
+
+	if (fp->gateway == 0 || now < fp->gw_next_ns)
+		return;
+	if (ss_arp_cache_lookup(fp->proto.arp, fp->gateway, mac, NULL)) {
+		fp->gateway = 0; /* resolved; refreshes come with its traffic */
+		return;
+	}
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fp->pool);
+	if (!m) {
+		ss_ctr_inc(&fp->ctr, SS_CTR_drop_no_mbuf);
+	} else {
+		size_t len = ss_proto_build_arp_request(&fp->proto, rte_pktmbuf_mtod(m, uint8_t *),
+							rte_pktmbuf_tailroom(m), fp->gateway);
+		m->data_len = (uint16_t)len;
+		m->pkt_len = (uint32_t)len;
+		ss_ctr_inc(&fp->ctr, SS_CTR_tx_arp_request);
+		tx_flush(fp, &m, 1);
+	}
+	fp->gw_next_ns = now + fp->gw_backoff_ns;
+	fp->gw_backoff_ns = fp->gw_backoff_ns * 2 > GW_ARP_MAX_NS ? GW_ARP_MAX_NS
+								 : fp->gw_backoff_ns * 2;
+}
+
+/* Blocks until RX has frames, a kick arrives, or the next timer is due. */
+static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
+{
+	uint64_t wait_ns = (uint64_t)MAX_SLEEP_MS * NS_PER_MS;
+	if (fp->gateway)
+		wait_ns = fp->gw_next_ns <= now ? 0 : RTE_MIN(wait_ns, fp->gw_next_ns - now);
+
+	ss_ctr_inc(&fp->ctr, SS_CTR_fp_sleeps);
+	if (fp->wait_fd < 0) {
+		struct timespec ts = { 0, (long)(wait_ns < TIMED_SLEEP_NS ? wait_ns : TIMED_SLEEP_NS) };
+		nanosleep(&ts, NULL);
+	} else {
+		struct pollfd pfd[2] = {
+			{ .fd = fp->wait_fd, .events = POLLIN },
+			{ .fd = fp->kick_fd, .events = POLLIN },
+		};
+		int ms = (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS);
+		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+			SS_WARN("fast path %u: poll: %s", fp->id, strerror(errno));
+	}
+	ss_ctr_inc(&fp->ctr, SS_CTR_fp_wakeups);
+}
+
+int ss_fastpath_run(void *arg)
+{
+	struct ss_fastpath *fp = arg;
+	uint32_t idle = 0;
+
+	fp->gw_next_ns = now_ns();
+	fp->gw_backoff_ns = GW_ARP_FIRST_NS;
+	SS_INFO("fast path %u: serving port %u queue %u on lcore %u", fp->id, fp->port,
+		fp->queue, rte_lcore_id());
+	while (!stopping(fp)) {
+		uint64_t now = now_ns();
+		gateway_tick(fp, now);
+		if (poll_once(fp) > 0) {
+			idle = 0;
+			continue;
+		}
+		/* Adaptive polling: a few empty polls catch back-to-back work
+		 * cheaply; after that, block instead of spinning. */
+		if (++idle >= fp->idle_polls) {
+			sleep_until_work(fp, now);
+			idle = 0;
+		}
+	}
+	SS_INFO("fast path %u: stopped", fp->id);
+	return 0;
+}

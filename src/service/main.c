@@ -1,0 +1,175 @@
+/* main.c - slipstreamd: parse configuration, bring up the NIC, run fast paths and control. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+
+#include "service/arp_cache.h"
+#include "service/config.h"
+#include "service/ctl.h"
+#include "service/fastpath.h"
+#include "service/log.h"
+#include "service/nic.h"
+
+static bool stop_flag;
+static int kick_fds[SS_NIC_MAX_QUEUES];
+static unsigned nb_kick_fds;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&stop_flag, true, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	for (unsigned i = 0; i < nb_kick_fds; i++) /* async-signal-safe */
+		if (write(kick_fds[i], &one, sizeof(one)) < 0)
+			continue;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void log_final_counters(struct ss_fastpath **fps, unsigned n)
+{
+	uint64_t rx = 0, tx = 0, drops = 0;
+	for (unsigned t = 0; t < n; t++) {
+		rx += ss_ctr_read(&fps[t]->ctr, SS_CTR_rx_packets);
+		tx += ss_ctr_read(&fps[t]->ctr, SS_CTR_tx_packets);
+		for (unsigned id = 0; id < SS_CTR_MAX; id++)
+			if (strncmp(ss_counter_name((enum ss_counter_id)id), "drop_", 5) == 0)
+				drops += ss_ctr_read(&fps[t]->ctr, (enum ss_counter_id)id);
+	}
+	SS_INFO("stopped: %llu packets received, %llu sent, %llu dropped",
+		(unsigned long long)rx, (unsigned long long)tx, (unsigned long long)drops);
+}
+
+int main(int argc, char **argv)
+{
+	static struct ss_config cfg;
+	char err[4096];
+	int rc, status = EXIT_FAILURE;
+
+	ss_config_defaults(&cfg);
+	rc = ss_config_parse_args(&cfg, argc, argv, err, sizeof(err));
+	if (rc == 1) {
+		fputs(err, stdout);
+		return EXIT_SUCCESS;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "slipstreamd: %s\n", err);
+		return 2;
+	}
+	ss_log_threshold = (enum ss_log_level)cfg.log_level;
+
+	ss_nic_detach_stale_xdp(cfg.eal_argc, cfg.eal_argv);
+	if (rte_eal_init(cfg.eal_argc, cfg.eal_argv) < 0) {
+		SS_ERR("DPDK EAL init failed: %s", rte_strerror(rte_errno));
+		return EXIT_FAILURE;
+	}
+
+	static struct ss_nic nic;
+	static struct ss_arp_cache arp;
+	static struct ss_ctl ctl;
+	struct ss_fastpath *fps[SS_NIC_MAX_QUEUES] = { 0 };
+	unsigned nfp = 0;
+
+	for (unsigned i = 0; i < SS_NIC_MAX_QUEUES; i++)
+		kick_fds[i] = -1;
+	if (ss_nic_open(&nic, &cfg) != 0)
+		goto out_eal;
+	if (rte_lcore_count() < nic.nb_queues) {
+		SS_ERR("%u fast-path threads need %u lcores; the EAL has %u (give -l with more cores)",
+		       nic.nb_queues, nic.nb_queues, rte_lcore_count());
+		goto out_nic;
+	}
+	if ((rc = ss_arp_cache_init(&arp, cfg.arp_entries)) != 0) {
+		SS_ERR("ARP cache of %u entries: %s", cfg.arp_entries, strerror(-rc));
+		goto out_nic;
+	}
+
+	for (nfp = 0; nfp < nic.nb_queues; nfp++) {
+		struct ss_fastpath *fp = rte_zmalloc("fastpath", sizeof(*fp), 64);
+		int kfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (!fp || kfd < 0) {
+			SS_ERR("fast path %u: out of memory or eventfd: %s", nfp, strerror(errno));
+			rte_free(fp);
+			goto out_fps;
+		}
+		fp->id = nfp;
+		fp->port = nic.port_id;
+		fp->queue = (uint16_t)nfp;
+		fp->pool = nic.pool[nfp];
+		fp->wait_fd = nic.wait_fd[nfp];
+		fp->kick_fd = kfd;
+		fp->idle_polls = cfg.idle_polls;
+		fp->stop = &stop_flag;
+		/* Non-IP frames (ARP) reach queue 0: its thread writes the cache. */
+		fp->gateway = nfp == 0 ? cfg.gateway : 0;
+		ss_proto_ctx_init(&fp->proto, nic.mac, cfg.ip, cfg.prefix_len, &arp, nfp == 0,
+				  &fp->ctr);
+		fps[nfp] = fp;
+		kick_fds[nfp] = kfd;
+	}
+	nb_kick_fds = nfp;
+	install_signals();
+
+	ctl.cfg = &cfg;
+	ctl.nic = &nic;
+	ctl.fps = fps;
+	ctl.nb_fps = nfp;
+	ctl.arp = &arp;
+	if ((rc = ss_ctl_start(&ctl)) != 0) {
+		SS_ERR("control socket %s: %s", cfg.ctl_path, strerror(-rc));
+		goto out_fps;
+	}
+
+	/* Queue 0 runs on the main lcore, the others on worker lcores in order. */
+	unsigned lcore = rte_get_main_lcore();
+	for (unsigned i = 1; i < nfp; i++) {
+		lcore = rte_get_next_lcore(lcore, 1, 0);
+		rc = rte_eal_remote_launch(ss_fastpath_run, fps[i], lcore);
+		if (rc != 0) {
+			SS_ERR("fast path %u: launch on lcore %u: %s", i, lcore, rte_strerror(-rc));
+			on_signal(SIGTERM);
+		}
+	}
+	char ip[16];
+	SS_INFO("slipstreamd %s serving %s/%u on port %u with %u fast-path thread(s)", SS_VERSION,
+		ss_format_ipv4(cfg.ip, ip), cfg.prefix_len, nic.port_id, nfp);
+	if (!__atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE))
+		ss_fastpath_run(fps[0]);
+	rte_eal_mp_wait_lcore();
+	SS_INFO("shutting down");
+	status = EXIT_SUCCESS;
+
+	ss_ctl_stop(&ctl);
+	log_final_counters(fps, nfp);
+out_fps:
+	nb_kick_fds = 0;
+	for (unsigned i = 0; i < nfp; i++) {
+		close(fps[i]->kick_fd);
+		rte_free(fps[i]);
+	}
+	ss_arp_cache_free(&arp);
+out_nic:
+	ss_nic_close(&nic);
+out_eal:
+	rte_eal_cleanup();
+	return status;
+}
