@@ -22,7 +22,7 @@ const char ss_config_usage[] =
 	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
-	"EAL example: -- --no-huge --no-pci --in-memory -l 0 "
+	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
 	"--vdev=net_af_xdp0,iface=veth0\n";
 
 void ss_config_defaults(struct ss_config *cfg)

@@ -49,7 +49,8 @@ uint32_t ss_csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
  * Full TCP/UDP checksum over pseudo-header plus the @l4_len bytes at @l4.
  * Returns 0 over a segment with a correct checksum in place; with the
  * checksum field zeroed, returns the value to store.  @l4_len must fit in
- * 16 bits (it always does for IPv4).
+ * 16 bits (it always does for IPv4).  For UDP the caller sends a computed
+ * 0x0000 as 0xFFFF (RFC 768: zero means "no checksum").
  */
 uint16_t ss_csum_l4_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
 			 const void *l4, size_t l4_len);

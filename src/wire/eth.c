@@ -43,7 +43,7 @@ bool ss_eth_addr_is_broadcast(const uint8_t a[SS_ETH_ALEN])
 	return (a[0] & a[1] & a[2] & a[3] & a[4] & a[5]) == 0xFF;
 }
 
-/* IEEE 802-2014 §8.2: the I/G bit is the least significant bit of octet 0. */
+/* IEEE 802 I/G (group) bit: the least significant bit of the first octet. */
 bool ss_eth_addr_is_multicast(const uint8_t a[SS_ETH_ALEN])
 {
 	return (a[0] & 0x01) != 0;

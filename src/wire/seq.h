@@ -1,4 +1,4 @@
-/* TCP sequence-number arithmetic modulo 2^32 (RFC 9293 §3.4, RFC 1982). */
+/* TCP sequence-number arithmetic mod 2^32 (RFC 9293 §3.4 = RFC 793 §3.3; RFC 1982). */
 #ifndef SS_WIRE_SEQ_H
 #define SS_WIRE_SEQ_H
 

@@ -31,9 +31,10 @@ static bool tcp_sack_len_ok(size_t olen)
 }
 
 /*
- * RFC 9293 §3.2 option format: EOL and NOP are single bytes; every other
- * option is kind, length (counting both), data.  RFC 9293 §3.2 also asks a
- * receiver to accept options it does not know, using the length to skip.
+ * RFC 9293 §3.1 "Options", §3.2: EOL and NOP are single bytes; every other
+ * option is kind, length (counting both), data.  Unknown options are
+ * skipped by their length (MUST-6); an illegal length, e.g. zero, is
+ * reported, never looped on or read past (MUST-7).
  */
 enum ss_tcp_status ss_tcp_opts_parse(const uint8_t *opts, size_t len,
 				     struct ss_tcp_opts *out)

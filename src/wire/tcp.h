@@ -103,7 +103,7 @@ enum ss_tcp_status ss_tcp_parse(const uint8_t *seg, size_t len,
 				struct ss_tcp *out);
 
 /*
- * Parse the option area @opts of @len bytes (RFC 9293 §3.2).  *out is reset
+ * Parse the option area @opts of @len bytes (RFC 9293 §3.1, §3.2).  *out is reset
  * first.  EOL ends parsing; NOP is skipped; unknown options with a valid
  * length are skipped; a repeated option: the last one wins.  Returns
  * SS_TCP_BAD_OPTION for a missing length byte, a length < 2, a length

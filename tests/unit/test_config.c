@@ -1,0 +1,147 @@
+/* test_config.c - slipstreamd options and config file: values, overrides, exact errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "service/config.h"
+#include "service/log.h"
+
+static struct ss_config cfg;
+static char err[4096];
+
+static int parse(int argc, const char **argv)
+{
+	ss_config_defaults(&cfg);
+	err[0] = '\0';
+	return ss_config_parse_args(&cfg, argc, (char **)argv, err, sizeof(err));
+}
+
+#define PARSE(...)                                                              \
+	({                                                                      \
+		const char *argv_[] = { "slipstreamd", __VA_ARGS__ };           \
+		parse((int)(sizeof(argv_) / sizeof(argv_[0])), argv_);         \
+	})
+
+static void test_defaults_and_options(void)
+{
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24"), 0);
+	CHECK_EQ_U64(cfg.ip, 0xC6120001u);
+	CHECK_EQ_U64(cfg.prefix_len, 24);
+	CHECK_EQ_U64(cfg.gateway, 0);
+	CHECK_EQ_U64(cfg.cores, 1);
+	CHECK_EQ_U64(cfg.rx_desc, 1024);
+	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
+	CHECK_EQ_U64(cfg.eal_argc, 1);
+	CHECK_STR(cfg.eal_argv[0], "slipstreamd");
+
+	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
+			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
+			   "--", "--no-huge", "--vdev=net_af_xdp0,iface=v0"), 0);
+	CHECK_EQ_U64(cfg.ip, 0x0A000005u);
+	CHECK_EQ_U64(cfg.prefix_len, 8);
+	CHECK_EQ_U64(cfg.gateway, 0x0A010203u);
+	CHECK_EQ_U64(cfg.cores, 2);
+	CHECK_EQ_U64(cfg.rx_desc, 512);
+	CHECK_EQ_U64(cfg.log_level, SS_LOG_DEBUG);
+	CHECK_STR(cfg.ctl_path, "/tmp/x.sock");
+	CHECK_EQ_U64(cfg.eal_argc, 3);
+	CHECK_STR(cfg.eal_argv[1], "--no-huge");
+	CHECK_STR(cfg.eal_argv[2], "--vdev=net_af_xdp0,iface=v0");
+	CHECK(cfg.eal_argv[3] == NULL);
+
+	CHECK_EQ_U64(PARSE("--help"), 1);
+	CHECK(strstr(err, "usage: slipstreamd") != NULL);
+}
+
+static void test_errors(void)
+{
+	static const struct { const char *a, *b; const char *msg; } bad[] = {
+		{ "--ip", "198.18.0.1", "ip: expected ADDR/PREFIX, got '198.18.0.1'" },
+		{ "--ip", "198.18.0.256/24", "ip: bad address '198.18.0.256'" },
+		{ "--ip", "198.18.0/24", "ip: bad address '198.18.0'" },
+		{ "--ip", "198.18.0.1/33", "ip: bad prefix length '33'" },
+		{ "--ip", "198.18.0.1/0", "ip: bad prefix length '0'" },
+		{ "--cores", "0", "cores: expected 1..128, got '0'" },
+		{ "--cores", "2x", "cores: expected 1..128, got '2x'" },
+		{ "--rx-desc", "1000", "rx-desc: expected a power of two in 64..16384, got '1000'" },
+		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
+		{ "--bogus", "1", "unknown option 'bogus'" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };
+		CHECK_EQ_U64(parse(5, argv), (uint64_t)-1);
+		CHECK_STR(err, bad[i].msg);
+	}
+	CHECK_EQ_U64(PARSE("--gateway", "198.18.0.2"), (uint64_t)-1);
+	CHECK_STR(err, "--ip ADDR/PREFIX is required (see --help)");
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--gateway", "198.19.0.2"), (uint64_t)-1);
+	CHECK_STR(err, "gateway is not inside 24-bit prefix of ip");
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "stray"), (uint64_t)-1);
+	CHECK_STR(err, "unexpected argument 'stray' (see --help)");
+	CHECK_EQ_U64(PARSE("--ip"), (uint64_t)-1);
+	CHECK_STR(err, "--ip needs a value");
+}
+
+static void test_file(void)
+{
+	char path[] = "/tmp/ss_test_config_XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	static const char text[] =
+		"# comment\n"
+		"ip = 198.18.0.1/24   # trailing comment\n"
+		"\n"
+		"  gateway=198.18.0.2\n"
+		"cores = 3\n"
+		"dpdk = --no-huge   --no-pci -l 0\n";
+	CHECK_EQ_U64(write(fd, text, sizeof(text) - 1), sizeof(text) - 1);
+	close(fd);
+
+	/* The command line overrides the file, wherever --config appears. */
+	CHECK_EQ_U64(PARSE("--cores", "1", "-c", path, "--", "--vdev=x"), 0);
+	CHECK_EQ_U64(cfg.ip, 0xC6120001u);
+	CHECK_EQ_U64(cfg.gateway, 0xC6120002u);
+	CHECK_EQ_U64(cfg.cores, 1);
+	CHECK_EQ_U64(cfg.eal_argc, 5);
+	CHECK_STR(cfg.eal_argv[1], "--no-huge");
+	CHECK_STR(cfg.eal_argv[3], "-l");
+	CHECK_STR(cfg.eal_argv[4], "--vdev=x");
+	unlink(path);
+
+	CHECK_EQ_U64(PARSE("--config", "/nonexistent/ss.conf"), (uint64_t)-1);
+	CHECK_STR(err, "config /nonexistent/ss.conf: No such file or directory");
+
+	ss_config_defaults(&cfg);
+	CHECK_EQ_U64(ss_config_parse_text(&cfg, "ip = 1.2.3.4/8\nnonsense\n", err, sizeof(err)),
+		     (uint64_t)-1);
+	CHECK_STR(err, "line 2: expected 'key = value'");
+	CHECK_EQ_U64(ss_config_parse_text(&cfg, "colour = blue\n", err, sizeof(err)),
+		     (uint64_t)-1);
+	CHECK_STR(err, "line 1: unknown option 'colour'");
+}
+
+static void test_ipv4_text(void)
+{
+	uint32_t ip;
+	char buf[16];
+	CHECK_EQ_U64(ss_parse_ipv4("0.0.0.0", &ip), 0);
+	CHECK_EQ_U64(ip, 0);
+	CHECK_EQ_U64(ss_parse_ipv4("255.255.255.255", &ip), 0);
+	CHECK_EQ_U64(ip, 0xffffffffu);
+	CHECK_STR(ss_format_ipv4(0xC6120001u, buf), "198.18.0.1");
+	static const char *const bad[] = { "", "1.2.3", "1.2.3.4.", "1.2.3.4.5", "1..2.3",
+					   "1.2.3.0004", "a.b.c.d", "1.2.3.4 ", "-1.2.3.4" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_EQ_U64(ss_parse_ipv4(bad[i], &ip), (uint64_t)-1);
+}
+
+int main(void)
+{
+	test_defaults_and_options();
+	test_errors();
+	test_file();
+	test_ipv4_text();
+	return check_done("test_config");
+}

@@ -1,0 +1,299 @@
+/* Unit tests for wire/tcp.h: header parse/build and checksum (RFC 9293). */
+#include "check.h"
+#include "packets.h"
+#include "wire/bytes.h"
+#include "wire/tcp.h"
+
+#define IP_A 0xC6120001u /* 198.18.0.1, port 5001 (server) */
+#define IP_B 0xC6120002u /* 198.18.0.2, port 40000 (client) */
+
+/* TCP parts of the captured frames (after 14 + 20 bytes). */
+static const uint8_t *const syn = pkt_tcp_syn + 34;
+static const uint8_t *const synack = pkt_tcp_synack + 34;
+static const uint8_t *const ack = pkt_tcp_ack + 34;
+static const uint8_t *const data = pkt_tcp_data + 34;
+#define SYN_LEN 40
+#define ACK_LEN 32
+#define DATA_LEN 50
+
+static const char hello[] = "hello, slipstream\n";
+
+static void test_parse_syn(void)
+{
+	struct ss_tcp t;
+
+	CHECK_EQ_U64(ss_tcp_parse(syn, SYN_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.sport, 40000);
+	CHECK_EQ_U64(t.dport, 5001);
+	CHECK_EQ_U64(t.seq, 0x8c75acb0);
+	CHECK_EQ_U64(t.ack, 0);
+	CHECK_EQ_U64(t.hdr_len, 40);
+	CHECK_EQ_U64(t.flags, SS_TCP_SYN);
+	CHECK_EQ_U64(t.window, 64240);
+	CHECK_EQ_U64(t.csum, 0x2143);
+	CHECK_EQ_U64(t.urg, 0);
+	CHECK(t.payload == syn + 40);
+	CHECK_EQ_U64(t.payload_len, 0);
+	CHECK_EQ_U64(t.opts.present, SS_TCP_OPTF_MSS | SS_TCP_OPTF_SACK_PERM |
+					     SS_TCP_OPTF_TS | SS_TCP_OPTF_WSCALE);
+	CHECK_EQ_U64(t.opts.mss, 1460);
+	CHECK_EQ_U64(t.opts.wscale, 7);
+	CHECK_EQ_U64(t.opts.ts_val, 0xe2e8d3cb);
+	CHECK_EQ_U64(t.opts.ts_ecr, 0);
+	CHECK_EQ_U64(t.opts.sack_count, 0);
+	CHECK(ss_tcp_csum_ok(IP_B, IP_A, syn, SYN_LEN));
+
+	CHECK_EQ_U64(ss_tcp_parse(synack, SYN_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.flags, SS_TCP_SYN | SS_TCP_ACK);
+	CHECK_EQ_U64(t.seq, 0x9d9f769d);
+	CHECK_EQ_U64(t.ack, 0x8c75acb1);
+	CHECK_EQ_U64(t.window, 65160);
+	CHECK_EQ_U64(t.opts.ts_val, 0xe12ed682);
+	CHECK_EQ_U64(t.opts.ts_ecr, 0xe2e8d3cb);
+	CHECK(ss_tcp_csum_ok(IP_A, IP_B, synack, SYN_LEN));
+}
+
+static void test_parse_data(void)
+{
+	struct ss_tcp t;
+	uint8_t odd[1 + DATA_LEN];
+
+	memcpy(odd + 1, data, DATA_LEN); /* unaligned */
+	CHECK_EQ_U64(ss_tcp_parse(odd + 1, DATA_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.flags, SS_TCP_PSH | SS_TCP_ACK);
+	CHECK_EQ_U64(t.hdr_len, 32);
+	CHECK_EQ_U64(t.window, 502);
+	CHECK(t.payload == odd + 1 + 32);
+	CHECK_EQ_U64(t.payload_len, 18);
+	CHECK_MEM(t.payload, hello, 18);
+	CHECK_EQ_U64(t.opts.present, SS_TCP_OPTF_TS);
+	CHECK_EQ_U64(t.opts.ts_val, 0xe2e8d3cb);
+	CHECK_EQ_U64(t.opts.ts_ecr, 0xe12ed682);
+	CHECK(ss_tcp_csum_ok(IP_B, IP_A, odd + 1, DATA_LEN)); /* odd length */
+
+	CHECK_EQ_U64(ss_tcp_parse(ack, ACK_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(t.payload_len, 0);
+}
+
+static void test_truncated_and_offset(void)
+{
+	uint8_t b[SYN_LEN];
+	struct ss_tcp t;
+
+	for (size_t len = 0; len < SS_TCP_HDR_MIN; len++)
+		CHECK_EQ_U64(ss_tcp_parse(syn, len, &t), SS_TCP_TRUNCATED);
+	/* header present, options cut: doff*4 (40) > len */
+	for (size_t len = SS_TCP_HDR_MIN; len < SYN_LEN; len++)
+		CHECK_EQ_U64(ss_tcp_parse(syn, len, &t), SS_TCP_BAD_OFFSET);
+
+	memcpy(b, syn, SYN_LEN);
+	for (unsigned doff = 0; doff < 5; doff++) {
+		b[12] = (uint8_t)(doff << 4);
+		CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_BAD_OFFSET);
+	}
+	b[12] = 0xB0; /* doff 11 = 44 > 40 */
+	CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_BAD_OFFSET);
+	b[12] = 0xF0;
+	CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_BAD_OFFSET);
+	/* doff 5 on the SYN: options become payload */
+	b[12] = 0x50;
+	CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.payload_len, 20);
+	CHECK_EQ_U64(t.opts.present, 0);
+	/* reserved bits next to doff are ignored */
+	b[12] = 0xAF;
+	CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_OK);
+	CHECK_EQ_U64(t.hdr_len, 40);
+	/* a bad option inside a good header is reported */
+	b[12] = 0xA0;
+	b[21] = 3; /* MSS length 3 */
+	CHECK_EQ_U64(ss_tcp_parse(b, SYN_LEN, &t), SS_TCP_BAD_OPTION);
+}
+
+static void test_csum(void)
+{
+	uint8_t b[DATA_LEN];
+
+	CHECK(ss_tcp_csum_ok(IP_B, IP_A, data, DATA_LEN));
+	CHECK(ss_tcp_csum_ok(IP_A, IP_B, ack, ACK_LEN) ==
+	      ss_tcp_csum_ok(IP_B, IP_A, ack, ACK_LEN)); /* commutative */
+	CHECK(!ss_tcp_csum_ok(IP_B, IP_A + 1, data, DATA_LEN));
+	CHECK(!ss_tcp_csum_ok(IP_B, IP_A, data, DATA_LEN - 1));
+	for (size_t i = 0; i < DATA_LEN; i++) {
+		memcpy(b, data, DATA_LEN);
+		b[i] ^= 0x10;
+		CHECK(!ss_tcp_csum_ok(IP_B, IP_A, b, DATA_LEN));
+	}
+}
+
+/* Fields of a captured segment, for the builder. */
+static struct ss_tcp seg_fields(const uint8_t *seg, size_t len)
+{
+	struct ss_tcp t;
+
+	memset(&t, 0, sizeof(t));
+	ss_tcp_parse(seg, len, &t);
+	return t;
+}
+
+static void test_build_exact(void)
+{
+	uint8_t buf[1 + 64];
+	struct ss_tcp t = {
+		.sport = 40000,
+		.dport = 5001,
+		.seq = 0x8c75acb0,
+		.flags = SS_TCP_SYN,
+		.window = 64240,
+		.opts = {
+			.present = SS_TCP_OPTF_MSS | SS_TCP_OPTF_SACK_PERM |
+				   SS_TCP_OPTF_TS | SS_TCP_OPTF_WSCALE,
+			.mss = 1460,
+			.wscale = 7,
+			.ts_val = 0xe2e8d3cb,
+		},
+	};
+
+	/* Linux SYN from fields written out by hand */
+	CHECK_EQ_U64(ss_tcp_build(buf + 1, 40, &t, IP_B, IP_A), SYN_LEN);
+	CHECK_MEM(buf + 1, syn, SYN_LEN);
+	CHECK_EQ_U64(ss_tcp_build(buf, 39, &t, IP_B, IP_A), 0);
+
+	/* the others from their parsed fields */
+	t = seg_fields(synack, SYN_LEN);
+	t.hdr_len = 0;
+	t.csum = 0xdead; /* both ignored */
+	CHECK_EQ_U64(ss_tcp_build(buf, sizeof(buf), &t, IP_A, IP_B), SYN_LEN);
+	CHECK_MEM(buf, synack, SYN_LEN);
+
+	t = seg_fields(ack, ACK_LEN);
+	CHECK_EQ_U64(ss_tcp_build(buf, sizeof(buf), &t, IP_B, IP_A), ACK_LEN);
+	CHECK_MEM(buf, ack, ACK_LEN);
+
+	t = seg_fields(data, DATA_LEN);
+	t.payload = (const uint8_t *)hello;
+	CHECK_EQ_U64(ss_tcp_build(buf + 1, DATA_LEN, &t, IP_B, IP_A),
+		     DATA_LEN);
+	CHECK_MEM(buf + 1, data, DATA_LEN);
+	CHECK_EQ_U64(ss_tcp_build(buf, DATA_LEN - 1, &t, IP_B, IP_A), 0);
+
+	/* payload already in place, and payload sitting where the header
+	 * will go (memmove) */
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf + 32, hello, 18);
+	t.payload = buf + 32;
+	CHECK_EQ_U64(ss_tcp_build(buf, DATA_LEN, &t, IP_B, IP_A), DATA_LEN);
+	CHECK_MEM(buf, data, DATA_LEN);
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf + 5, hello, 18);
+	t.payload = buf + 5;
+	CHECK_EQ_U64(ss_tcp_build(buf, DATA_LEN, &t, IP_B, IP_A), DATA_LEN);
+	CHECK_MEM(buf, data, DATA_LEN);
+}
+
+static void test_build_limits(void)
+{
+	static uint8_t big[0x10000 + 64];
+	struct ss_tcp t = {.flags = SS_TCP_ACK, .payload = big};
+
+	/* 20 + 65515 = 65535: the largest segment the checksum covers */
+	t.payload_len = 0xFFFF - 20;
+	CHECK_EQ_U64(ss_tcp_build(big, sizeof(big), &t, IP_A, IP_B), 0xFFFF);
+	CHECK(ss_tcp_csum_ok(IP_A, IP_B, big, 0xFFFF));
+	/* one zero byte more would still sum right (the pseudo-header length
+	 * wraps to 0 == 0xFFFF in one's complement): must be refused */
+	big[0xFFFF] = 0;
+	CHECK(!ss_tcp_csum_ok(IP_A, IP_B, big, 0x10000));
+	t.payload_len++;
+	CHECK_EQ_U64(ss_tcp_build(big, sizeof(big), &t, IP_A, IP_B), 0);
+	t.payload_len = 0;
+	t.payload = NULL;
+	CHECK_EQ_U64(ss_tcp_build(big, 20, &t, IP_A, IP_B), 20);
+	CHECK_EQ_U64(ss_tcp_build(big, 19, &t, IP_A, IP_B), 0);
+	CHECK_EQ_U64(big[12], 0x50);
+}
+
+/* Random headers: build, then parse and verify, get the same fields. */
+static void test_roundtrip_random(void)
+{
+	uint64_t rng = 9293;
+	uint8_t pay[100], buf[60 + 100];
+	unsigned bad = 0;
+
+	for (int n = 0; n < 5000; n++) {
+		struct ss_tcp t = {
+			.sport = (uint16_t)check_rand(&rng),
+			.dport = (uint16_t)check_rand(&rng),
+			.seq = (uint32_t)check_rand(&rng),
+			.ack = (uint32_t)check_rand(&rng),
+			.flags = (uint8_t)check_rand(&rng),
+			.window = (uint16_t)check_rand(&rng),
+			.urg = (uint16_t)check_rand(&rng),
+			.payload = pay,
+			.payload_len = check_rand(&rng) % 101,
+		};
+		uint32_t src = (uint32_t)check_rand(&rng);
+		uint32_t dst = (uint32_t)check_rand(&rng);
+		struct ss_tcp p;
+		size_t len;
+
+		t.opts.present = (uint8_t)(check_rand(&rng) & 0x1F);
+		t.opts.mss = (uint16_t)check_rand(&rng);
+		t.opts.wscale = (uint8_t)(check_rand(&rng) % 15);
+		t.opts.ts_val = (uint32_t)check_rand(&rng);
+		t.opts.ts_ecr = (uint32_t)check_rand(&rng);
+		t.opts.sack_count = (uint8_t)(1 + check_rand(&rng) % 2);
+		for (int i = 0; i < 4; i++) {
+			t.opts.sack[i].left = (uint32_t)check_rand(&rng);
+			t.opts.sack[i].right = (uint32_t)check_rand(&rng);
+		}
+		for (size_t i = 0; i < t.payload_len; i++)
+			pay[i] = (uint8_t)check_rand(&rng);
+
+		len = ss_tcp_build(buf, sizeof(buf), &t, src, dst);
+		if (len != 20 + ss_tcp_opts_len(&t.opts) + t.payload_len ||
+		    ss_tcp_parse(buf, len, &p) != SS_TCP_OK ||
+		    !ss_tcp_csum_ok(src, dst, buf, len) ||
+		    p.sport != t.sport || p.dport != t.dport ||
+		    p.seq != t.seq || p.ack != t.ack || p.flags != t.flags ||
+		    p.window != t.window || p.urg != t.urg ||
+		    p.payload_len != t.payload_len ||
+		    p.hdr_len != len - t.payload_len ||
+		    memcmp(p.payload, pay, t.payload_len) != 0 ||
+		    p.opts.present != t.opts.present ||
+		    ((p.opts.present & SS_TCP_OPTF_MSS) &&
+		     p.opts.mss != t.opts.mss) ||
+		    ((p.opts.present & SS_TCP_OPTF_TS) &&
+		     p.opts.ts_val != t.opts.ts_val) ||
+		    ((p.opts.present & SS_TCP_OPTF_SACK) &&
+		     (p.opts.sack_count != t.opts.sack_count ||
+		      p.opts.sack[0].left != t.opts.sack[0].left)))
+			bad++;
+	}
+	CHECK_EQ_U64(bad, 0);
+}
+
+static void test_names(void)
+{
+	CHECK_STR(ss_tcp_status_name(SS_TCP_OK), "ok");
+	CHECK_STR(ss_tcp_status_name(SS_TCP_TRUNCATED), "truncated");
+	CHECK_STR(ss_tcp_status_name(SS_TCP_BAD_OFFSET), "bad_offset");
+	CHECK_STR(ss_tcp_status_name(SS_TCP_BAD_OPTION), "bad_option");
+	CHECK_STR(ss_tcp_status_name(SS_TCP_BAD_CHECKSUM), "bad_checksum");
+	CHECK_STR(ss_tcp_status_name(SS_TCP_STATUS_MAX), "unknown");
+	CHECK_EQ_U64(SS_TCP_STATUS_MAX, 5);
+}
+
+int main(void)
+{
+	test_parse_syn();
+	test_parse_data();
+	test_truncated_and_offset();
+	test_csum();
+	test_build_exact();
+	test_build_limits();
+	test_roundtrip_random();
+	test_names();
+	return check_done("test_tcp");
+}
