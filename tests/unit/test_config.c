@@ -18,11 +18,10 @@ static int parse(int argc, const char **argv)
 	return ss_config_parse_args(&cfg, argc, (char **)argv, err, sizeof(err));
 }
 
-#define PARSE(...)                                                              \
-	({                                                                      \
-		const char *argv_[] = { "slipstreamd", __VA_ARGS__ };           \
-		parse((int)(sizeof(argv_) / sizeof(argv_[0])), argv_);         \
-	})
+#define PARSE_ARGV(...) ((const char *[]){ "slipstreamd", __VA_ARGS__ })
+#define PARSE(...)                                                          \
+	parse((int)(sizeof(PARSE_ARGV(__VA_ARGS__)) / sizeof(const char *)), \
+	      PARSE_ARGV(__VA_ARGS__))
 
 static void test_defaults_and_options(void)
 {
@@ -104,10 +103,12 @@ static void test_file(void)
 	CHECK_EQ_U64(cfg.ip, 0xC6120001u);
 	CHECK_EQ_U64(cfg.gateway, 0xC6120002u);
 	CHECK_EQ_U64(cfg.cores, 1);
-	CHECK_EQ_U64(cfg.eal_argc, 5);
+	CHECK_EQ_U64(cfg.eal_argc, 6);
 	CHECK_STR(cfg.eal_argv[1], "--no-huge");
+	CHECK_STR(cfg.eal_argv[2], "--no-pci");
 	CHECK_STR(cfg.eal_argv[3], "-l");
-	CHECK_STR(cfg.eal_argv[4], "--vdev=x");
+	CHECK_STR(cfg.eal_argv[4], "0");
+	CHECK_STR(cfg.eal_argv[5], "--vdev=x");
 	unlink(path);
 
 	CHECK_EQ_U64(PARSE("--config", "/nonexistent/ss.conf"), (uint64_t)-1);
