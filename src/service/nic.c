@@ -162,9 +162,10 @@ static void read_caps(const struct rte_eth_dev_info *info, struct ss_nic_caps *c
 	c->tso = info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO;
 }
 
-static const char *yn(bool b)
+/* How a checksum or segmentation job is done on this port. */
+static const char *offload_state(bool has, bool used)
 {
-	return b ? "yes" : "no (software)";
+	return used ? "offloaded" : has ? "software (offload unused)" : "software (port has none)";
 }
 
 int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
@@ -217,8 +218,10 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	}
 	nic->use_rx_ip_csum = nic->caps.rx_ip_csum;
 	nic->use_rx_tcp_csum = nic->caps.rx_tcp_csum;
-	nic->use_tx_ip_csum = nic->caps.tx_ip_csum;
-	nic->use_tx_tcp_csum = nic->caps.tx_tcp_csum;
+	/* Replies are few and small: built with software checksums for now.
+	 * The TCP send path will turn on TX checksum offload and TSO. */
+	nic->use_tx_ip_csum = false;
+	nic->use_tx_tcp_csum = false;
 	if (nic->use_rx_ip_csum)
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 	if (nic->use_rx_tcp_csum)
@@ -296,10 +299,13 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	SS_INFO("port %u: max queues rx %u tx %u, RSS %s (RETA %u)", port,
 		nic->caps.max_rx_queues, nic->caps.max_tx_queues,
 		nic->caps.rss ? "yes" : "no", nic->caps.reta_size);
-	SS_INFO("port %u: rx ip csum %s, rx tcp csum %s, tx ip csum %s, tx tcp csum %s, "
-		"TSO %s", port, yn(nic->use_rx_ip_csum), yn(nic->use_rx_tcp_csum),
-		yn(nic->use_tx_ip_csum), yn(nic->use_tx_tcp_csum),
-		nic->caps.tso ? "yes (unused yet)" : "no (software segmentation)");
+	SS_INFO("port %u: rx ip csum %s; rx tcp csum %s", port,
+		offload_state(nic->caps.rx_ip_csum, nic->use_rx_ip_csum),
+		offload_state(nic->caps.rx_tcp_csum, nic->use_rx_tcp_csum));
+	SS_INFO("port %u: tx ip csum %s; tx tcp csum %s; TSO %s", port,
+		offload_state(nic->caps.tx_ip_csum, nic->use_tx_ip_csum),
+		offload_state(nic->caps.tx_tcp_csum, nic->use_tx_tcp_csum),
+		offload_state(nic->caps.tso, false));
 	SS_INFO("port %u: idle fast-path threads wait by %s", port,
 		ss_nic_wait_mode_name(nic->wait_mode));
 	return 0;
