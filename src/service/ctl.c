@@ -113,7 +113,9 @@ static void reply_arp(const struct ss_ctl *ctl, struct sbuf *b)
 			  "\"age_s\": %.3f}", i ? ", " : "", ss_format_ipv4(entries[i].ip, ip),
 			  mac, age);
 	}
-	sb_printf(b, "]}\n");
+	/* Say so when the cache holds more than one reply carries. */
+	sb_printf(b, "], \"truncated\": %s}\n",
+		  jbool(n == CTL_ARP_MAX && ctl->arp->mask + 1 > CTL_ARP_MAX));
 }
 
 size_t ss_ctl_handle(const struct ss_ctl *ctl, const char *line, char *buf, size_t cap)

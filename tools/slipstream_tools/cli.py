@@ -22,28 +22,26 @@ def _query(args, command):
     return reply, raw
 
 
-def cmd_stats(args):
+def _show(args, command, text_format):
+    """Query one command; print its JSON or its text rendering."""
     try:
-        reply, _ = _query(args, "stats")
+        reply, _ = _query(args, command)
     except ctl.CtlError as e:
         return _err(str(e))
     if args.json:
         print(json.dumps(reply, indent=2))
     else:
-        sys.stdout.write(render.stats_format(reply, nonzero=args.nonzero))
+        sys.stdout.write(text_format(reply))
     return EXIT_OK
+
+
+def cmd_stats(args):
+    return _show(args, "stats",
+                 lambda reply: render.stats_format(reply, nonzero=args.nonzero))
 
 
 def cmd_arp(args):
-    try:
-        reply, _ = _query(args, "arp")
-    except ctl.CtlError as e:
-        return _err(str(e))
-    if args.json:
-        print(json.dumps(reply, indent=2))
-    else:
-        sys.stdout.write(render.arp_format(reply))
-    return EXIT_OK
+    return _show(args, "arp", render.arp_format)
 
 
 def _need_root(what):

@@ -85,6 +85,9 @@ def arp_format(reply):
         rows.append((str(e.get("ip", "?")), str(e.get("mac", "?")),
                      str(e.get("state", "?")), age))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return "".join("%-*s  %-*s  %-*s  %s\n" % (widths[0], r[0], widths[1], r[1],
+    text = "".join("%-*s  %-*s  %-*s  %s\n" % (widths[0], r[0], widths[1], r[1],
                                               widths[2], r[2], r[3])
                    for r in rows)
+    if reply.get("truncated"):
+        text += "(truncated: the cache holds more entries than one reply carries)\n"
+    return text
