@@ -20,6 +20,12 @@ const char ss_config_usage[] =
 	"  --tx-desc N           TX descriptors per queue (default 1024)\n"
 	"  --arp-entries N       ARP cache size, power of two (default 256)\n"
 	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
+	"  --max-apps N          applications attached at once (default 16)\n"
+	"  --max-flows N         TCP connections incl. TIME_WAIT (default 65536)\n"
+	"  --max-app-conns N     connections one application may hold (default 16384)\n"
+	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
+	"  --max-listeners N     listening ports (default 64)\n"
+	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -34,6 +40,12 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->tx_desc = 1024;
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
+	cfg->max_apps = 16;
+	cfg->max_flows = 65536;
+	cfg->max_app_conns = 16384;
+	cfg->max_buf = 4u << 20;
+	cfg->max_listeners = 64;
+	cfg->time_wait_ms = 60000;
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
 	cfg->eal_argv[0] = cfg->eal_store;
@@ -166,6 +178,31 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 1000000, &n) != 0)
 			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
 		cfg->idle_polls = (uint32_t)n;
+	} else if (strcmp(key, "max-apps") == 0) {
+		if (parse_uint(val, 1, 1024, &n) != 0)
+			return fail(err, errlen, "max-apps: expected 1..1024, got '%s'", val);
+		cfg->max_apps = (uint32_t)n;
+	} else if (strcmp(key, "max-flows") == 0) {
+		if (parse_uint(val, 16, 1u << 24, &n) != 0)
+			return fail(err, errlen, "max-flows: expected 16..16777216, got '%s'", val);
+		cfg->max_flows = (uint32_t)n;
+	} else if (strcmp(key, "max-app-conns") == 0) {
+		if (parse_uint(val, 1, 1u << 22, &n) != 0)
+			return fail(err, errlen, "max-app-conns: expected 1..4194304, got '%s'", val);
+		cfg->max_app_conns = (uint32_t)n;
+	} else if (strcmp(key, "max-buf") == 0) {
+		if (parse_uint(val, 4096, 1u << 30, &n) != 0 || (n & (n - 1)) != 0)
+			return fail(err, errlen, "max-buf: expected a power of two in 4096..1073741824, got '%s'",
+				    val);
+		cfg->max_buf = (uint32_t)n;
+	} else if (strcmp(key, "max-listeners") == 0) {
+		if (parse_uint(val, 1, 65535, &n) != 0)
+			return fail(err, errlen, "max-listeners: expected 1..65535, got '%s'", val);
+		cfg->max_listeners = (uint32_t)n;
+	} else if (strcmp(key, "time-wait-ms") == 0) {
+		if (parse_uint(val, 0, 240000, &n) != 0)
+			return fail(err, errlen, "time-wait-ms: expected 0..240000, got '%s'", val);
+		cfg->time_wait_ms = (uint32_t)n;
 	} else if (strcmp(key, "log-level") == 0) {
 		int lvl = ss_log_level_parse(val);
 		if (lvl < 0)

@@ -21,6 +21,12 @@ struct ss_config {
 	uint16_t tx_desc;       /* descriptors per TX queue */
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
+	uint32_t max_apps;      /* applications attached at once */
+	uint32_t max_flows;     /* TCP connections, TIME_WAIT included */
+	uint32_t max_app_conns; /* connections one application may hold */
+	uint32_t max_buf;       /* largest ring an application may ask for */
+	uint32_t max_listeners;
+	uint32_t time_wait_ms;
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */
 	int eal_argc;
@@ -43,7 +49,8 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
 /*
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
- * port, rx-desc, tx-desc, arp-entries, idle-polls, log-level) plus "dpdk",
+ * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
+ * max-app-conns, max-buf, max-listeners, time-wait-ms, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */
 int ss_config_parse_text(struct ss_config *cfg, const char *text,

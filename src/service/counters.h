@@ -56,6 +56,44 @@
 	X(drop_tcp_bad_option)                                                \
 	X(drop_tcp_bad_checksum)                                              \
 	X(drop_tcp_no_flow)                                                   \
+	X(rx_tcp_fast)                                                           \
+	X(rx_tcp_slow)                                                           \
+	X(rx_tcp_syn)                                                            \
+	X(tx_tcp_segments)                                                       \
+	X(tx_tcp_payload_bytes)                                                  \
+	X(tcp_conn_created)                                                      \
+	X(tcp_conn_freed)                                                        \
+	X(tcp_conn_closed)                                                       \
+	X(tcp_passive_open)                                                      \
+	X(tcp_active_open)                                                       \
+	X(tcp_arp_failed)                                                        \
+	X(tcp_reset_app_gone)                                                    \
+	X(tcp_reset_rcvd)                                                        \
+	X(tcp_timeout)                                                           \
+	X(tcp_retrans_segs)                                                      \
+	X(tcp_fast_retrans)                                                      \
+	X(tcp_rto_fired)                                                         \
+	X(tcp_rst_rcvd)                                                          \
+	X(tcp_challenge_acks)                                                    \
+	X(tcp_dup_data_bytes)                                                    \
+	X(app_commands)                                                          \
+	X(app_cmd_errors)                                                        \
+	X(app_kicks)                                                             \
+	X(app_kick_failed)                                                       \
+	X(app_event_ring_waits)                                                  \
+	X(app_detached)                                                          \
+	X(app_bad_ring)                                                          \
+	X(drop_tcp_seg_too_big)                                                  \
+	X(drop_tcp_listener_gone)                                                \
+	X(drop_tcp_backlog)                                                      \
+	X(drop_tcp_app_conns_full)                                               \
+	X(drop_tcp_flows_full)                                                   \
+	X(drop_tcp_out_of_window)                                                \
+	X(drop_tcp_old_ack)                                                      \
+	X(drop_tcp_future_ack)                                                   \
+	X(drop_tcp_ooo_outside)                                                  \
+	X(drop_tcp_rst_ignored)                                                  \
+	X(drop_app_event_ring_full)                                              \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
 	X(drop_no_mbuf)

@@ -1,4 +1,4 @@
-/* ctl.c - control socket: one request line in, one JSON document out, connection closed. */
+/* ctl.c - the slow-path thread: tool requests (one line in, one JSON document out) and application attach/hang-up. */
 #include "service/ctl.h"
 
 #include <errno.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "service/log.h"
+#include "service/stack.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
 #define CTL_ARP_MAX 4096
@@ -84,6 +85,14 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 		  jbool(nic->use_rx_ip_csum || nic->use_rx_tcp_csum),
 		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->caps.tso),
 		  nic->caps.max_rx_queues, nic->caps.max_tx_queues);
+	if (ctl->stack) {
+		struct ss_stack_gauges g;
+		ss_stack_gauges(ctl->stack, &g);
+		sb_printf(b, "\"gauges\": {\"flows\": %u, \"listeners\": %u, \"apps\": %u, "
+			  "\"app_conns\": %u, \"app_memory_bytes\": %llu}, ",
+			  g.flows, g.listeners, g.apps, g.app_conns,
+			  (unsigned long long)ss_app_reg_memory(ctl->reg));
+	}
 	sb_printf(b, "\"counters\": {");
 	for (unsigned id = 0; id < SS_CTR_MAX; id++) {
 		uint64_t sum = 0;
@@ -161,15 +170,11 @@ static int read_line(int fd, char *line, size_t cap)
 	return len ? 0 : -1;
 }
 
-static void serve_one(struct ss_ctl *ctl, int fd, char *reply)
+static void send_all(int fd, const char *p, size_t n)
 {
-	char line[256];
-	if (read_line(fd, line, sizeof(line)) != 0)
-		return;
-	size_t n = ss_ctl_handle(ctl, line, reply, CTL_REPLY_MAX);
 	size_t off = 0;
 	while (off < n) {
-		ssize_t w = send(fd, reply + off, n - off, MSG_NOSIGNAL);
+		ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -178,21 +183,63 @@ static void serve_one(struct ss_ctl *ctl, int fd, char *reply)
 	}
 }
 
+/* One request on a new connection; returns true if the fd was kept (an app). */
+static bool serve_one(struct ss_ctl *ctl, int fd, char *reply)
+{
+	char line[256];
+	if (read_line(fd, line, sizeof(line)) != 0)
+		return false;
+	if (strncmp(line, "attach", 6) == 0 && (line[6] == ' ' || line[6] == '\0')) {
+		if (!ctl->reg) {
+			static const char no[] = "{\"ok\": false, \"error\": \"this service takes no applications\"}\n";
+			send_all(fd, no, sizeof(no) - 1);
+			return false;
+		}
+		return ss_app_attach(ctl->reg, fd, line) == 1;
+	}
+	send_all(fd, reply, ss_ctl_handle(ctl, line, reply, CTL_REPLY_MAX));
+	return false;
+}
+
+/* Apps marked broken by the fast path are disconnected here. */
+static void hang_up_broken(struct ss_ctl *ctl)
+{
+	for (uint32_t i = 0; i < ctl->reg->lim.max_apps; i++) {
+		struct ss_app *a = &ctl->reg->apps[i];
+		if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) == SS_APP_ACTIVE && a->broken) {
+			shutdown(a->sock_fd, SHUT_RDWR);
+			ss_app_hangup(ctl->reg, a);
+		}
+	}
+}
+
 static void *ctl_main(void *arg)
 {
 	struct ss_ctl *ctl = arg;
 	char *reply = malloc(CTL_REPLY_MAX);
+	uint32_t max_apps = ctl->reg ? ctl->reg->lim.max_apps : 0;
+	struct pollfd *p = calloc(3 + max_apps, sizeof(*p));
+	struct ss_app **who = calloc(3 + max_apps, sizeof(*who));
 
-	if (!reply) {
+	if (!reply || !p || !who) {
 		SS_ERR("control: out of memory");
-		return NULL;
+		goto out;
 	}
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = ctl->listen_fd, .events = POLLIN },
-			{ .fd = ctl->stop_fd, .events = POLLIN },
-		};
-		if (poll(p, 2, -1) < 0) {
+		nfds_t n = 0;
+		p[n++] = (struct pollfd){ .fd = ctl->listen_fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = ctl->stop_fd, .events = POLLIN };
+		if (ctl->reg)
+			p[n++] = (struct pollfd){ .fd = ctl->reg->reclaim_fd, .events = POLLIN };
+		nfds_t first_app = n;
+		for (uint32_t i = 0; i < max_apps; i++) {
+			struct ss_app *a = &ctl->reg->apps[i];
+			if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) != SS_APP_ACTIVE)
+				continue;
+			who[n] = a;
+			p[n++] = (struct pollfd){ .fd = a->sock_fd, .events = POLLIN };
+		}
+		if (poll(p, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			SS_ERR("control: poll: %s", strerror(errno));
@@ -200,13 +247,33 @@ static void *ctl_main(void *arg)
 		}
 		if (p[1].revents)
 			break;
-		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_one(ctl, fd, reply);
-		close(fd);
+		if (ctl->reg && p[2].revents) {
+			uint64_t v;
+			if (read(ctl->reg->reclaim_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				SS_WARN("control: reclaim: %s", strerror(errno));
+			hang_up_broken(ctl);
+			ss_app_reclaim(ctl->reg);
+		}
+		/* An application's socket: anything but EOF is ignored. */
+		for (nfds_t i = first_app; i < n; i++) {
+			if (!p[i].revents)
+				continue;
+			char junk[256];
+			ssize_t r = recv(p[i].fd, junk, sizeof(junk), MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) ||
+			    (p[i].revents & (POLLHUP | POLLERR)))
+				ss_app_hangup(ctl->reg, who[i]);
+		}
+		if (p[0].revents) {
+			int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0 && !serve_one(ctl, fd, reply))
+				close(fd);
+		}
 	}
+out:
 	free(reply);
+	free(p);
+	free(who);
 	return NULL;
 }
 

@@ -1,10 +1,11 @@
-/* ctl.h - the control thread: a UNIX socket that answers `slipstream stats` and `arp`. */
+/* ctl.h - the slow-path thread: the UNIX socket for tools (stats, arp) and applications (attach). */
 #ifndef SS_SERVICE_CTL_H
 #define SS_SERVICE_CTL_H
 
 #include <pthread.h>
 #include <stdint.h>
 
+#include "service/app.h"
 #include "service/arp_cache.h"
 #include "service/config.h"
 #include "service/fastpath.h"
@@ -16,6 +17,8 @@ struct ss_ctl {
 	struct ss_fastpath *const *fps; /* one per fast-path thread */
 	unsigned nb_fps;
 	const struct ss_arp_cache *arp;
+	struct ss_app_reg *reg;         /* applications (NULL: attach refused) */
+	const struct ss_stack *stack;   /* for gauges, may be NULL */
 	uint64_t start_ns;
 
 	int listen_fd;

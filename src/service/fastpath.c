@@ -13,6 +13,7 @@
 #include <rte_prefetch.h>
 
 #include "service/log.h"
+#include "service/stack.h"
 
 #define NS_PER_MS 1000000ull
 #define GW_ARP_FIRST_NS (1000 * NS_PER_MS)
@@ -32,21 +33,54 @@ static bool stopping(const struct ss_fastpath *fp)
 	return __atomic_load_n(fp->stop, __ATOMIC_ACQUIRE);
 }
 
-/* Sends what is in @tx; frees and counts what the NIC would not take. */
-static void tx_flush(struct ss_fastpath *fp, struct rte_mbuf **tx, uint16_t n)
+/* Sends the queued frames; frees and counts what the NIC would not take. */
+static void txq_flush(struct ss_fastpath *fp)
 {
+	uint16_t n = (uint16_t)fp->ntx;
 	if (n == 0)
 		return;
-	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, tx, n);
+	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, fp->txq, n);
 	uint64_t bytes = 0;
 	for (uint16_t i = 0; i < sent; i++)
-		bytes += tx[i]->pkt_len;
+		bytes += fp->txq[i]->pkt_len;
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
 	if (sent < n) {
 		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, n - sent);
-		rte_pktmbuf_free_bulk(tx + sent, n - sent);
+		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
 	}
+	fp->ntx = 0;
+}
+
+static void txq_add(struct ss_fastpath *fp, struct rte_mbuf *m)
+{
+	if (fp->ntx == SS_FP_TXQ)
+		txq_flush(fp);
+	fp->txq[fp->ntx++] = m;
+}
+
+uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap)
+{
+	struct ss_fastpath *fp = arg;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(fp->pool);
+	if (!m)
+		return NULL;
+	*handle = m;
+	*cap = rte_pktmbuf_tailroom(m);
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+void ss_fastpath_frame_send(void *arg, void *handle, size_t len)
+{
+	struct ss_fastpath *fp = arg;
+	struct rte_mbuf *m = handle;
+	if (len == 0) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	txq_add(fp, m);
 }
 
 static unsigned rx_flags_of(const struct rte_mbuf *m)
@@ -62,9 +96,8 @@ static unsigned rx_flags_of(const struct rte_mbuf *m)
 /* One RX burst; returns the number of frames received. */
 static uint16_t poll_once(struct ss_fastpath *fp)
 {
-	struct rte_mbuf *rx[SS_FP_BURST], *tx[SS_FP_BURST];
+	struct rte_mbuf *rx[SS_FP_BURST];
 	uint16_t n = rte_eth_rx_burst(fp->port, fp->queue, rx, SS_FP_BURST);
-	uint16_t ntx = 0;
 
 	if (n == 0)
 		return 0;
@@ -89,9 +122,8 @@ static uint16_t poll_once(struct ss_fastpath *fp)
 		m->data_len = (uint16_t)out;
 		m->pkt_len = (uint32_t)out;
 		m->ol_flags = 0;
-		tx[ntx++] = m;
+		txq_add(fp, m);
 	}
-	tx_flush(fp, tx, ntx);
 	return n;
 }
 
@@ -115,7 +147,7 @@ static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
 		m->data_len = (uint16_t)len;
 		m->pkt_len = (uint32_t)len;
 		ss_ctr_inc(&fp->ctr, SS_CTR_tx_arp_request);
-		tx_flush(fp, &m, 1);
+		txq_add(fp, m);
 	}
 	fp->gw_next_ns = now + fp->gw_backoff_ns;
 	fp->gw_backoff_ns = fp->gw_backoff_ns * 2 > GW_ARP_MAX_NS ? GW_ARP_MAX_NS
@@ -128,19 +160,32 @@ static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 	uint64_t wait_ns = (uint64_t)MAX_SLEEP_MS * NS_PER_MS;
 	if (fp->gateway)
 		wait_ns = fp->gw_next_ns <= now ? 0 : RTE_MIN(wait_ns, fp->gw_next_ns - now);
+	if (fp->stack) {
+		uint64_t next_us = ss_stack_next_deadline(fp->stack);
+		if (next_us != UINT64_MAX) {
+			uint64_t next = next_us * 1000;
+			wait_ns = next <= now ? 0 : RTE_MIN(wait_ns, next - now);
+		}
+	}
 
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_sleeps);
 	if (fp->wait_fd < 0) {
 		struct timespec ts = { 0, (long)(wait_ns < TIMED_SLEEP_NS ? wait_ns : TIMED_SLEEP_NS) };
 		nanosleep(&ts, NULL);
 	} else {
-		struct pollfd pfd[2] = {
+		struct pollfd pfd[3] = {
 			{ .fd = fp->wait_fd, .events = POLLIN },
 			{ .fd = fp->kick_fd, .events = POLLIN },
+			{ .fd = fp->doorbell_fd, .events = POLLIN },
 		};
 		int ms = (int)((wait_ns + NS_PER_MS - 1) / NS_PER_MS);
-		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+		if (poll(pfd, fp->doorbell_fd >= 0 ? 3 : 2, ms) < 0 && errno != EINTR)
 			SS_WARN("fast path %u: poll: %s", fp->id, strerror(errno));
+		if (fp->doorbell_fd >= 0 && (pfd[2].revents & POLLIN)) {
+			uint64_t v;
+			if (read(fp->doorbell_fd, &v, sizeof(v)) < 0)
+				ss_ctr_inc(&fp->ctr, SS_CTR_app_kick_failed);
+		}
 	}
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_wakeups);
 }
@@ -157,14 +202,24 @@ int ss_fastpath_run(void *arg)
 	while (!stopping(fp)) {
 		uint64_t now = now_ns();
 		gateway_tick(fp, now);
-		if (poll_once(fp) > 0) {
+		if (fp->stack)
+			fp->stack->now_us = now / 1000;
+		bool did = poll_once(fp) > 0;
+		if (fp->stack)
+			did |= ss_stack_round(fp->stack, now / 1000);
+		txq_flush(fp);
+		if (did) {
 			idle = 0;
 			continue;
 		}
 		/* Adaptive polling: a few empty polls catch back-to-back work
 		 * cheaply; after that, block instead of spinning. */
 		if (++idle >= fp->idle_polls) {
-			sleep_until_work(fp, now);
+			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
+				sleep_until_work(fp, now);
+				if (fp->stack)
+					ss_stack_woke(fp->stack);
+			}
 			idle = 0;
 		}
 	}

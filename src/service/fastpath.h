@@ -9,8 +9,11 @@
 #include "service/proto.h"
 
 struct rte_mempool;
+struct rte_mbuf;
+struct ss_stack;
 
 #define SS_FP_BURST 32
+#define SS_FP_TXQ 64            /* frames buffered before a TX burst */
 
 struct ss_fastpath {
 	/* Written only by this thread (read by the control thread). */
@@ -23,6 +26,12 @@ struct ss_fastpath {
 	struct rte_mempool *pool;
 	int wait_fd;            /* readable when RX has frames; -1: timed sleep */
 	int kick_fd;            /* eventfd: wakes the thread (stop) */
+	int doorbell_fd;        /* eventfd the applications ring; -1: none */
+	struct ss_stack *stack; /* the TCP stack this thread serves, or NULL */
+
+	/* Frames waiting for the next TX burst (replies and TCP output). */
+	struct rte_mbuf *txq[SS_FP_TXQ];
+	unsigned ntx;
 	uint32_t idle_polls;    /* empty polls before sleeping */
 
 	/* Gateway resolution (thread 0 only): ARP until a reply is cached. */
@@ -35,5 +44,9 @@ struct ss_fastpath {
 
 /* Runs until *fp->stop; the lcore entry point (arg is struct ss_fastpath *). */
 int ss_fastpath_run(void *arg);
+
+/* Frame output for the stack (struct ss_stack_io callbacks; arg is the fast path). */
+uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap);
+void ss_fastpath_frame_send(void *arg, void *handle, size_t len);
 
 #endif

@@ -19,6 +19,7 @@
 #include "service/fastpath.h"
 #include "service/log.h"
 #include "service/nic.h"
+#include "service/stack.h"
 
 static bool stop_flag;
 static int kick_fds[SS_NIC_MAX_QUEUES];
@@ -86,6 +87,9 @@ int main(int argc, char **argv)
 	static struct ss_nic nic;
 	static struct ss_arp_cache arp;
 	static struct ss_ctl ctl;
+	static struct ss_app_reg reg;
+	static struct ss_stack stack;
+	bool reg_up = false, stack_up = false;
 	struct ss_fastpath *fps[SS_NIC_MAX_QUEUES] = { 0 };
 	unsigned nfp = 0;
 
@@ -117,6 +121,7 @@ int main(int argc, char **argv)
 		fp->pool = nic.pool[nfp];
 		fp->wait_fd = nic.wait_fd[nfp];
 		fp->kick_fd = kfd;
+		fp->doorbell_fd = -1;
 		fp->idle_polls = cfg.idle_polls;
 		fp->stop = &stop_flag;
 		/* Non-IP frames (ARP) reach queue 0: its thread writes the cache. */
@@ -127,6 +132,40 @@ int main(int argc, char **argv)
 		kick_fds[nfp] = kfd;
 	}
 	nb_kick_fds = nfp;
+
+	/* TCP: one stack, served by fast path 0 (the only thread that sees
+	 * TCP on a single-queue port).  With more queues, RSS could steer a
+	 * flow elsewhere: those threads answer such segments with RST. */
+	if (nfp > 1)
+		SS_WARN("TCP is served by fast path 0 only; with %u queues, segments RSS steers to "
+			"other queues are refused", nfp);
+	struct ss_app_limits alim = {
+		.max_apps = cfg.max_apps, .max_ctx = 64, .max_conns = cfg.max_app_conns,
+		.max_buf = cfg.max_buf, .atx_slots = 4096, .arx_slots = 8192,
+	};
+	if ((rc = ss_app_reg_init(&reg, &alim, nfp)) != 0) {
+		SS_ERR("application registry: %s", strerror(-rc));
+		goto out_fps;
+	}
+	reg_up = true;
+	struct ss_tcp_params tp;
+	ss_tcp_params_default(&tp);
+	tp.time_wait_us = cfg.time_wait_ms * 1000u;
+	struct ss_stack_limits slim = {
+		.max_flows = cfg.max_flows, .max_listeners = cfg.max_listeners,
+		.timer_slots = 4096, .cmd_budget = 256,
+	};
+	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send };
+	if ((rc = ss_stack_init(&stack, &slim, &tp, &fps[0]->ctr, nic.mac, cfg.ip, cfg.prefix_len,
+				cfg.gateway, &arp, &reg, 0, &io)) != 0) {
+		SS_ERR("TCP stack: %s", strerror(-rc));
+		goto out_fps;
+	}
+	stack_up = true;
+	fps[0]->stack = &stack;
+	fps[0]->doorbell_fd = reg.doorbell_fd;
+	fps[0]->proto.tcp_input = ss_stack_tcp_input;
+	fps[0]->proto.tcp_arg = &stack;
 	install_signals();
 
 	ctl.cfg = &cfg;
@@ -134,6 +173,8 @@ int main(int argc, char **argv)
 	ctl.fps = fps;
 	ctl.nb_fps = nfp;
 	ctl.arp = &arp;
+	ctl.reg = &reg;
+	ctl.stack = &stack;
 	if ((rc = ss_ctl_start(&ctl)) != 0) {
 		SS_ERR("control socket %s: %s", cfg.ctl_path, strerror(-rc));
 		goto out_fps;
@@ -161,6 +202,10 @@ int main(int argc, char **argv)
 	ss_ctl_stop(&ctl);
 	log_final_counters(fps, nfp);
 out_fps:
+	if (stack_up)
+		ss_stack_fini(&stack);
+	if (reg_up)
+		ss_app_reg_fini(&reg);
 	nb_kick_fds = 0;
 	for (unsigned i = 0; i < nfp; i++) {
 		close(fps[i]->kick_fd);

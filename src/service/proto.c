@@ -212,8 +212,10 @@ static size_t tcp_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t cap,
 	    !ss_tcp_csum_ok(ip->src, ip->dst, l4, ip->payload_len))
 		return drop(ctx, SS_CTR_drop_tcp_bad_checksum);
 	ss_ctr_inc(ctx->ctr, SS_CTR_rx_tcp);
+	if (ctx->tcp_input && ctx->tcp_input(ctx->tcp_arg, frame, ip, &seg))
+		return 0;
 
-	/* No connections exist yet: every valid segment is for a closed port. */
+	/* No connection or listener: the port is closed. */
 	ss_ctr_inc(ctx->ctr, SS_CTR_drop_tcp_no_flow);
 	if (seg.flags & SS_TCP_RST)
 		return 0;

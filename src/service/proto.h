@@ -13,6 +13,17 @@
 #define SS_RX_IP_CSUM_GOOD 0x1
 #define SS_RX_L4_CSUM_GOOD 0x2
 
+struct ss_ipv4;
+struct ss_tcp;
+
+/*
+ * The TCP stack behind a fast path: takes a valid segment (checksum
+ * verified, addressed to us) and returns true if a connection or listener
+ * took it, false if none exists (then a RST answers it).
+ */
+typedef bool (*ss_proto_tcp_fn)(void *arg, const uint8_t *frame, const struct ss_ipv4 *ip,
+				const struct ss_tcp *seg);
+
 /* One per fast-path thread; nothing in it is shared for writing. */
 struct ss_proto_ctx {
 	uint8_t mac[6];
@@ -22,6 +33,8 @@ struct ss_proto_ctx {
 	bool arp_writer;             /* this thread may update @arp */
 	struct ss_counters *ctr;
 	uint64_t now_ns;             /* set by the caller per burst */
+	ss_proto_tcp_fn tcp_input;   /* NULL: no stack, every segment gets RST */
+	void *tcp_arg;
 };
 
 void ss_proto_ctx_init(struct ss_proto_ctx *ctx, const uint8_t mac[6], uint32_t ip,

@@ -1,0 +1,160 @@
+/* cmd.c - the command side of a context: posting, per-connection coalescing, flush and doorbell. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+/*
+ * Policy when the atx ring is full (never drop a command):
+ *   - byte counts (SS_CMD_TX after ss_send_commit, SS_CMD_RX_DONE after
+ *     ss_recv_done) accumulate in the connection (tx_pend, rx_done) and the
+ *     connection sits on the context's dirty list until a flush finds room;
+ *   - control commands fail with EAGAIN and change no state;
+ *   - a connection's pending counts are posted before any control command
+ *     for it, so SHUTDOWN/CLOSE come after the data they must follow.
+ * Nothing is published until ss_flush (or ss_poll/ss_wait/ss_ctx_arm): one
+ * store-release of prod and at most one doorbell per batch.
+ */
+
+void ss_conn_mark_dirty(struct ss_conn *c)
+{
+	struct ss_ctx *ctx = c->ctx;
+
+	if (c->dirty)
+		return;
+	c->dirty = true;
+	c->next = NULL;
+	c->prev = ctx->dirty_tail;
+	if (ctx->dirty_tail)
+		ctx->dirty_tail->next = c;
+	else
+		ctx->dirty_head = c;
+	ctx->dirty_tail = c;
+}
+
+void ss_conn_unmark_dirty(struct ss_conn *c)
+{
+	struct ss_ctx *ctx = c->ctx;
+
+	if (!c->dirty)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ctx->dirty_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		ctx->dirty_tail = c->prev;
+	c->next = c->prev = NULL;
+	c->dirty = false;
+}
+
+/* Copy @cmd into the next atx slot (unpublished).  Returns 0, or -1 with
+ * errno EAGAIN when the ring is full. */
+int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd)
+{
+	struct ss_shm_cmd *slot = ring_atx_reserve(&ctx->atx);
+
+	if (!slot) {
+		ctx->st.atx_full++;
+		errno = EAGAIN;
+		return -1;
+	}
+	*slot = *cmd;
+	ring_atx_push(&ctx->atx);
+	ctx->st.cmds++;
+	return 0;
+}
+
+static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
+		      uint32_t *count)
+{
+	struct ss_shm_cmd cmd = {
+		.op = op, .conn = c->slot, .gen = c->gen, .arg = *count,
+	};
+
+	if (!*count)
+		return 0;
+	if (ss_cmd_post(ctx, &cmd) < 0)
+		return -1;
+	*count = 0;
+	return 0;
+}
+
+/* Post @c's coalesced TX and RX_DONE counts.  Returns 0, or -1 with errno
+ * EAGAIN when the ring filled up (what was posted stays posted). */
+int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
+{
+	int rc = 0;
+
+	if (post_count(ctx, c, SS_CMD_TX, &c->tx_pend) < 0 ||
+	    post_count(ctx, c, SS_CMD_RX_DONE, &c->rx_done) < 0)
+		rc = -1;
+	if (!c->tx_pend && !c->rx_done)
+		ss_conn_unmark_dirty(c);
+	return rc;
+}
+
+/* Post what the dirty list holds and publish; returns 0, or -1 (EAGAIN)
+ * when some counts could not be posted.  Rings the doorbell when the
+ * service sleeps. */
+int ss_ctx_flush_quiet(struct ss_ctx *ctx)
+{
+	struct ss_app *app = ctx->app;
+	int rc = 0;
+
+	while (ctx->dirty_head) {
+		if (ss_cmd_post_conn_pending(ctx, ctx->dirty_head) < 0) {
+			rc = -1;
+			break;
+		}
+	}
+	if (ring_atx_publish(&ctx->atx)) {
+		/* Full fence: our store of prod must be visible before we read
+		 * sleeping, or we and the service (which sets sleeping, fences,
+		 * then re-reads prod) could both miss each other. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&app->status->sleeping[0], __ATOMIC_RELAXED)) {
+			uint64_t one = 1;
+			ssize_t n = write(app->doorbell, &one, sizeof(one));
+
+			(void)n; /* EAGAIN: the counter is already non-zero */
+			ctx->st.doorbells++;
+		}
+	}
+	if (rc < 0)
+		errno = EAGAIN;
+	return rc;
+}
+
+int ss_flush(struct ss_ctx *ctx)
+{
+	return ss_ctx_flush_quiet(ctx);
+}
+
+int ss_listen(struct ss_ctx *ctx, uint16_t port, uint32_t backlog, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_LISTEN, .port = port, .arg = backlog, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_listen_close(struct ss_ctx *ctx, uint32_t listener)
+{
+	struct ss_shm_cmd cmd = { .op = SS_CMD_LISTEN_CLOSE, .conn = listener };
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_CONNECT, .ip = ip, .port = port, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}

@@ -1,0 +1,311 @@
+/* event.c - the event side of a context: validate and apply service events, poll, wait, arm. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib.h"
+
+/* ss_event.cmd_op reports the service's op number as is. */
+#define SAME_OP(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME_OP(SS_OP_LISTEN, SS_CMD_LISTEN) &&
+	       SAME_OP(SS_OP_LISTEN_CLOSE, SS_CMD_LISTEN_CLOSE) &&
+	       SAME_OP(SS_OP_CONNECT, SS_CMD_CONNECT) && SAME_OP(SS_OP_SEND, SS_CMD_TX) &&
+	       SAME_OP(SS_OP_RECV_DONE, SS_CMD_RX_DONE) &&
+	       SAME_OP(SS_OP_SHUTDOWN, SS_CMD_SHUTDOWN) &&
+	       SAME_OP(SS_OP_CLOSE, SS_CMD_CLOSE) && SAME_OP(SS_OP_ABORT, SS_CMD_ABORT),
+	       "public op numbers match shm/abi.h");
+
+/*
+ * Every event is checked before it touches any state (shm/abi.h: the
+ * region is shared, the header is the only thing we trust after attach):
+ * the type, the slot against max_conns, the generation against the live
+ * handle, byte counts against what the stream positions allow, ring
+ * offsets against the region.  A failing event is dropped and counted in
+ * st.ev_bogus; nothing aborts.
+ */
+
+static struct ss_conn *conn_lookup(struct ss_ctx *ctx, const struct ss_shm_ev *e)
+{
+	struct ss_conn *c;
+
+	if (e->conn >= ctx->app->max_conns)
+		return NULL;
+	c = ctx->conns[e->conn];
+	return c && c->gen == e->gen ? c : NULL;
+}
+
+/* A ring of @size bytes at @off must lie in the connection buffer area. */
+static bool buf_ok(const struct ss_app *app, uint64_t off, uint32_t size)
+{
+	return off >= app->buf_off && off <= app->region_size &&
+	       app->region_size - off >= size;
+}
+
+static void out_endpoints(struct ss_event *out, const struct ss_conn *c)
+{
+	out->local_ip = c->local_ip;
+	out->remote_ip = c->remote_ip;
+	out->local_port = c->local_port;
+	out->remote_port = c->remote_port;
+}
+
+/* CONNECTED (success) or ACCEPTED: create the handle.  false = bogus. */
+static bool ev_open(struct ss_ctx *ctx, const struct ss_shm_ev *e,
+		    struct ss_event *out)
+{
+	struct ss_app *app = ctx->app;
+	struct ss_conn *c;
+
+	if (e->conn >= app->max_conns || ctx->conns[e->conn] ||
+	    !buf_ok(app, e->rx_off, app->rxbuf_size) ||
+	    !buf_ok(app, e->tx_off, app->txbuf_size))
+		return false;
+	c = ss_conn_new(ctx);
+	if (!c) {
+		/* Out of memory: refuse the connection. */
+		struct ss_shm_cmd cmd = {
+			.op = SS_CMD_ABORT, .conn = e->conn, .gen = e->gen,
+		};
+
+		ss_cmd_post(ctx, &cmd);
+		out->error = ENOMEM;
+		return true;
+	}
+	c->slot = e->conn;
+	c->gen = e->gen;
+	c->state = CONN_OPEN;
+	c->rx_buf = (uint8_t *)app->region + e->rx_off;
+	c->tx_buf = (uint8_t *)app->region + e->tx_off;
+	c->local_ip = e->local_ip;
+	c->remote_ip = e->remote_ip;
+	c->local_port = e->local_port;
+	c->remote_port = e->remote_port;
+	ctx->conns[e->conn] = c;
+	out->conn = c;
+	out_endpoints(out, c);
+	return true;
+}
+
+/* Apply one event; returns 1 when @out holds an event for the application,
+ * 0 when it was consumed internally, -1 when it was bogus. */
+static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
+		    struct ss_event *out)
+{
+	struct ss_conn *c = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->error = e->error;
+	out->cookie = e->cookie;
+	switch (e->type) {
+	case SS_EV_LISTEN:
+		out->type = SS_EVENT_LISTENING;
+		out->listener = e->conn;
+		return 1;
+	case SS_EV_CONNECTED:
+		out->type = SS_EVENT_CONNECTED;
+		if (e->error)
+			return 1;
+		return ev_open(ctx, e, out) ? 1 : -1;
+	case SS_EV_ACCEPTED:
+		out->type = SS_EVENT_ACCEPTED;
+		out->error = 0;
+		return ev_open(ctx, e, out) ? 1 : -1;
+	case SS_EV_CMD_ERROR:
+		out->type = SS_EVENT_CMD_ERROR;
+		out->cmd_op = e->arg < SS_CMD_OP_MAX ? (int)e->arg : 0;
+		out->listener = e->conn;
+		out->conn = conn_lookup(ctx, e);
+		out->user = out->conn ? out->conn->user : NULL;
+		out->cookie = 0;
+		return 1;
+	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN:
+	case SS_EV_RESET: case SS_EV_ERROR: case SS_EV_CLOSED:
+		c = conn_lookup(ctx, e);
+		if (!c)
+			return -1;
+		break;
+	default:
+		return -1;
+	}
+
+	out->conn = c;
+	out->user = c->user;
+	out->cookie = 0;
+	switch (e->type) {
+	case SS_EV_RX: {
+		uint32_t used = c->rx_tail - c->rx_head;
+
+		if (e->arg == 0 || c->peer_fin ||
+		    e->arg > c->ctx->app->rxbuf_size - used)
+			return -1;
+		c->rx_tail += e->arg;
+		if (c->state != CONN_OPEN || c->closing)
+			return 0;
+		out->type = SS_EVENT_DATA;
+		out->bytes = e->arg;
+		return 1;
+	}
+	case SS_EV_TX_ACKED: {
+		uint32_t posted = c->tx_tail - c->tx_pend;
+
+		if (e->arg == 0 || e->arg > (uint32_t)(posted - c->tx_acked))
+			return -1;
+		c->tx_acked += e->arg;
+		if (c->state != CONN_OPEN)
+			return 0;
+		out->type = SS_EVENT_SENT;
+		out->bytes = e->arg;
+		return 1;
+	}
+	case SS_EV_PEER_FIN:
+		if (c->peer_fin)
+			return -1;
+		c->peer_fin = true;
+		if (c->state != CONN_OPEN || c->closing)
+			return 0;
+		out->type = SS_EVENT_PEER_CLOSED;
+		return 1;
+	case SS_EV_RESET:
+	case SS_EV_ERROR:
+		if (c->state != CONN_OPEN)
+			return -1;
+		c->state = CONN_DEAD;
+		c->error = e->error ? e->error :
+			   e->type == SS_EV_RESET ? ECONNRESET : EIO;
+		c->tx_pend = c->rx_done = 0;
+		ss_conn_unmark_dirty(c);
+		out->type = e->type == SS_EV_RESET ? SS_EVENT_RESET : SS_EVENT_ERROR;
+		out->error = c->error;
+		return 1;
+	default: /* SS_EV_CLOSED */
+		out->type = SS_EVENT_CLOSED;
+		out->error = c->error;
+		ss_conn_bury(c);
+		return 1;
+	}
+}
+
+/* Undo ss_ctx_arm: the eventfd may hold a count, read it away. */
+static void ctx_disarm(struct ss_ctx *ctx)
+{
+	uint64_t v;
+	ssize_t n;
+
+	__atomic_store_n(&ctx->arx.r->sleeping, 0, __ATOMIC_RELAXED);
+	n = read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
+	(void)n;
+	ctx->armed = false;
+}
+
+int ss_poll(struct ss_ctx *ctx, struct ss_event *evs, int max)
+{
+	uint32_t avail;
+	int n = 0;
+
+	if (max < 0 || (!evs && max > 0)) {
+		errno = EINVAL;
+		return -1;
+	}
+	ss_ctx_reap(ctx);
+	ss_ctx_flush_quiet(ctx);
+	if (ctx->armed)
+		ctx_disarm(ctx);
+	avail = ring_arx_avail(&ctx->arx);
+	while (n < max && avail) {
+		/* One copy of the slot: nothing is re-read from shared memory
+		 * between validation and use. */
+		struct ss_shm_ev e = *ring_arx_peek(&ctx->arx);
+		int rc;
+
+		ring_arx_pop(&ctx->arx);
+		avail--;
+		ctx->st.events++;
+		rc = ev_apply(ctx, &e, &evs[n]);
+		if (rc > 0)
+			n++;
+		else if (rc < 0)
+			ctx->st.ev_bogus++;
+	}
+	ring_arx_release(&ctx->arx);
+	return n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Set arx->sleeping, then re-check: true when events are already there
+ * (sleeping cleared again).  The full fence orders our store of sleeping
+ * before our load of prod; the service publishes prod, fences, then reads
+ * sleeping: one of us sees the other. */
+static bool ctx_sleep_prepare(struct ss_ctx *ctx)
+{
+	__atomic_store_n(&ctx->arx.r->sleeping, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ring_arx_avail(&ctx->arx)) {
+		__atomic_store_n(&ctx->arx.r->sleeping, 0, __ATOMIC_RELAXED);
+		return true;
+	}
+	return false;
+}
+
+int ss_wait(struct ss_ctx *ctx, int timeout_ms)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+
+	for (;;) {
+		bool backlog = ss_ctx_flush_quiet(ctx) < 0;
+		struct pollfd pfd = { .fd = ctx->evfd, .events = POLLIN };
+		int64_t left = -1;
+		int wait, pr, err;
+
+		if (ring_arx_avail(&ctx->arx))
+			return 1;
+		if (deadline >= 0) {
+			left = deadline - now_ms();
+			if (left <= 0)
+				return 0;
+		}
+		wait = left < 0 || left > 1000000 ? (left < 0 ? -1 : 1000000) : (int)left;
+		/* Counts still waiting for command ring room: retry soon. */
+		if (backlog && (wait < 0 || wait > 1))
+			wait = 1;
+		if (ctx_sleep_prepare(ctx))
+			return 1;
+		ctx->armed = true;
+		pr = poll(&pfd, 1, wait);
+		err = errno;
+		ctx_disarm(ctx);
+		if (pr < 0) {
+			errno = err;
+			return -1;
+		}
+		if (pr > 0)
+			ctx->st.wakeups++;
+	}
+}
+
+int ss_ctx_fd(const struct ss_ctx *ctx)
+{
+	return ctx->evfd;
+}
+
+int ss_ctx_arm(struct ss_ctx *ctx)
+{
+	ss_ctx_flush_quiet(ctx);
+	if (ring_arx_avail(&ctx->arx) || ctx_sleep_prepare(ctx))
+		return 1;
+	ctx->armed = true;
+	return 0;
+}
+
+void ss_ctx_stats(const struct ss_ctx *ctx, struct ss_ctx_stats *out)
+{
+	*out = ctx->st;
+}

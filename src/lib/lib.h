@@ -1,0 +1,107 @@
+/* lib.h - libslipstream internals shared by its files (not installed). */
+#ifndef SS_LIB_LIB_H
+#define SS_LIB_LIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring.h"
+#include "slipstream.h"
+
+/* Largest attach parameters the library accepts from a reply header. */
+#define SS_LIB_MAX_SLOTS (1u << 20)
+#define SS_LIB_MAX_CONNS (1u << 20)
+#define SS_LIB_MAX_BUF (1u << 30)
+
+enum conn_state {
+	CONN_OPEN,      /* data may flow both ways (until PEER_FIN/shutdown) */
+	CONN_DEAD,      /* RESET/ERROR seen, waiting for CLOSED */
+	CONN_CLOSED,    /* CLOSED returned: in the graveyard until the next poll */
+};
+
+struct ss_conn {
+	struct ss_ctx *ctx;
+	uint32_t slot, gen;
+	uint8_t state;          /* enum conn_state */
+	bool shut_wr;           /* ss_shutdown/ss_close/ss_abort posted */
+	bool closing;           /* ss_close/ss_abort posted */
+	bool peer_fin;
+	int error;              /* ECONNRESET... once DEAD */
+	void *user;
+
+	uint8_t *rx_buf, *tx_buf;
+	/* Receive stream positions: rx_tail = sum of RX event bytes,
+	 * rx_head = consumed by the application.  rx_done = consumed but not
+	 * yet reported with SS_CMD_RX_DONE. */
+	uint32_t rx_head, rx_tail, rx_done;
+	/* Transmit: tx_tail = committed, tx_acked = acknowledged,
+	 * tx_pend = committed but not yet posted with SS_CMD_TX. */
+	uint32_t tx_tail, tx_acked, tx_pend;
+
+	uint32_t local_ip, remote_ip;
+	uint16_t local_port, remote_port;
+
+	/* On the context's dirty list while tx_pend or rx_done != 0; on the
+	 * graveyard or free list otherwise (next only). */
+	struct ss_conn *next, *prev;
+	bool dirty;
+};
+
+struct ss_ctx {
+	struct ss_app *app;
+	unsigned idx;
+	struct ring_atx atx;
+	struct ring_arx arx;
+	int evfd;
+	bool armed;             /* arx->sleeping set by ss_ctx_arm */
+
+	struct ss_conn **conns; /* by slot, max_conns entries */
+	struct ss_conn *dirty_head, *dirty_tail;
+	struct ss_conn *graveyard; /* CLOSED returned by the last poll */
+	struct ss_conn *free_list;
+
+	struct ss_ctx_stats st;
+};
+
+struct ss_app {
+	int sock;               /* attach socket: kept open for the lifetime */
+	int doorbell;
+	void *region;
+	uint64_t region_size;
+	const struct ss_shm_status *status;
+	size_t status_size;
+	const struct ss_shm_hdr *hdr; /* == region */
+	uint32_t app_id;
+	uint32_t max_conns, rxbuf_size, txbuf_size;
+	uint64_t buf_off;
+	unsigned n_ctx;
+	struct ss_ctx ctx[];
+};
+
+/* cmd.c: posting commands. */
+int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd);
+int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c);
+void ss_conn_mark_dirty(struct ss_conn *c);
+void ss_conn_unmark_dirty(struct ss_conn *c);
+int ss_ctx_flush_quiet(struct ss_ctx *ctx);
+
+/* conn.c: connection objects. */
+struct ss_conn *ss_conn_new(struct ss_ctx *ctx);
+void ss_conn_bury(struct ss_conn *c);
+void ss_ctx_reap(struct ss_ctx *ctx);
+void ss_ctx_free_conns(struct ss_ctx *ctx);
+
+/* attach.c: the region layout checks, shared with the tests. */
+int ss_region_validate(const void *region, uint64_t region_size,
+		       uint32_t n_ctx);
+
+/* json.c: the attach reply. */
+struct ss_reply {
+	int ok;                 /* 1, 0, or -1 when absent */
+	uint64_t app, region_size, contexts;
+	bool has_app, has_region_size, has_contexts;
+	char error[128];
+};
+int ss_reply_parse(const char *line, struct ss_reply *out);
+
+#endif /* SS_LIB_LIB_H */

@@ -1,0 +1,366 @@
+/* app.c - the application registry (slow-path thread side): attach, shared memory, hang-up, reclaim. */
+#include "service/app.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "service/log.h"
+
+#define PAGE 4096u
+#define ATTACH_VERSION 1
+#define MIN_BUF 4096u
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int ss_app_reg_init(struct ss_app_reg *r, const struct ss_app_limits *lim, unsigned n_fast_paths)
+{
+	memset(r, 0, sizeof(*r));
+	r->lim = *lim;
+	r->status_fd = r->doorbell_fd = r->reclaim_fd = -1;
+	if (lim->max_ctx == 0 || lim->max_ctx > 64 || !is_pow2(lim->atx_slots) ||
+	    !is_pow2(lim->arx_slots) || n_fast_paths > SS_SHM_MAX_FAST_PATHS)
+		return -EINVAL;
+	r->apps = calloc(lim->max_apps, sizeof(*r->apps));
+	if (!r->apps)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < lim->max_apps; i++) {
+		r->apps[i].id = i;
+		r->apps[i].sock_fd = r->apps[i].region_fd = -1;
+	}
+	/* The status page: writable here, sealed against new writable
+	 * mappings so applications can only map it read-only. */
+	r->status_fd = memfd_create("slipstream-status", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->status_fd < 0 || ftruncate(r->status_fd, PAGE) != 0)
+		goto fail;
+	r->status = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, r->status_fd, 0);
+	if (r->status == MAP_FAILED) {
+		r->status = NULL;
+		goto fail;
+	}
+	if (fcntl(r->status_fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0)
+		goto fail;
+	r->status->magic = SS_SHM_MAGIC;
+	r->status->version = SS_SHM_VERSION;
+	r->status->n_fast_paths = n_fast_paths;
+	r->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->reclaim_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->doorbell_fd < 0 || r->reclaim_fd < 0)
+		goto fail;
+	return 0;
+fail: {
+	int rc = -errno;
+	ss_app_reg_fini(r);
+	return rc ? rc : -ENOMEM;
+}
+}
+
+static void app_release(struct ss_app *a)
+{
+	if (a->ctx) {
+		for (uint32_t i = 0; i < a->n_ctx; i++)
+			if (a->ctx[i].efd >= 0)
+				close(a->ctx[i].efd);
+		free(a->ctx);
+		a->ctx = NULL;
+	}
+	if (a->region)
+		munmap(a->region, a->region_size);
+	a->region = NULL;
+	if (a->region_fd >= 0)
+		close(a->region_fd);
+	if (a->sock_fd >= 0)
+		close(a->sock_fd);
+	a->region_fd = a->sock_fd = -1;
+	ss_idpool_fini(&a->slots);
+	memset(&a->slots, 0, sizeof(a->slots));
+	free(a->slot_conn);
+	a->slot_conn = NULL;
+	a->n_conns = a->n_listeners = 0;
+	a->cmd_errors = 0;
+	a->broken = false;
+}
+
+void ss_app_reg_fini(struct ss_app_reg *r)
+{
+	if (r->apps) {
+		for (uint32_t i = 0; i < r->lim.max_apps; i++)
+			if (r->apps[i].state != SS_APP_FREE)
+				app_release(&r->apps[i]);
+		free(r->apps);
+	}
+	if (r->status)
+		munmap(r->status, PAGE);
+	if (r->status_fd >= 0)
+		close(r->status_fd);
+	if (r->doorbell_fd >= 0)
+		close(r->doorbell_fd);
+	if (r->reclaim_fd >= 0)
+		close(r->reclaim_fd);
+	memset(r, 0, sizeof(*r));
+	r->status_fd = r->doorbell_fd = r->reclaim_fd = -1;
+}
+
+struct attach_req {
+	unsigned long version, contexts, conns, rxbuf, txbuf;
+};
+
+/* "attach 1 contexts=C conns=N rxbuf=R txbuf=T" (keys in any order, all required). */
+static int parse_attach(const char *line, struct attach_req *q, char *why, size_t whylen)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", line);
+	char *save = NULL, *tok = strtok_r(buf, " \t", &save);
+	unsigned seen = 0;
+
+	memset(q, 0, sizeof(*q));
+	if (!tok || strcmp(tok, "attach") != 0)
+		return snprintf(why, whylen, "not an attach request"), -1;
+	tok = strtok_r(NULL, " \t", &save);
+	if (!tok || strcmp(tok, "1") != 0)
+		return snprintf(why, whylen, "unsupported attach version (want 1)"), -1;
+	q->version = 1;
+	while ((tok = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			return snprintf(why, whylen, "bad attach field"), -1;
+		*eq = '\0';
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(eq + 1, &end, 10);
+		if (errno || *end || end == eq + 1)
+			return snprintf(why, whylen, "bad number for %s", tok), -1;
+		if (strcmp(tok, "contexts") == 0)
+			q->contexts = v, seen |= 1;
+		else if (strcmp(tok, "conns") == 0)
+			q->conns = v, seen |= 2;
+		else if (strcmp(tok, "rxbuf") == 0)
+			q->rxbuf = v, seen |= 4;
+		else if (strcmp(tok, "txbuf") == 0)
+			q->txbuf = v, seen |= 8;
+		else
+			return snprintf(why, whylen, "unknown attach field"), -1;
+	}
+	if (seen != 15)
+		return snprintf(why, whylen, "attach needs contexts, conns, rxbuf and txbuf"), -1;
+	return 0;
+}
+
+static int check_limits(const struct ss_app_limits *lim, const struct attach_req *q, char *why,
+			size_t whylen)
+{
+	if (q->contexts < 1 || q->contexts > lim->max_ctx)
+		return snprintf(why, whylen, "contexts must be 1..%u", lim->max_ctx), -1;
+	if (q->conns < 1 || q->conns > lim->max_conns)
+		return snprintf(why, whylen, "conns must be 1..%u", lim->max_conns), -1;
+	if (!is_pow2(q->rxbuf) || q->rxbuf < MIN_BUF || q->rxbuf > lim->max_buf ||
+	    !is_pow2(q->txbuf) || q->txbuf < MIN_BUF || q->txbuf > lim->max_buf)
+		return snprintf(why, whylen, "rxbuf and txbuf must be powers of two in %u..%u",
+				MIN_BUF, lim->max_buf), -1;
+	return 0;
+}
+
+static void send_line(int fd, const char *msg, const int *fds, unsigned nfds)
+{
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = strlen(msg) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (3 + 64))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+		SS_WARN("attach: reply: %s", strerror(errno));
+}
+
+static void refuse(struct ss_app_reg *r, int fd, const char *why)
+{
+	char msg[320];
+	snprintf(msg, sizeof(msg), "{\"ok\": false, \"error\": \"%s\"}\n", why);
+	send_line(fd, msg, NULL, 0);
+	r->refused++;
+	SS_INFO("attach refused: %s", why);
+}
+
+/* Lays out the region and fills the trusted copy in @a. */
+static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const struct attach_req *q)
+{
+	uint64_t ring_bytes = sizeof(struct ss_shm_ring);
+	uint64_t stride = align_up(ring_bytes + (uint64_t)lim->atx_slots * sizeof(struct ss_shm_cmd) +
+				   ring_bytes + (uint64_t)lim->arx_slots * sizeof(struct ss_shm_ev), PAGE);
+	uint64_t ctx_off = PAGE;
+	uint64_t buf_off = align_up(ctx_off + stride * q->contexts, PAGE);
+	uint64_t size = buf_off + (uint64_t)q->conns * (q->rxbuf + q->txbuf);
+
+	a->region_fd = memfd_create("slipstream-app", MFD_CLOEXEC);
+	if (a->region_fd < 0)
+		return -errno;
+	if (ftruncate(a->region_fd, (off_t)size) != 0)
+		return -errno;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->region_fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	a->region = p;
+	a->region_size = size;
+	a->n_ctx = (uint32_t)q->contexts;
+	a->atx_slots = lim->atx_slots;
+	a->arx_slots = lim->arx_slots;
+	a->max_conns = (uint32_t)q->conns;
+	a->rxbuf_size = (uint32_t)q->rxbuf;
+	a->txbuf_size = (uint32_t)q->txbuf;
+	a->buf_off = buf_off;
+
+	struct ss_shm_hdr *h = (struct ss_shm_hdr *)(void *)a->region;
+	h->magic = SS_SHM_MAGIC;
+	h->version = SS_SHM_VERSION;
+	h->region_size = size;
+	h->app_id = a->id;
+	h->n_ctx = a->n_ctx;
+	h->ctx_off = (uint32_t)ctx_off;
+	h->ctx_stride = (uint32_t)stride;
+	h->atx_slots = a->atx_slots;
+	h->arx_slots = a->arx_slots;
+	h->max_conns = a->max_conns;
+	h->rxbuf_size = a->rxbuf_size;
+	h->txbuf_size = a->txbuf_size;
+	h->buf_off = buf_off;
+
+	a->ctx = calloc(a->n_ctx, sizeof(*a->ctx));
+	if (!a->ctx)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < a->n_ctx; i++)
+		a->ctx[i].efd = -1;
+	for (uint32_t i = 0; i < a->n_ctx; i++) {
+		struct ss_app_ctx *c = &a->ctx[i];
+		uint8_t *base = a->region + ctx_off + stride * i;
+		/* Page-aligned base, cache-line multiples after it: aligned. */
+		c->atx = (struct ss_shm_ring *)(void *)base;
+		c->atx_slot = (struct ss_shm_cmd *)(void *)(base + ring_bytes);
+		c->arx = (struct ss_shm_ring *)(void *)(base + ring_bytes +
+						 (uint64_t)a->atx_slots * sizeof(struct ss_shm_cmd));
+		c->arx_slot = (struct ss_shm_ev *)(void *)((uint8_t *)c->arx + ring_bytes);
+		c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->efd < 0)
+			return -errno;
+	}
+	int rc = ss_idpool_init(&a->slots, a->max_conns);
+	if (rc != 0)
+		return rc;
+	a->slot_conn = calloc(a->max_conns, sizeof(*a->slot_conn));
+	return a->slot_conn ? 0 : -ENOMEM;
+}
+
+int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
+{
+	struct attach_req q;
+	char why[160];
+
+	if (parse_attach(line, &q, why, sizeof(why)) != 0 ||
+	    check_limits(&r->lim, &q, why, sizeof(why)) != 0) {
+		refuse(r, fd, why);
+		return 0;
+	}
+	struct ss_app *a = NULL;
+	for (uint32_t i = 0; i < r->lim.max_apps; i++)
+		if (__atomic_load_n(&r->apps[i].state, __ATOMIC_ACQUIRE) == SS_APP_FREE) {
+			a = &r->apps[i];
+			break;
+		}
+	if (!a) {
+		snprintf(why, sizeof(why), "too many applications (max-apps %u)", r->lim.max_apps);
+		refuse(r, fd, why);
+		return 0;
+	}
+	int rc = app_map(a, &r->lim, &q);
+	if (rc != 0) {
+		app_release(a);
+		snprintf(why, sizeof(why), "cannot set up shared memory: %s", strerror(-rc));
+		refuse(r, fd, why);
+		return 0;
+	}
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	a->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 ? cred.pid : 0;
+
+	int fds[3 + 64];
+	unsigned nfds = 0;
+	fds[nfds++] = a->region_fd;
+	fds[nfds++] = r->status_fd;
+	fds[nfds++] = r->doorbell_fd;
+	for (uint32_t i = 0; i < a->n_ctx; i++)
+		fds[nfds++] = a->ctx[i].efd;
+	char msg[256];
+	snprintf(msg, sizeof(msg),
+		 "{\"ok\": true, \"app\": %u, \"region_size\": %llu, \"contexts\": %u}\n", a->id,
+		 (unsigned long long)a->region_size, a->n_ctx);
+	/* Publish to the fast path before the app can send commands. */
+	a->sock_fd = fd;
+	__atomic_store_n(&a->state, SS_APP_ACTIVE, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&r->gen, 1, __ATOMIC_RELEASE);
+	send_line(fd, msg, fds, nfds);
+	r->attached++;
+	SS_INFO("app %u attached: pid %d, %u contexts, %u connections, rx %u / tx %u bytes",
+		a->id, (int)a->pid, a->n_ctx, a->max_conns, a->rxbuf_size, a->txbuf_size);
+	return 1;
+}
+
+void ss_app_hangup(struct ss_app_reg *r, struct ss_app *a)
+{
+	if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) != SS_APP_ACTIVE)
+		return;
+	__atomic_store_n(&a->state, SS_APP_DYING, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&r->gen, 1, __ATOMIC_RELEASE);
+	uint64_t one = 1;
+	if (write(r->doorbell_fd, &one, sizeof(one)) < 0)
+		SS_WARN("app %u: doorbell: %s", a->id, strerror(errno));
+	SS_INFO("app %u (pid %d) hung up: closing its connections", a->id, (int)a->pid);
+}
+
+unsigned ss_app_reclaim(struct ss_app_reg *r)
+{
+	unsigned n = 0;
+	for (uint32_t i = 0; i < r->lim.max_apps; i++) {
+		struct ss_app *a = &r->apps[i];
+		if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) != SS_APP_DEAD)
+			continue;
+		app_release(a);
+		__atomic_store_n(&a->state, SS_APP_FREE, __ATOMIC_RELEASE);
+		r->detached++;
+		n++;
+		SS_INFO("app %u: memory reclaimed", a->id);
+	}
+	return n;
+}
+
+uint64_t ss_app_reg_memory(const struct ss_app_reg *r)
+{
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < r->lim.max_apps; i++)
+		if (__atomic_load_n(&r->apps[i].state, __ATOMIC_ACQUIRE) != SS_APP_FREE)
+			sum += r->apps[i].region_size;
+	return sum;
+}

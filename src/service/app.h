@@ -1,0 +1,121 @@
+/* app.h - the application registry: attach over the control socket, per-app shared memory, reclaim. */
+#ifndef SS_SERVICE_APP_H
+#define SS_SERVICE_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shm/abi.h"
+#include "service/idpool.h"
+
+struct ss_sconn;
+
+/*
+ * Life of an application slot (state, an atomic):
+ *
+ *   FREE --attach (slow path)--> ACTIVE --hang-up (slow path)--> DYING
+ *     ^                                                            |
+ *     +--- reclaim (slow path) <-- DEAD <--teardown (fast path)----+
+ *
+ * The slow-path thread (ctl.c) is the only writer of FREE->ACTIVE and
+ * ACTIVE->DYING and DEAD->FREE; the fast path owns everything below
+ * "fast path" while the app is ACTIVE or DYING and is the only writer of
+ * DYING->DEAD.  Each transition is a store-release read with load-acquire
+ * by the other thread, so the fields written before it are visible.
+ */
+enum ss_app_state { SS_APP_FREE, SS_APP_ACTIVE, SS_APP_DYING, SS_APP_DEAD };
+
+struct ss_app_ctx {
+	/* Shared memory (untrusted). */
+	struct ss_shm_ring *atx, *arx;
+	struct ss_shm_cmd *atx_slot;
+	struct ss_shm_ev *arx_slot;
+	int efd;                  /* the app blocks on it; the service writes it */
+	/* Fast path only: private ring indices (never read back from shm). */
+	uint32_t atx_cons;
+	uint32_t arx_prod;
+	uint32_t arx_published;   /* arx_prod at the last store-release */
+	bool kick;                /* events published this round */
+	struct ss_sconn *pending; /* connections with events that did not fit */
+};
+
+struct ss_app {
+	uint32_t state;           /* enum ss_app_state, atomic */
+	uint32_t id;
+	pid_t pid;
+
+	/* Slow path only. */
+	int sock_fd;
+	int region_fd;
+
+	/* Set at attach, read-only afterwards: the trusted layout. */
+	uint8_t *region;
+	size_t region_size;
+	uint32_t n_ctx;
+	uint32_t atx_slots, arx_slots;
+	uint32_t max_conns;
+	uint32_t rxbuf_size, txbuf_size;
+	uint64_t buf_off;
+	struct ss_app_ctx *ctx;
+
+	/* Fast path only. */
+	struct ss_idpool slots;   /* connection handles: slot + generation */
+	struct ss_sconn **slot_conn;
+	uint32_t n_conns;         /* live connections holding a slot */
+	uint32_t n_listeners;
+	uint64_t cmd_errors;
+	bool broken;              /* corrupted its rings: being disconnected */
+};
+
+struct ss_app_limits {
+	uint32_t max_apps;
+	uint32_t max_ctx;         /* per app, <= 64 */
+	uint32_t max_conns;       /* per app */
+	uint32_t max_buf;         /* per ring, bytes */
+	uint32_t atx_slots, arx_slots;
+};
+
+struct ss_app_reg {
+	struct ss_app_limits lim;
+	struct ss_app *apps;      /* lim.max_apps slots */
+	uint32_t gen;             /* bumped (release) on every state change */
+	int status_fd;            /* sealed memfd, struct ss_shm_status */
+	struct ss_shm_status *status;
+	int doorbell_fd;          /* eventfd the apps write to wake the fast path */
+	int reclaim_fd;           /* eventfd the fast path writes when an app is DEAD */
+	uint64_t attached, detached, refused;
+};
+
+int ss_app_reg_init(struct ss_app_reg *r, const struct ss_app_limits *lim, unsigned n_fast_paths);
+void ss_app_reg_fini(struct ss_app_reg *r);
+
+/*
+ * Slow path: handles an "attach ..." request line received on @fd.  On
+ * success the app is ACTIVE, the reply with its fds has been sent, @fd is
+ * kept (returns 1).  On failure an error reply has been sent (returns 0;
+ * the caller closes @fd).
+ */
+int ss_app_attach(struct ss_app_reg *r, int fd, const char *line);
+
+/* Slow path: the app behind @fd hung up: mark it DYING for the fast path. */
+void ss_app_hangup(struct ss_app_reg *r, struct ss_app *a);
+
+/* Slow path: unmap and free every DEAD app; returns how many. */
+unsigned ss_app_reclaim(struct ss_app_reg *r);
+
+/* Bytes of shared memory held by attached applications (slow path). */
+uint64_t ss_app_reg_memory(const struct ss_app_reg *r);
+
+/* Region offset -> pointer helpers (trusted layout). */
+static inline uint8_t *ss_app_rx_ring(const struct ss_app *a, uint32_t slot)
+{
+	return a->region + a->buf_off + (uint64_t)slot * (a->rxbuf_size + a->txbuf_size);
+}
+static inline uint8_t *ss_app_tx_ring(const struct ss_app *a, uint32_t slot)
+{
+	return ss_app_rx_ring(a, slot) + a->rxbuf_size;
+}
+
+#endif

@@ -1,0 +1,161 @@
+/* stack.h - the service's TCP stack on one fast-path thread: flows, listeners, app queues (no DPDK). */
+#ifndef SS_SERVICE_STACK_H
+#define SS_SERVICE_STACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/app.h"
+#include "service/counters.h"
+#include "service/flow_table.h"
+#include "service/idpool.h"
+#include "service/timer_wheel.h"
+#include "tcp/tcp.h"
+
+struct ss_ipv4;
+struct ss_arp_cache;
+
+/*
+ * One struct ss_stack per fast-path thread that serves TCP; only that
+ * thread touches it.  It owns every connection (engine state, timers,
+ * flow-table entry), every listener, and the fast-path side of every
+ * attached application (its command and event rings).  The slow-path
+ * thread only attaches and reclaims applications (app.c).
+ *
+ * A connection is handed to the application as (slot, gen) of the app's
+ * idpool; the slot also names its pair of rings in the app's region.  The
+ * slot is held until the application closes or aborts the handle, so data
+ * the app has not read yet stays readable after a reset or the peer's FIN;
+ * SS_EV_CLOSED confirms the release.  A connection the app has closed
+ * lives on without a slot (TIME_WAIT, FIN_WAIT_2 after close) until the
+ * engine reaches CLOSED.
+ */
+
+/* Frame output, provided by the fast path (mbufs) or a test (memory). */
+struct ss_stack_io {
+	void *arg;
+	/* A buffer for one outgoing frame of up to *cap bytes, or NULL. */
+	uint8_t *(*frame_alloc)(void *arg, void **handle, size_t *cap);
+	/* Queue the frame for sending (len bytes) or, with len 0, free it. */
+	void (*frame_send)(void *arg, void *handle, size_t len);
+};
+
+#define SC_DIRTY 0x01       /* on the stack's dirty list */
+#define SC_PENDING 0x02     /* on its context's pending list */
+#define SC_ANNOUNCED 0x04   /* CONNECTED / ACCEPTED was posted (or is on its way) */
+#define SC_APP_CLOSED 0x08  /* the app closed or aborted the handle */
+#define SC_PASSIVE 0x10     /* created by a listener */
+#define SC_ARP_WAIT 0x20    /* active open waiting for the peer's MAC */
+#define SC_IN_TABLE 0x40    /* in the flow table */
+
+struct ss_sconn {
+	struct ss_tcp_conn tcp;  /* engine state; its hot part first */
+	struct ss_timer timer;
+	struct ss_flow_key key;
+	struct ss_app *app;      /* NULL once the slot is released */
+	uint32_t slot, gen;      /* the application's handle */
+	uint32_t id;             /* index in the stack's connection pool */
+	uint16_t ctx;            /* context that receives its events */
+	uint16_t listener;       /* passive: listener index + 1 until accepted */
+	uint8_t peer_mac[6];
+	uint8_t flags;           /* SC_* */
+	uint8_t arp_tries;
+	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
+	uint8_t ev_connect_error;
+	uint32_t rx_pending, acked_pending;
+	uint64_t cookie;
+	struct ss_sconn *dirty_next;
+	struct ss_sconn *pend_next;
+};
+
+struct ss_listener {
+	struct ss_app *app;      /* NULL: free */
+	uint16_t port;
+	uint16_t ctx;
+	uint32_t backlog;
+	uint32_t n_syn;          /* connections in SYN_RCVD */
+	uint64_t cookie;
+};
+
+struct ss_stack_limits {
+	uint32_t max_flows;      /* connections incl. TIME_WAIT */
+	uint32_t max_listeners;
+	uint32_t timer_slots;    /* power of two */
+	uint32_t cmd_budget;     /* commands taken per context per round */
+};
+
+struct ss_stack {
+	struct ss_counters *ctr;
+	struct ss_stack_io io;
+	struct ss_tcp_params params;
+	struct ss_stack_limits lim;
+	uint8_t mac[6];
+	uint32_t ip, netmask, gateway;
+	struct ss_arp_cache *arp;
+	uint8_t isn_secret[16];
+	uint64_t ts_seed;
+
+	struct ss_flow_table flows;
+	struct ss_timer_wheel wheel;
+	struct ss_sconn *conns;
+	struct ss_idpool conn_ids;
+	struct ss_listener *listeners;
+
+	struct ss_app_reg *reg;
+	uint32_t reg_gen;        /* registry generation last synced */
+	struct ss_app **active;  /* ACTIVE apps this thread serves */
+	uint32_t n_active;
+	unsigned fp_index;       /* this thread's sleeping flag in the status page */
+
+	struct ss_sconn *dirty;  /* connections touched this round */
+	uint64_t now_us;
+	uint16_t ip_id;
+	uint32_t n_flows;        /* gauge: live connections (any state) */
+	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */
+	uint8_t dead_ring[4096]; /* stands in for an app's rings after release */
+};
+
+int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
+		  const struct ss_tcp_params *params, struct ss_counters *ctr,
+		  const uint8_t mac[6], uint32_t ip, uint8_t prefix_len, uint32_t gateway,
+		  struct ss_arp_cache *arp, struct ss_app_reg *reg, unsigned fp_index,
+		  const struct ss_stack_io *io);
+void ss_stack_fini(struct ss_stack *s);
+
+/*
+ * A TCP segment (checksum verified, addressed to us) for the stack.
+ * Returns true when a connection or listener took it, false when none
+ * exists (the caller answers with RST).  @frame is the Ethernet frame
+ * (source MAC for new connections).
+ */
+bool ss_stack_tcp_input(void *stack, const uint8_t *frame, const struct ss_ipv4 *ip,
+			const struct ss_tcp *seg);
+
+/*
+ * One round of non-packet work, after an RX burst: pick up attached and
+ * hung-up applications, take commands from every context (bounded), run
+ * due timers, then send what connections may send and post their events
+ * (one ACK and one notification per connection per round), and wake the
+ * contexts that got events.  Returns true if it did any work.
+ */
+bool ss_stack_round(struct ss_stack *s, uint64_t now_us);
+
+/*
+ * Before blocking: sets this thread's sleeping flag, then re-checks every
+ * command ring.  Returns false (flag cleared) if work arrived, true if the
+ * caller may block; ss_stack_woke() clears the flag after the wait.
+ */
+bool ss_stack_may_sleep(struct ss_stack *s);
+void ss_stack_woke(struct ss_stack *s);
+
+/* Earliest timer deadline (us), or UINT64_MAX. */
+uint64_t ss_stack_next_deadline(const struct ss_stack *s);
+
+/* Gauges for `slipstream stats`. */
+struct ss_stack_gauges {
+	uint32_t flows, listeners, apps, app_conns;
+};
+void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g);
+
+#endif

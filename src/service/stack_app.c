@@ -1,0 +1,469 @@
+/* stack_app.c - the fast path's side of the application queues: commands in, events out, wake-ups. */
+#include "service/stack_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "service/log.h"
+
+#define BACKLOG_MAX 4096u
+#define BACKLOG_DEFAULT 128u
+
+/* ---- events --------------------------------------------------------------- */
+
+/* Free event slots in @cx's arx ring, or -1 if the app corrupted its index. */
+static int64_t arx_free(const struct ss_app *a, struct ss_app_ctx *cx)
+{
+	/* Pairs with the app's store-release of cons after reading events. */
+	uint32_t cons = __atomic_load_n(&cx->arx->cons, __ATOMIC_ACQUIRE);
+	uint32_t used = cx->arx_prod - cons;
+	if (used > a->arx_slots)
+		return -1;
+	return a->arx_slots - used;
+}
+
+static struct ss_shm_ev *arx_next(const struct ss_app *a, struct ss_app_ctx *cx)
+{
+	struct ss_shm_ev *ev = &cx->arx_slot[cx->arx_prod & (a->arx_slots - 1)];
+	memset(ev, 0, sizeof(*ev));
+	cx->arx_prod++;
+	cx->kick = true;
+	return ev;
+}
+
+static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
+{
+	if (a->broken)
+		return;
+	a->broken = true;
+	ss_ctr_inc(s->ctr, SS_CTR_app_bad_ring);
+	SS_WARN("app %u: corrupted queue indices: disconnecting it", a->id);
+	uint64_t one = 1;
+	if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
+		SS_WARN("app %u: reclaim kick: %s", a->id, strerror(errno));
+}
+
+void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
+		       uint32_t conn, uint32_t gen, uint16_t error, uint32_t arg, uint64_t cookie)
+{
+	struct ss_app_ctx *cx = &a->ctx[ctx];
+	int64_t fr = arx_free(a, cx);
+	if (fr < 0) {
+		app_mark_broken(s, a);
+		return;
+	}
+	if (fr == 0) {
+		/* Replies to commands cannot wait: the app sized its ring too
+		 * small for what it asked.  Counted; the app sees a gap. */
+		ss_ctr_inc(s->ctr, SS_CTR_drop_app_event_ring_full);
+		return;
+	}
+	struct ss_shm_ev *ev = arx_next(a, cx);
+	ev->type = type;
+	ev->conn = conn;
+	ev->gen = gen;
+	ev->error = error;
+	ev->arg = arg;
+	ev->cookie = cookie;
+}
+
+static void pending_add(struct ss_app *a, struct ss_sconn *sc)
+{
+	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
+	sc->flags |= SC_PENDING;
+	sc->pend_next = cx->pending;
+	cx->pending = sc;
+}
+
+void stack_pending_unlink(struct ss_stack *s, struct ss_sconn *sc)
+{
+	(void)s;
+	struct ss_app_ctx *cx = &sc->app->ctx[sc->ctx];
+	for (struct ss_sconn **pp = &cx->pending; *pp; pp = &(*pp)->pend_next)
+		if (*pp == sc) {
+			*pp = sc->pend_next;
+			break;
+		}
+	sc->flags &= (uint8_t)~SC_PENDING;
+	sc->pend_next = NULL;
+}
+
+static void ev_endpoints(const struct ss_sconn *sc, struct ss_shm_ev *ev)
+{
+	const struct ss_app *a = sc->app;
+	ev->conn = sc->slot;
+	ev->gen = sc->gen;
+	ev->local_ip = sc->key.local_ip;
+	ev->remote_ip = sc->key.remote_ip;
+	ev->local_port = sc->key.local_port;
+	ev->remote_port = sc->key.remote_port;
+	ev->rx_off = (uint64_t)(ss_app_rx_ring(a, sc->slot) - a->region);
+	ev->tx_off = (uint64_t)(ss_app_tx_ring(a, sc->slot) - a->region);
+}
+
+/* The app closed the handle and the rings are no longer needed. */
+static bool conn_releasable(const struct ss_sconn *sc)
+{
+	enum ss_tcp_state st = sc->tcp.f.state;
+	return (sc->flags & SC_APP_CLOSED) &&
+	       (st == SS_TCPS_CLOSED || st == SS_TCPS_TIME_WAIT || st == SS_TCPS_FIN_WAIT_2);
+}
+
+/*
+ * Posts the connection's pending events in one go, in the order the app
+ * must see them: opened, data, delivered, peer FIN, reset/error, closed.
+ * If its context's ring lacks room for all of them, none is posted and the
+ * connection waits on the context's pending list (its byte counts keep
+ * adding up, so nothing is lost).  Returns true when nothing is left.
+ */
+bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_app *a = sc->app;
+	uint8_t ev = sc->ev_pending;
+	bool announce = !(sc->flags & SC_ANNOUNCED) &&
+			((ev & SS_TCP_EV_CONNECTED) || (!(sc->flags & SC_PASSIVE) &&
+							 (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR))));
+	bool release = conn_releasable(sc);
+	unsigned need = announce + !!sc->rx_pending + !!sc->acked_pending +
+			!!(ev & SS_TCP_EV_PEER_FIN) + !!(ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) +
+			release;
+
+	if (sc->flags & SC_PENDING)
+		stack_pending_unlink(s, sc);
+	if (need == 0)
+		return true;
+	/* A passive connection is not the app's business before it is accepted. */
+	if ((sc->flags & SC_PASSIVE) && !(sc->flags & SC_ANNOUNCED) && !announce && !release)
+		return true;
+	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
+	int64_t fr = arx_free(a, cx);
+	if (fr < 0) {
+		app_mark_broken(s, a);
+		return false;
+	}
+	if ((uint64_t)fr < need) {
+		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
+		pending_add(a, sc);
+		return false;
+	}
+	struct ss_shm_ev *e;
+	if (announce) {
+		e = arx_next(a, cx);
+		ev_endpoints(sc, e);
+		e->cookie = sc->cookie;
+		if (sc->flags & SC_PASSIVE) {
+			e->type = SS_EV_ACCEPTED;
+		} else {
+			e->type = SS_EV_CONNECTED;
+			e->error = (ev & SS_TCP_EV_CONNECTED) ? 0 : sc->tcp.error;
+			if (e->error)
+				ev &= (uint8_t)~(SS_TCP_EV_RESET | SS_TCP_EV_ERROR);
+		}
+		sc->flags |= SC_ANNOUNCED;
+	}
+	if (sc->rx_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_RX;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->rx_pending;
+		sc->rx_pending = 0;
+	}
+	if (sc->acked_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_TX_ACKED;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->acked_pending;
+		sc->acked_pending = 0;
+	}
+	if (ev & SS_TCP_EV_PEER_FIN) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_PEER_FIN;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+	}
+	if (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) {
+		e = arx_next(a, cx);
+		e->type = (ev & SS_TCP_EV_RESET) ? SS_EV_RESET : SS_EV_ERROR;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->error = sc->tcp.error;
+	}
+	sc->ev_pending = 0;
+	if (release) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_CLOSED;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		stack_conn_release_slot(s, sc);
+	}
+	return true;
+}
+
+/* Publishes every context's new events and wakes the sleeping ones, once. */
+static bool publish_events(struct ss_stack *s)
+{
+	bool did = false;
+	for (uint32_t i = 0; i < s->n_active; i++) {
+		struct ss_app *a = s->active[i];
+		for (uint32_t c = 0; c < a->n_ctx; c++) {
+			struct ss_app_ctx *cx = &a->ctx[c];
+			/* Retry connections whose events did not fit last time. */
+			struct ss_sconn *p = cx->pending;
+			while (p) {
+				struct ss_sconn *next = p->pend_next;
+				stack_conn_post(s, p);
+				p = next;
+			}
+			if (!cx->kick)
+				continue;
+			cx->kick = false;
+			did = true;
+			/* Pairs with the app's load-acquire of prod. */
+			__atomic_store_n(&cx->arx->prod, cx->arx_prod, __ATOMIC_RELEASE);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			/* Untrusted hint: a lying app only loses or gains wake-ups. */
+			if (__atomic_load_n(&cx->arx->sleeping, __ATOMIC_RELAXED)) {
+				__atomic_store_n(&cx->arx->sleeping, 0, __ATOMIC_RELAXED);
+				uint64_t one = 1;
+				if (write(cx->efd, &one, sizeof(one)) < 0)
+					ss_ctr_inc(s->ctr, SS_CTR_app_kick_failed);
+				ss_ctr_inc(s->ctr, SS_CTR_app_kicks);
+			}
+		}
+	}
+	return did;
+}
+
+/* ---- commands ------------------------------------------------------------- */
+
+static void cmd_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		      const struct ss_shm_cmd *cmd, int err)
+{
+	a->cmd_errors++;
+	ss_ctr_inc(s->ctr, SS_CTR_app_cmd_errors);
+	stack_post_simple(s, a, ctx, SS_EV_CMD_ERROR, cmd->conn, cmd->gen, (uint16_t)err, cmd->op,
+			  cmd->cookie);
+}
+
+static void cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		       const struct ss_shm_cmd *cmd)
+{
+	uint32_t free_idx = UINT32_MAX;
+	int err = 0;
+
+	if (cmd->port == 0)
+		err = EINVAL;
+	for (uint32_t i = 0; !err && i < s->lim.max_listeners; i++) {
+		if (s->listeners[i].app && s->listeners[i].port == cmd->port)
+			err = EADDRINUSE;
+		else if (!s->listeners[i].app && free_idx == UINT32_MAX)
+			free_idx = i;
+	}
+	if (!err && free_idx == UINT32_MAX)
+		err = ENOBUFS;
+	if (err) {
+		stack_post_simple(s, a, ctx, SS_EV_LISTEN, UINT32_MAX, 0, (uint16_t)err, 0,
+				  cmd->cookie);
+		return;
+	}
+	struct ss_listener *l = &s->listeners[free_idx];
+	l->app = a;
+	l->port = cmd->port;
+	l->ctx = ctx;
+	l->backlog = cmd->arg == 0 ? BACKLOG_DEFAULT : cmd->arg > BACKLOG_MAX ? BACKLOG_MAX : cmd->arg;
+	l->n_syn = 0;
+	l->cookie = cmd->cookie;
+	__atomic_store_n(&a->n_listeners, a->n_listeners + 1, __ATOMIC_RELAXED);
+	stack_post_simple(s, a, ctx, SS_EV_LISTEN, free_idx, 0, 0, l->backlog, cmd->cookie);
+}
+
+static void cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+			     const struct ss_shm_cmd *cmd)
+{
+	if (cmd->conn >= s->lim.max_listeners || s->listeners[cmd->conn].app != a) {
+		cmd_error(s, a, ctx, cmd, EBADF);
+		return;
+	}
+	stack_listener_abort_syn(s, cmd->conn);
+	memset(&s->listeners[cmd->conn], 0, sizeof(s->listeners[cmd->conn]));
+	__atomic_store_n(&a->n_listeners, a->n_listeners - 1, __ATOMIC_RELAXED);
+}
+
+static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
+{
+	struct ss_sconn *sc = NULL;
+
+	switch (cmd->op) {
+	case SS_CMD_NOP:
+		return;
+	case SS_CMD_LISTEN:
+		cmd_listen(s, a, ctx, cmd);
+		return;
+	case SS_CMD_LISTEN_CLOSE:
+		cmd_listen_close(s, a, ctx, cmd);
+		return;
+	case SS_CMD_CONNECT: {
+		int rc = stack_conn_connect(s, a, ctx, cmd->ip, cmd->port, cmd->cookie);
+		if (rc != 0)
+			cmd_error(s, a, ctx, cmd, -rc);
+		return;
+	}
+	case SS_CMD_TX:
+	case SS_CMD_RX_DONE:
+	case SS_CMD_SHUTDOWN:
+	case SS_CMD_CLOSE:
+	case SS_CMD_ABORT:
+		break;
+	default:
+		cmd_error(s, a, ctx, cmd, EOPNOTSUPP);
+		return;
+	}
+	sc = stack_conn_lookup_handle(s, a, cmd->conn, cmd->gen);
+	if (!sc || (sc->flags & SC_APP_CLOSED)) {
+		cmd_error(s, a, ctx, cmd, EBADF);
+		return;
+	}
+	switch (cmd->op) {
+	case SS_CMD_TX:
+		if (ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
+			cmd_error(s, a, ctx, cmd, cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE);
+			return;
+		}
+		break;
+	case SS_CMD_RX_DONE:
+		if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {
+			cmd_error(s, a, ctx, cmd, EINVAL);
+			return;
+		}
+		break;
+	case SS_CMD_SHUTDOWN:
+		ss_tcp_shutdown(&sc->tcp, s->now_us);
+		break;
+	case SS_CMD_CLOSE:
+	case SS_CMD_ABORT:
+		stack_conn_app_close(s, sc, cmd->op == SS_CMD_ABORT);
+		return;
+	}
+	stack_conn_dirty(s, sc);
+}
+
+/* Takes up to the budget of commands from one context. */
+static unsigned take_commands(struct ss_stack *s, struct ss_app *a, uint16_t ctx)
+{
+	struct ss_app_ctx *cx = &a->ctx[ctx];
+	/* Pairs with the app's store-release of prod after writing slots. */
+	uint32_t prod = __atomic_load_n(&cx->atx->prod, __ATOMIC_ACQUIRE);
+	uint32_t avail = prod - cx->atx_cons;
+
+	if (avail == 0)
+		return 0;
+	if (avail > a->atx_slots) {
+		app_mark_broken(s, a);
+		return 0;
+	}
+	if (avail > s->lim.cmd_budget)
+		avail = s->lim.cmd_budget;
+	for (uint32_t i = 0; i < avail && !a->broken; i++) {
+		/* Copy first: the app may rewrite the slot while we look at it. */
+		struct ss_shm_cmd cmd;
+		memcpy(&cmd, &cx->atx_slot[(cx->atx_cons + i) & (a->atx_slots - 1)], sizeof(cmd));
+		cmd_run(s, a, ctx, &cmd);
+	}
+	cx->atx_cons += avail;
+	ss_ctr_add(s->ctr, SS_CTR_app_commands, avail);
+	/* Pairs with the app's load-acquire of cons before reusing slots. */
+	__atomic_store_n(&cx->atx->cons, cx->atx_cons, __ATOMIC_RELEASE);
+	return avail;
+}
+
+/* ---- applications coming and going ------------------------------------------ */
+
+static void app_teardown(struct ss_stack *s, struct ss_app *a)
+{
+	stack_conn_app_gone(s, a);
+	a->n_listeners = 0;
+	for (uint32_t c = 0; c < a->n_ctx; c++)
+		a->ctx[c].pending = NULL;
+}
+
+static void apps_sync(struct ss_stack *s)
+{
+	uint32_t gen = __atomic_load_n(&s->reg->gen, __ATOMIC_ACQUIRE);
+	bool broken = false;
+
+	for (uint32_t i = 0; i < s->n_active; i++)
+		broken |= s->active[i]->broken;
+	if (gen == s->reg_gen && !broken)
+		return;
+	s->reg_gen = gen;
+	s->n_active = 0;
+	for (uint32_t i = 0; i < s->reg->lim.max_apps; i++) {
+		struct ss_app *a = &s->reg->apps[i];
+		uint32_t st = __atomic_load_n(&a->state, __ATOMIC_ACQUIRE);
+		if (st == SS_APP_ACTIVE && !a->broken) {
+			s->active[s->n_active++] = a;
+		} else if (st == SS_APP_DYING || (st == SS_APP_ACTIVE && a->broken && a->n_conns)) {
+			app_teardown(s, a);
+			if (st == SS_APP_DYING) {
+				__atomic_store_n(&a->state, SS_APP_DEAD, __ATOMIC_RELEASE);
+				ss_ctr_inc(s->ctr, SS_CTR_app_detached);
+				uint64_t one = 1;
+				if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
+					SS_WARN("app %u: reclaim kick: %s", a->id, strerror(errno));
+			}
+		}
+	}
+}
+
+bool ss_stack_round(struct ss_stack *s, uint64_t now_us)
+{
+	bool did = s->dirty != NULL;
+
+	s->now_us = now_us;
+	if (s->reg) {
+		apps_sync(s);
+		for (uint32_t i = 0; i < s->n_active; i++) {
+			struct ss_app *a = s->active[i];
+			for (uint32_t c = 0; c < a->n_ctx && !a->broken; c++)
+				did |= take_commands(s, a, (uint16_t)c) > 0;
+		}
+	}
+	stack_arp_poll(s);
+	stack_timers_run(s);
+	did |= s->dirty != NULL;
+	stack_conns_flush(s);
+	if (s->reg)
+		did |= publish_events(s);
+	return did;
+}
+
+bool ss_stack_may_sleep(struct ss_stack *s)
+{
+	if (!s->reg)
+		return true;
+	__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 1, __ATOMIC_RELAXED);
+	/* Dekker with the apps: our flag store before their prod load, their
+	 * prod store before our prod load (each side has a full fence). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->reg->gen, __ATOMIC_ACQUIRE) != s->reg_gen)
+		goto busy;
+	for (uint32_t i = 0; i < s->n_active; i++) {
+		struct ss_app *a = s->active[i];
+		for (uint32_t c = 0; c < a->n_ctx; c++)
+			if (__atomic_load_n(&a->ctx[c].atx->prod, __ATOMIC_ACQUIRE) != a->ctx[c].atx_cons)
+				goto busy;
+	}
+	return true;
+busy:
+	__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+void ss_stack_woke(struct ss_stack *s)
+{
+	if (s->reg)
+		__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,681 @@
+/* stack_conn.c - connections on the fast path: lookup, passive and active open, output, timers, release. */
+#include "service/stack_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "service/arp_cache.h"
+#include "service/log.h"
+#include "wire/arp.h"
+#include "wire/eth.h"
+#include "wire/ipv4.h"
+#include "wire/tcp.h"
+
+#define TTL 64
+#define IP_DF 0x4000
+
+/* ---- frame output --------------------------------------------------------- */
+
+/* The engine's emit callback: Ethernet + IPv4 + the engine's TCP segment,
+ * payload copied straight from the transmit ring into the frame. */
+static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+{
+	struct ss_stack *s = arg;
+	struct ss_sconn *sc = sconn_of(c);
+	void *handle;
+	size_t cap;
+	uint8_t *buf = s->io.frame_alloc(s->io.arg, &handle, &cap);
+
+	if (!buf) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_no_mbuf);
+		return -1;
+	}
+	size_t l4_hdr = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
+	size_t hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
+	if (hdrs + l4_hdr + seg->len > cap || l4_hdr + seg->len + SS_IPV4_HDR_MIN > 0xffff) {
+		s->io.frame_send(s->io.arg, handle, 0);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
+		return -1;
+	}
+	uint8_t *l3 = buf + SS_ETH_HDR_LEN, *l4 = l3 + SS_IPV4_HDR_MIN;
+	struct ss_tcp h = seg->hdr;
+	if (seg->len) {
+		h.payload = l4 + l4_hdr;
+		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + l4_hdr, seg->len);
+	} else {
+		h.payload = NULL;
+	}
+	h.payload_len = seg->len;
+	size_t n = ss_tcp_build(l4, cap - hdrs, &h, c->local_ip, c->remote_ip);
+	if (n == 0) {
+		s->io.frame_send(s->io.arg, handle, 0);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
+		return -1;
+	}
+	struct ss_ipv4 ip = {
+		.total_len = (uint16_t)(SS_IPV4_HDR_MIN + n),
+		.id = s->ip_id++,
+		.frag = IP_DF,
+		.ttl = TTL,
+		.proto = SS_IPPROTO_TCP,
+		.src = c->local_ip,
+		.dst = c->remote_ip,
+	};
+	ss_ipv4_build(l3, SS_IPV4_HDR_MIN, &ip);
+	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
+	memcpy(eth.dst, sc->peer_mac, 6);
+	memcpy(eth.src, s->mac, 6);
+	ss_eth_build(buf, SS_ETH_HDR_LEN, &eth);
+	s->io.frame_send(s->io.arg, handle, hdrs + n);
+	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);
+	if (seg->len)
+		ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, seg->len);
+	return 0;
+}
+
+static void arp_request(struct ss_stack *s, uint32_t target)
+{
+	void *handle;
+	size_t cap;
+	uint8_t *buf = s->io.frame_alloc(s->io.arg, &handle, &cap);
+	if (!buf) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_no_mbuf);
+		return;
+	}
+	if (cap < SS_ETH_HDR_LEN + SS_ARP_LEN) {
+		s->io.frame_send(s->io.arg, handle, 0);
+		return;
+	}
+	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_ARP };
+	struct ss_arp req = { .op = SS_ARP_OP_REQUEST, .spa = s->ip, .tpa = target };
+	memset(eth.dst, 0xff, 6);
+	memcpy(eth.src, s->mac, 6);
+	memcpy(req.sha, s->mac, 6);
+	ss_eth_build(buf, cap, &eth);
+	size_t n = ss_arp_build(buf + SS_ETH_HDR_LEN, cap - SS_ETH_HDR_LEN, &req);
+	s->io.frame_send(s->io.arg, handle, SS_ETH_HDR_LEN + n);
+	ss_ctr_inc(s->ctr, SS_CTR_tx_arp_request);
+}
+
+/* ---- set-up and teardown -------------------------------------------------- */
+
+int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
+		  const struct ss_tcp_params *params, struct ss_counters *ctr,
+		  const uint8_t mac[6], uint32_t ip, uint8_t prefix_len, uint32_t gateway,
+		  struct ss_arp_cache *arp, struct ss_app_reg *reg, unsigned fp_index,
+		  const struct ss_stack_io *io)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->ctr = ctr;
+	s->io = *io;
+	s->params = *params;
+	s->lim = *lim;
+	memcpy(s->mac, mac, 6);
+	s->ip = ip;
+	s->netmask = prefix_len ? ~0u << (32 - prefix_len) : 0;
+	s->gateway = gateway;
+	s->arp = arp;
+	s->reg = reg;
+	s->fp_index = fp_index;
+	/* Secrets for ISNs (RFC 6528) and timestamp offsets (RFC 7323 §5.4). */
+	FILE *f = fopen("/dev/urandom", "rb");
+	bool ok = f && fread(s->isn_secret, 1, sizeof(s->isn_secret), f) == sizeof(s->isn_secret) &&
+		  fread(&s->ts_seed, 1, sizeof(s->ts_seed), f) == sizeof(s->ts_seed);
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -EIO;
+	uint64_t seed;
+	memcpy(&seed, s->isn_secret, sizeof(seed));
+	if ((rc = ss_flow_table_init(&s->flows, lim->max_flows * 2, seed ^ s->ts_seed)) != 0)
+		return rc;
+	if ((rc = ss_timer_wheel_init(&s->wheel, lim->timer_slots, 1000, 0)) != 0)
+		goto fail;
+	if ((rc = ss_idpool_init(&s->conn_ids, lim->max_flows)) != 0)
+		goto fail;
+	s->conns = calloc(lim->max_flows, sizeof(*s->conns));
+	s->listeners = calloc(lim->max_listeners, sizeof(*s->listeners));
+	s->active = calloc(reg ? reg->lim.max_apps : 1, sizeof(*s->active));
+	if (!s->conns || !s->listeners || !s->active) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < lim->max_flows; i++) {
+		s->conns[i].id = i;
+		ss_timer_init(&s->conns[i].timer);
+	}
+	return 0;
+fail:
+	ss_stack_fini(s);
+	return rc;
+}
+
+void ss_stack_fini(struct ss_stack *s)
+{
+	ss_flow_table_fini(&s->flows);
+	ss_timer_wheel_fini(&s->wheel);
+	ss_idpool_fini(&s->conn_ids);
+	free(s->conns);
+	free(s->listeners);
+	free(s->active);
+	s->conns = NULL;
+	s->listeners = NULL;
+	s->active = NULL;
+}
+
+static struct ss_sconn *conn_alloc(struct ss_stack *s)
+{
+	int64_t id = ss_idpool_alloc(&s->conn_ids);
+	if (id < 0)
+		return NULL;
+	struct ss_sconn *sc = &s->conns[id];
+	memset(sc, 0, sizeof(*sc));
+	sc->id = (uint32_t)id;
+	ss_timer_init(&sc->timer);
+	__atomic_store_n(&s->n_flows, s->n_flows + 1, __ATOMIC_RELAXED);
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_created);
+	return sc;
+}
+
+/* Last step for a connection the app has let go of and the engine has closed. */
+static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
+{
+	ss_timer_cancel(&s->wheel, &sc->timer);
+	if (sc->flags & SC_IN_TABLE)
+		ss_flow_table_remove(&s->flows, &sc->key);
+	sc->flags = 0;
+	ss_idpool_free(&s->conn_ids, sc->id);
+	__atomic_store_n(&s->n_flows, s->n_flows - 1, __ATOMIC_RELAXED);
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_freed);
+}
+
+/* The connection stops using the app's rings (app closed or gone). */
+static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_flow *f = &sc->tcp.f;
+	struct ss_tcp_ring dead = { s->dead_ring, sizeof(s->dead_ring) };
+	f->rx_head = f->rx_tail;
+	f->ooo_len = 0;
+	f->tx_tail = f->tx_head; /* released only once everything sent is acknowledged */
+	sc->tcp.rx = dead;
+	sc->tcp.tx = dead;
+}
+
+void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_app *a = sc->app;
+	if (!a)
+		return;
+	if (sc->flags & SC_PENDING)
+		stack_pending_unlink(s, sc);
+	a->slot_conn[sc->slot] = NULL;
+	ss_idpool_free(&a->slots, sc->slot);
+	a->n_conns--;
+	sc->app = NULL;
+	conn_detach_rings(s, sc);
+}
+
+static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
+		       uint16_t ctx, uint32_t rip, uint16_t rport, uint16_t lport)
+{
+	struct ss_tcp_ring rx = { ss_app_rx_ring(a, slot), a->rxbuf_size };
+	struct ss_tcp_ring tx = { ss_app_tx_ring(a, slot), a->txbuf_size };
+	uint32_t iss = ss_tcp_isn(s->isn_secret, s->ip, lport, rip, rport, s->now_us);
+	uint32_t ts_off = (uint32_t)(s->ts_seed * (iss | 1)) ^ (uint32_t)(s->ts_seed >> 32);
+
+	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss, ts_off, rx, tx,
+			 conn_emit, s);
+	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
+					.local_port = lport, .remote_port = rport };
+	sc->app = a;
+	sc->slot = slot;
+	sc->gen = ss_idpool_gen(&a->slots, slot);
+	sc->ctx = ctx;
+	a->slot_conn[slot] = sc;
+	a->n_conns++;
+}
+
+void stack_conn_dirty(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (sc->flags & SC_DIRTY)
+		return;
+	sc->flags |= SC_DIRTY;
+	sc->dirty_next = s->dirty;
+	s->dirty = sc;
+}
+
+struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, uint32_t slot,
+					  uint32_t gen)
+{
+	(void)s;
+	if (slot >= a->max_conns || !ss_idpool_valid(&a->slots, slot, gen))
+		return NULL;
+	return a->slot_conn[slot];
+}
+
+/* ---- receive -------------------------------------------------------------- */
+
+static bool listener_usable(const struct ss_listener *l)
+{
+	return l->app && __atomic_load_n(&l->app->state, __ATOMIC_ACQUIRE) == SS_APP_ACTIVE &&
+	       !l->app->broken;
+}
+
+static struct ss_listener *listener_find(struct ss_stack *s, uint16_t port, uint32_t *idx)
+{
+	for (uint32_t i = 0; i < s->lim.max_listeners; i++)
+		if (s->listeners[i].app && s->listeners[i].port == port) {
+			*idx = i;
+			return &s->listeners[i];
+		}
+	return NULL;
+}
+
+/* A SYN for a listening port: a connection in SYN_RCVD with a slot of the
+ * listener's app, so data that follows the handshake has a ring to go to. */
+static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
+			 const uint8_t *frame, const struct ss_ipv4 *ip, const struct ss_tcp *seg)
+{
+	struct ss_app *a = l->app;
+
+	if (!listener_usable(l)) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_listener_gone);
+		return;
+	}
+	if (l->n_syn >= l->backlog) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_backlog);
+		return;
+	}
+	int64_t slot = ss_idpool_alloc(&a->slots);
+	if (slot < 0) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_app_conns_full);
+		return;
+	}
+	struct ss_sconn *sc = conn_alloc(s);
+	if (!sc) {
+		ss_idpool_free(&a->slots, (uint32_t)slot);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
+		return;
+	}
+	conn_setup(s, sc, a, (uint32_t)slot, l->ctx, ip->src, seg->sport, seg->dport);
+	memcpy(sc->peer_mac, frame + 6, 6);
+	sc->flags |= SC_PASSIVE;
+	sc->listener = (uint16_t)(li + 1);
+	sc->cookie = l->cookie;
+	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
+		stack_conn_release_slot(s, sc);
+		conn_free(s, sc);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
+		return;
+	}
+	sc->flags |= SC_IN_TABLE;
+	l->n_syn++;
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_passive_open);
+	ss_tcp_accept_syn(&sc->tcp, seg, s->now_us);
+	stack_conn_dirty(s, sc);
+}
+
+bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *ip,
+			const struct ss_tcp *seg)
+{
+	struct ss_stack *s = arg;
+	struct ss_flow_key k = { .local_ip = ip->dst, .remote_ip = ip->src,
+				 .local_port = seg->dport, .remote_port = seg->sport };
+	struct ss_sconn *sc = ss_flow_table_lookup(&s->flows, &k);
+
+	if (sc) {
+		uint64_t fast = sc->tcp.st.fast_path;
+		ss_tcp_input(&sc->tcp, seg, s->now_us);
+		ss_ctr_inc(s->ctr, sc->tcp.st.fast_path != fast ? SS_CTR_rx_tcp_fast
+								: SS_CTR_rx_tcp_slow);
+		stack_conn_dirty(s, sc);
+		return true;
+	}
+	if ((seg->flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST | SS_TCP_FIN)) == SS_TCP_SYN) {
+		uint32_t li;
+		struct ss_listener *l = listener_find(s, seg->dport, &li);
+		if (l) {
+			ss_ctr_inc(s->ctr, SS_CTR_rx_tcp_syn);
+			passive_open(s, l, li, frame, ip, seg);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- active open ---------------------------------------------------------- */
+
+static bool addr_bad(const struct ss_stack *s, uint32_t ip)
+{
+	return ip == 0 || ip == 0xffffffffu || (ip >> 28) >= 0xe || (ip >> 24) == 127 ||
+	       ip == s->ip || (s->netmask != ~0u && ip == (s->ip | ~s->netmask));
+}
+
+static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out)
+{
+	uint32_t span = SS_EPHEMERAL_HI - SS_EPHEMERAL_LO + 1;
+	uint32_t start = (uint32_t)((s->ts_seed ^ (s->now_us * 0x9e3779b97f4a7c15ull)) >> 40) % span;
+	for (uint32_t i = 0; i < span; i++) {
+		uint16_t p = (uint16_t)(SS_EPHEMERAL_LO + (start + i) % span);
+		struct ss_flow_key k = { s->ip, rip, p, rport };
+		uint32_t li;
+		if (!ss_flow_table_lookup(&s->flows, &k) && !listener_find(s, p, &li)) {
+			*out = p;
+			return 0;
+		}
+	}
+	return -EADDRNOTAVAIL;
+}
+
+static uint32_t next_hop(const struct ss_stack *s, uint32_t ip)
+{
+	if ((ip & s->netmask) == (s->ip & s->netmask))
+		return ip;
+	return s->gateway;
+}
+
+/* Sends the SYN once the next hop's MAC is known. */
+static void active_start(struct ss_stack *s, struct ss_sconn *sc)
+{
+	sc->flags &= (uint8_t)~SC_ARP_WAIT;
+	ss_timer_cancel(&s->wheel, &sc->timer);
+	ss_tcp_connect(&sc->tcp, s->now_us);
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_active_open);
+	stack_conn_dirty(s, sc);
+}
+
+int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t ip,
+		       uint16_t port, uint64_t cookie)
+{
+	uint16_t lport;
+
+	if (port == 0 || addr_bad(s, ip))
+		return -EINVAL;
+	uint32_t hop = next_hop(s, ip);
+	if (hop == 0)
+		return -ENETUNREACH;
+	if (pick_port(s, ip, port, &lport) != 0)
+		return -EADDRNOTAVAIL;
+	int64_t slot = ss_idpool_alloc(&a->slots);
+	if (slot < 0)
+		return -EMFILE;
+	struct ss_sconn *sc = conn_alloc(s);
+	if (!sc) {
+		ss_idpool_free(&a->slots, (uint32_t)slot);
+		return -ENOBUFS;
+	}
+	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport);
+	sc->cookie = cookie;
+	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
+		stack_conn_release_slot(s, sc);
+		conn_free(s, sc);
+		return -ENOBUFS;
+	}
+	sc->flags |= SC_IN_TABLE;
+	if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
+		active_start(s, sc);
+	} else {
+		sc->flags |= SC_ARP_WAIT;
+		sc->arp_tries = 1;
+		s->arp_pending++;
+		arp_request(s, hop);
+		ss_timer_arm(&s->wheel, &sc->timer, s->now_us + SS_ARP_RETRY_US);
+	}
+	return 0;
+}
+
+/* After an RX burst: active opens whose next hop has been resolved. */
+void stack_arp_poll(struct ss_stack *s)
+{
+	if (s->arp_pending == 0)
+		return;
+	for (uint32_t i = 0; i < s->lim.max_flows && s->arp_pending; i++) {
+		struct ss_sconn *sc = &s->conns[i];
+		if (!(sc->flags & SC_ARP_WAIT))
+			continue;
+		if (ss_arp_cache_lookup(s->arp, next_hop(s, sc->key.remote_ip), sc->peer_mac, NULL)) {
+			s->arp_pending--;
+			active_start(s, sc);
+		}
+	}
+}
+
+static void arp_timeout(struct ss_stack *s, struct ss_sconn *sc)
+{
+	uint32_t hop = next_hop(s, sc->key.remote_ip);
+	if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
+		s->arp_pending--;
+		active_start(s, sc);
+		return;
+	}
+	if (sc->arp_tries < SS_ARP_TRIES) {
+		sc->arp_tries++;
+		arp_request(s, hop);
+		ss_timer_arm(&s->wheel, &sc->timer, s->now_us + SS_ARP_RETRY_US);
+		return;
+	}
+	/* Like Linux: connect() fails with EHOSTUNREACH when ARP gets no answer. */
+	s->arp_pending--;
+	sc->flags &= (uint8_t)~SC_ARP_WAIT;
+	sc->tcp.error = EHOSTUNREACH;
+	sc->tcp.events |= SS_TCP_EV_ERROR | SS_TCP_EV_CLOSED;
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_arp_failed);
+	stack_conn_dirty(s, sc);
+}
+
+/* ---- application requests -------------------------------------------------- */
+
+void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort)
+{
+	sc->flags |= SC_APP_CLOSED;
+	if (sc->flags & SC_ARP_WAIT) {
+		sc->flags &= (uint8_t)~SC_ARP_WAIT;
+		s->arp_pending--;
+		ss_timer_cancel(&s->wheel, &sc->timer);
+	}
+	if (abort)
+		ss_tcp_abort(&sc->tcp, s->now_us);
+	else
+		ss_tcp_close(&sc->tcp, s->now_us);
+	stack_conn_dirty(s, sc);
+}
+
+/* The app hung up or broke: reset what is open, let go of every slot. */
+void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
+{
+	for (uint32_t slot = 0; slot < a->max_conns; slot++) {
+		struct ss_sconn *sc = a->slot_conn[slot];
+		if (!sc)
+			continue;
+		if (sc->flags & SC_ARP_WAIT) {
+			sc->flags &= (uint8_t)~SC_ARP_WAIT;
+			s->arp_pending--;
+		}
+		enum ss_tcp_state st = sc->tcp.f.state;
+		if (st != SS_TCPS_CLOSED && st != SS_TCPS_TIME_WAIT) {
+			ss_tcp_abort(&sc->tcp, s->now_us);
+			ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_app_gone);
+		}
+		if (sc->listener) {
+			struct ss_listener *l = &s->listeners[sc->listener - 1];
+			if (l->n_syn)
+				l->n_syn--;
+			sc->listener = 0;
+		}
+		sc->flags |= SC_APP_CLOSED;
+		sc->ev_pending = 0;
+		stack_conn_release_slot(s, sc);
+		stack_conn_dirty(s, sc);
+	}
+	for (uint32_t i = 0; i < s->lim.max_listeners; i++)
+		if (s->listeners[i].app == a)
+			memset(&s->listeners[i], 0, sizeof(s->listeners[i]));
+}
+
+void stack_listener_abort_syn(struct ss_stack *s, uint32_t li)
+{
+	for (uint32_t i = 0; i < s->lim.max_flows; i++) {
+		struct ss_sconn *sc = &s->conns[i];
+		if (sc->listener == li + 1 && sc->tcp.f.state == SS_TCPS_SYN_RCVD) {
+			ss_tcp_abort(&sc->tcp, s->now_us);
+			stack_conn_dirty(s, sc);
+		}
+	}
+}
+
+/* ---- timers and the end of a round ----------------------------------------- */
+
+static void conn_sync_timer(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (sc->flags & SC_ARP_WAIT)
+		return;
+	uint64_t d = ss_tcp_next_deadline(&sc->tcp);
+	if (d == 0) {
+		ss_timer_cancel(&s->wheel, &sc->timer);
+		return;
+	}
+	/* Lazy: an earlier deadline re-arms; a later one waits for the
+	 * armed timer to fire and re-arm (ACKs then cost no wheel work). */
+	if (!ss_timer_armed(&sc->timer) || d < sc->timer.deadline_us)
+		ss_timer_arm(&s->wheel, &sc->timer, d);
+}
+
+void stack_timers_run(struct ss_stack *s)
+{
+	struct ss_timer *due[64];
+	unsigned n;
+
+	do {
+		n = ss_timer_wheel_expire(&s->wheel, s->now_us, due, 64);
+		for (unsigned i = 0; i < n; i++) {
+			struct ss_sconn *sc = (struct ss_sconn *)(void *)((uint8_t *)due[i] -
+									   offsetof(struct ss_sconn, timer));
+			if (sc->flags & SC_ARP_WAIT) {
+				arp_timeout(s, sc);
+				continue;
+			}
+			ss_tcp_timer(&sc->tcp, s->now_us);
+			stack_conn_dirty(s, sc);
+		}
+	} while (n == 64);
+}
+
+/* Adds the engine's per-connection counts to the thread's counters. */
+static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
+{
+#define DRAIN(field, id)                                    \
+	if (st->field) {                                    \
+		ss_ctr_add(s->ctr, SS_CTR_##id, st->field);  \
+		st->field = 0;                              \
+	}
+	DRAIN(retrans_segs, tcp_retrans_segs)
+	DRAIN(fast_retrans, tcp_fast_retrans)
+	DRAIN(rto_fired, tcp_rto_fired)
+	DRAIN(drop_out_of_window, drop_tcp_out_of_window)
+	DRAIN(drop_old_ack, drop_tcp_old_ack)
+	DRAIN(drop_future_ack, drop_tcp_future_ack)
+	DRAIN(drop_ooo_outside, drop_tcp_ooo_outside)
+	DRAIN(rst_rcvd, tcp_rst_rcvd)
+	DRAIN(rst_ignored, drop_tcp_rst_ignored)
+	DRAIN(challenge_acks, tcp_challenge_acks)
+	DRAIN(dup_data, tcp_dup_data_bytes)
+#undef DRAIN
+}
+
+/* Moves the engine's events to the connection's pending set. */
+static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+	uint8_t ev = c->events;
+
+	conn_stats_drain(s, &c->st);
+	if (!ev)
+		return;
+	if ((ev & SS_TCP_EV_CONNECTED) && sc->listener) {
+		struct ss_listener *l = &s->listeners[sc->listener - 1];
+		if (l->n_syn)
+			l->n_syn--;
+		sc->listener = 0;
+	}
+	if (sc->app && !(sc->flags & SC_APP_CLOSED)) {
+		sc->ev_pending |= ev;
+		sc->rx_pending += c->rx_new;
+		sc->acked_pending += c->tx_acked;
+	}
+	if (ev & SS_TCP_EV_CLOSED)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_closed);
+	if (ev & SS_TCP_EV_RESET)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_rcvd);
+	if ((ev & SS_TCP_EV_ERROR) && c->error == ETIMEDOUT)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_timeout);
+	c->events = 0;
+	c->rx_new = 0;
+	c->tx_acked = 0;
+}
+
+/* A passive connection that died before the app heard of it goes away quietly. */
+static bool conn_unannounced_dead(const struct ss_sconn *sc)
+{
+	return (sc->flags & SC_PASSIVE) && !(sc->flags & SC_ANNOUNCED) &&
+	       sc->tcp.f.state == SS_TCPS_CLOSED;
+}
+
+void stack_conns_flush(struct ss_stack *s)
+{
+	struct ss_sconn *sc = s->dirty;
+	s->dirty = NULL;
+	while (sc) {
+		struct ss_sconn *next = sc->dirty_next;
+		sc->flags &= (uint8_t)~SC_DIRTY;
+		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT))
+			ss_tcp_output(&sc->tcp, s->now_us);
+		conn_collect(s, sc);
+		if (sc->tcp.f.state == SS_TCPS_CLOSED && (sc->flags & SC_IN_TABLE)) {
+			/* Closed flows leave the table at once: later segments get RST. */
+			ss_flow_table_remove(&s->flows, &sc->key);
+			sc->flags &= (uint8_t)~SC_IN_TABLE;
+		}
+		if (sc->app && conn_unannounced_dead(sc)) {
+			if (sc->listener) {
+				struct ss_listener *l = &s->listeners[sc->listener - 1];
+				if (l->n_syn)
+					l->n_syn--;
+				sc->listener = 0;
+			}
+			sc->ev_pending = 0;
+			stack_conn_release_slot(s, sc);
+		}
+		if (sc->app)
+			stack_conn_post(s, sc); /* may release the slot (CLOSED posted) */
+		if (!sc->app && sc->tcp.f.state == SS_TCPS_CLOSED)
+			conn_free(s, sc);
+		else
+			conn_sync_timer(s, sc);
+		sc = next;
+	}
+}
+
+uint64_t ss_stack_next_deadline(const struct ss_stack *s)
+{
+	return ss_timer_wheel_next(&s->wheel);
+}
+
+void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g)
+{
+	g->flows = __atomic_load_n(&s->n_flows, __ATOMIC_RELAXED);
+	g->listeners = 0;
+	g->apps = 0;
+	g->app_conns = 0;
+	if (s->reg)
+		for (uint32_t i = 0; i < s->reg->lim.max_apps; i++) {
+			const struct ss_app *a = &s->reg->apps[i];
+			if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) == SS_APP_FREE)
+				continue;
+			g->apps++;
+			g->app_conns += __atomic_load_n(&a->n_conns, __ATOMIC_RELAXED);
+			g->listeners += __atomic_load_n(&a->n_listeners, __ATOMIC_RELAXED);
+		}
+}

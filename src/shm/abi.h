@@ -1,0 +1,153 @@
+/* abi.h - the shared-memory ABI between slipstreamd and one application (one header, both sides). */
+#ifndef SS_SHM_ABI_H
+#define SS_SHM_ABI_H
+
+/*
+ * Attach (over the service's UNIX socket, see docs/api.md):
+ *   app  -> "attach 1 contexts=C conns=N rxbuf=R txbuf=T\n"
+ *   svc  -> one JSON line {"ok":true, "app":id, "region_size":..., ...}
+ *           with SCM_RIGHTS fds, in this order:
+ *             [0] the application's region (memfd, read-write)
+ *             [1] the service status page (memfd, sealed: map read-only)
+ *             [2] the service doorbell (eventfd; write 1 to wake the service)
+ *             [3 .. 3+C) one eventfd per context (the service writes it)
+ *           or {"ok":false,"error":"..."} and no fds.
+ * The socket stays open: when it hangs up the service resets the
+ * application's connections and reclaims everything.
+ *
+ * Region layout (offsets from the region start; all sizes fixed at attach):
+ *   0                      struct ss_shm_hdr
+ *   hdr.ctx_off + i*ctx_stride   context i: struct ss_shm_ring atx (app -> svc)
+ *                                followed by atx slots, then struct ss_shm_ring
+ *                                arx (svc -> app) and its slots
+ *   hdr.buf_off + k*(rxbuf+txbuf) connection slot k: receive ring, transmit ring
+ *
+ * Trust: the service writes the header once and never reads it back.  Every
+ * field the application can write (ring indices, command slots, buffer
+ * contents) is untrusted: the service keeps its own copy of each consumer
+ * index, checks prod - cons <= slots, and validates every command field.
+ *
+ * Rings are single-producer single-consumer with free-running 32-bit
+ * indices; slot = index & (slots - 1).  Producer: write slot, then
+ * store-release prod.  Consumer: load-acquire prod, read slots, then
+ * store-release cons.  Wake-ups (no kick lost, none needless):
+ *   - app -> service: the service sets status->sleeping[fp] = 1, issues a
+ *     full fence, re-checks every queue, then blocks.  A producer, after
+ *     store-release of prod and a full fence, writes the doorbell only if
+ *     it sees sleeping set.
+ *   - service -> app: the application sets arx->sleeping = 1, full fence,
+ *     re-checks arx, then blocks on its context eventfd.  The service,
+ *     after publishing a burst of events, writes the eventfd once if
+ *     sleeping is set and clears it.
+ */
+
+#include <stdint.h>
+
+#define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
+#define SS_SHM_VERSION 1u
+#define SS_SHM_CACHELINE 64
+
+#define SS_SHM_MAX_FAST_PATHS 64
+
+/* Sealed read-only page every application maps. */
+struct ss_shm_status {
+	uint32_t magic;
+	uint32_t version;
+	uint32_t n_fast_paths;
+	uint32_t pad_;
+	/* 1 while fast path i is (about to be) blocked: kick the doorbell. */
+	_Alignas(SS_SHM_CACHELINE) uint32_t sleeping[SS_SHM_MAX_FAST_PATHS];
+};
+
+struct ss_shm_hdr {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t region_size;
+	uint32_t app_id;
+	uint32_t n_ctx;
+	uint32_t ctx_off;      /* first context */
+	uint32_t ctx_stride;   /* bytes per context */
+	uint32_t atx_slots;    /* power of two */
+	uint32_t arx_slots;    /* power of two */
+	uint32_t max_conns;
+	uint32_t rxbuf_size;   /* power of two */
+	uint32_t txbuf_size;   /* power of two */
+	uint32_t pad_;
+	uint64_t buf_off;      /* connection slot 0; page aligned */
+};
+
+/* Ring header: producer, consumer and sleeping flag on separate lines. */
+struct ss_shm_ring {
+	_Alignas(SS_SHM_CACHELINE) uint32_t prod;
+	_Alignas(SS_SHM_CACHELINE) uint32_t cons;
+	_Alignas(SS_SHM_CACHELINE) uint32_t sleeping; /* consumer is blocked (arx only) */
+	/* slots follow at the next cache line */
+};
+
+/* Commands, app -> service (atx). */
+enum ss_shm_cmd_op {
+	SS_CMD_NOP = 0,
+	SS_CMD_LISTEN,       /* port, arg (backlog), cookie -> SS_EV_LISTEN */
+	SS_CMD_LISTEN_CLOSE, /* conn = listener id */
+	SS_CMD_CONNECT,      /* ip, port, cookie -> SS_EV_CONNECTED */
+	SS_CMD_TX,           /* conn, gen, arg = bytes appended to the transmit ring */
+	SS_CMD_RX_DONE,      /* conn, gen, arg = bytes consumed from the receive ring */
+	SS_CMD_SHUTDOWN,     /* conn, gen: no more sending (FIN after queued data) */
+	SS_CMD_CLOSE,        /* conn, gen: shutdown + no more receiving */
+	SS_CMD_ABORT,        /* conn, gen: RST now */
+	SS_CMD_OP_MAX
+};
+
+struct ss_shm_cmd {
+	uint8_t op;
+	uint8_t pad_[3];
+	uint32_t conn;   /* connection slot or listener id */
+	uint32_t gen;    /* connection generation (stale handles are rejected) */
+	uint32_t arg;    /* bytes, backlog */
+	uint32_t ip;     /* host order */
+	uint16_t port;   /* host order */
+	uint16_t pad2_;
+	uint64_t cookie; /* the application's own value, echoed in events */
+};
+
+/* Events, service -> app (arx). */
+enum ss_shm_ev_type {
+	SS_EV_NONE = 0,
+	SS_EV_LISTEN,     /* cookie, conn = listener id, error */
+	SS_EV_CONNECTED,  /* cookie, conn, gen, error (0 = open), endpoints, buffers */
+	SS_EV_ACCEPTED,   /* cookie = listener's cookie, conn, gen, endpoints, buffers */
+	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring */
+	SS_EV_TX_ACKED,   /* conn, gen, bytes of the transmit ring acknowledged (now free) */
+	SS_EV_PEER_FIN,   /* conn, gen: the peer will send no more */
+	SS_EV_RESET,      /* conn, gen, error (ECONNRESET) */
+	SS_EV_ERROR,      /* conn, gen, error (ETIMEDOUT, ...) */
+	SS_EV_CLOSED,     /* conn, gen: the handle is dead, the slot may be reused */
+	SS_EV_CMD_ERROR,  /* a command was rejected: op in arg, error, conn, gen */
+	SS_EV_TYPE_MAX
+};
+
+struct ss_shm_ev {
+	uint8_t type;
+	uint8_t pad_;
+	uint16_t error;  /* errno value, 0 = none */
+	uint32_t conn;
+	uint32_t gen;
+	uint32_t arg;    /* bytes, or the rejected command's op */
+	uint64_t cookie;
+	uint32_t local_ip, remote_ip;
+	uint16_t local_port, remote_port;
+	uint32_t pad2_;
+	uint64_t rx_off;  /* region offset of the receive ring (CONNECTED/ACCEPTED) */
+	uint64_t tx_off;  /* region offset of the transmit ring */
+	uint64_t pad3_;
+};
+
+_Static_assert(sizeof(struct ss_shm_cmd) == 32, "command slot is 32 bytes");
+_Static_assert(sizeof(struct ss_shm_ev) == 64, "event slot is one cache line");
+_Static_assert(sizeof(struct ss_shm_ring) == 3 * SS_SHM_CACHELINE, "ring header layout");
+
+/* Receive/transmit ring positions: the app and the service each track the
+ * stream positions themselves from events and commands; position p is at
+ * byte (p & (size - 1)) of the ring. */
+
+#endif /* SS_SHM_ABI_H */

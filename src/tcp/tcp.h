@@ -1,0 +1,299 @@
+/* tcp.h - the per-connection TCP engine: pure and deterministic (time in, segments in, segments out). */
+#ifndef SS_TCP_TCP_H
+#define SS_TCP_TCP_H
+
+/*
+ * One struct ss_tcp_conn per connection.  The engine does no I/O, reads no
+ * clock and allocates nothing: the caller passes the time (microseconds,
+ * monotonic), hands in parsed segments, and receives the segments to send
+ * through an emit callback.  The connection's payload lives in two
+ * circular buffers the caller provides (in the service they sit in the
+ * application's shared memory): the engine copies in-order received
+ * payload into the receive ring and reads payload to send from the
+ * transmit ring.  It never reads control information from either ring.
+ *
+ * Split (STYLE.md 4): ss_tcp_input() tests a short list of fast-path
+ * conditions and handles the common ESTABLISHED case on the hot 128-byte
+ * struct ss_tcp_flow; everything else (handshake, FIN, RST, options,
+ * out-of-window, timers) is in the non-inlined slow path (tcp_slow.c).
+ *
+ * RFCs: 9293 (TCP), 5961 (RST/SYN/ACK attack mitigation), 6298 (RTO),
+ * 6528 (ISN), 7323 (window scale, timestamps), 5681 + 6582 (NewReno),
+ * 1122 §4.2.2.17 (persist), 2018 (SACK-permitted is negotiated; blocks are
+ * not sent yet).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire/tcp.h"
+
+/* RFC 9293 §3.3.2 states.  LISTEN is not a connection state here: a
+ * listener lives in the caller, which creates a connection per SYN. */
+#define SS_TCP_STATE_LIST(X) \
+	X(CLOSED)            \
+	X(SYN_SENT)          \
+	X(SYN_RCVD)          \
+	X(ESTABLISHED)       \
+	X(FIN_WAIT_1)        \
+	X(FIN_WAIT_2)        \
+	X(CLOSING)           \
+	X(TIME_WAIT)         \
+	X(CLOSE_WAIT)        \
+	X(LAST_ACK)
+
+#define SS_TCP_STATE_ENUM_(s) SS_TCPS_##s,
+enum ss_tcp_state { SS_TCP_STATE_LIST(SS_TCP_STATE_ENUM_) SS_TCPS_MAX };
+#undef SS_TCP_STATE_ENUM_
+
+const char *ss_tcp_state_name(enum ss_tcp_state s);
+
+/* Events for the application, OR-ed into conn->events by the engine and
+ * cleared by the caller after it has told the application.  Several
+ * segments in one burst therefore give one notification (receive
+ * aggregation). */
+#define SS_TCP_EV_CONNECTED 0x01 /* handshake done (active or passive open) */
+#define SS_TCP_EV_RX 0x02        /* conn->rx_new bytes were added to the receive ring */
+#define SS_TCP_EV_TX_ACKED 0x04  /* conn->tx_acked bytes of the transmit ring were acknowledged */
+#define SS_TCP_EV_PEER_FIN 0x08  /* the peer's FIN arrived in order: no more data */
+#define SS_TCP_EV_RESET 0x10     /* RST received: conn->error = ECONNRESET/ECONNREFUSED */
+#define SS_TCP_EV_ERROR 0x20     /* gave up (retransmissions): conn->error = ETIMEDOUT */
+#define SS_TCP_EV_CLOSED 0x40    /* state became CLOSED: the caller may free the conn
+				  * once it has delivered the other events */
+
+/* Circular byte buffer; size is a power of two. Positions are free-running
+ * 32-bit counters, taken modulo size. */
+struct ss_tcp_ring {
+	uint8_t *base;
+	uint32_t size;
+};
+
+/*
+ * Hot state touched by the fast path on every segment: at most 128 bytes
+ * (static assert in tcp.c).  Names follow RFC 9293.
+ */
+struct ss_tcp_flow {
+	uint32_t snd_una;   /* oldest unacknowledged sequence number */
+	uint32_t snd_nxt;   /* next sequence number to send */
+	uint32_t snd_max;   /* highest sequence number sent (snd_nxt rewinds on RTO) */
+	uint32_t snd_wnd;   /* peer's window in bytes (already scaled) */
+	uint32_t snd_wl1;   /* seq of the segment that last updated snd_wnd */
+	uint32_t snd_wl2;   /* ack of the segment that last updated snd_wnd */
+	uint32_t rcv_nxt;   /* next sequence number expected */
+	uint32_t rcv_adv;   /* right edge of the window we last advertised */
+	uint32_t cwnd;      /* congestion window, bytes */
+	uint32_t ssthresh;
+	uint32_t recover;   /* NewReno: snd_max when fast recovery started */
+	uint32_t tx_head;   /* stream position of snd_una's first data byte */
+	uint32_t tx_tail;   /* stream position after the last byte the app queued */
+	uint32_t rx_head;   /* stream position the app has consumed up to */
+	uint32_t rx_tail;   /* stream position of rcv_nxt's first byte */
+	uint32_t ooo_start; /* one out-of-order interval: stream position... */
+	uint32_t ooo_len;   /* ...and length (0 = none) */
+	uint32_t ts_recent; /* RFC 7323 TS.Recent */
+	uint32_t rtt_seq;   /* seq being timed when timestamps are off (0 flag in flags) */
+	uint32_t srtt_us;   /* RFC 6298 SRTT (0 = no sample yet) */
+	uint32_t rttvar_us;
+	uint32_t rto_us;
+	uint16_t mss;       /* effective send MSS (payload bytes) */
+	uint8_t snd_wscale; /* peer's shift, applied to windows it sends */
+	uint8_t rcv_wscale; /* our shift, applied to windows we send */
+	uint8_t state;      /* enum ss_tcp_state */
+	uint8_t flags;      /* SS_TCPF_* */
+	uint8_t dupacks;
+	uint8_t backoff;    /* RTO backoff exponent */
+};
+
+#define SS_TCPF_TS 0x01         /* timestamps negotiated */
+#define SS_TCPF_SACK_PERM 0x02  /* SACK-permitted negotiated */
+#define SS_TCPF_ACK_NOW 0x04    /* an ACK must go out at the next ss_tcp_output() */
+#define SS_TCPF_IN_RECOVERY 0x08
+#define SS_TCPF_RTT_TIMING 0x10 /* rtt_seq/rtt_start valid (no timestamps) */
+#define SS_TCPF_FIN_QUEUED 0x20 /* app shut down writing: FIN after tx_tail */
+#define SS_TCPF_FIN_SENT 0x40   /* our FIN has been sent (seq snd_max - 1) */
+#define SS_TCPF_PEER_FIN 0x80   /* peer's FIN received in order */
+
+/* Engine limits and defaults, fixed per service. */
+struct ss_tcp_params {
+	uint16_t mss;              /* our MSS to announce and use at most (1460) */
+	uint32_t rto_min_us;       /* 200000 (Linux); RFC 6298 says 1 s */
+	uint32_t rto_max_us;       /* 60000000 */
+	uint32_t rto_initial_us;   /* 1000000 (RFC 6298 §2.1) */
+	uint8_t max_retries;       /* data retransmissions before ETIMEDOUT (15) */
+	uint8_t syn_retries;       /* SYN / SYN-ACK retransmissions (6) */
+	uint32_t time_wait_us;     /* 2*MSL; 60000000 like Linux */
+	uint32_t fin_wait2_us;     /* orphaned FIN_WAIT_2 timeout (60 s) */
+	uint32_t delack_us;        /* 0: ACK every burst (no delayed ACK) */
+	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
+};
+
+void ss_tcp_params_default(struct ss_tcp_params *p);
+
+/* Segment the engine wants sent.  hdr.sport/dport/seq/ack/flags/window and
+ * hdr.opts are filled; hdr.payload is NULL: the payload is the @len bytes
+ * of the transmit ring from stream position @tx_pos (may wrap: copy with
+ * ss_tcp_ring_copy_out()). */
+struct ss_tcp_seg_out {
+	struct ss_tcp hdr;
+	uint32_t tx_pos;
+	uint32_t len;
+};
+
+struct ss_tcp_conn;
+
+/* Returns 0 if the segment was queued for sending, -1 if it could not be
+ * (no buffer): the engine then treats it as lost (it will be retransmitted
+ * by the timer; a lost pure ACK is regenerated by the next event). */
+typedef int (*ss_tcp_emit_fn)(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg);
+
+/* Per-connection counters the caller sums into service-wide counters. */
+struct ss_tcp_conn_stats {
+	uint64_t fast_path, slow_path;        /* segments by path taken */
+	uint64_t retrans_segs, fast_retrans, rto_fired;
+	uint64_t drop_out_of_window, drop_old_ack, drop_future_ack;
+	uint64_t drop_ooo_outside;            /* beyond the one OOO interval */
+	uint64_t rst_rcvd, rst_ignored, challenge_acks;
+	uint64_t dup_data;                    /* bytes already received */
+	uint64_t drop_paws;                   /* RFC 7323 §5.3 R1: old TSval */
+	uint64_t drop_no_ts;                  /* RFC 7323 §3.2: TS negotiated, none sent */
+	uint64_t drop_no_ack;                 /* ACK bit off in a synchronized state */
+	uint64_t drop_syn_sent;               /* SYN_SENT: neither SYN nor acceptable RST */
+	uint64_t challenge_ack_limited;       /* RFC 5961 §7: over challenge_ack_per_s */
+	uint64_t dup_acks;                    /* RFC 5681 §2 duplicate ACKs counted */
+	uint64_t persist_probes;              /* RFC 9293 §3.8.6.1 zero-window probes */
+	uint64_t rst_sent;
+	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
+};
+
+struct ss_tcp_conn {
+	struct ss_tcp_flow f; /* hot: first, so it fills the first two cache lines */
+
+	/* cold */
+	uint32_t local_ip, remote_ip; /* host order */
+	uint16_t local_port, remote_port;
+	uint32_t iss, irs;
+	uint16_t peer_mss;
+	uint8_t error;          /* errno for RESET/ERROR events, else 0 */
+	uint8_t retries;        /* consecutive RTO/SYN retransmissions */
+	uint8_t persist_backoff;
+	uint8_t events;         /* SS_TCP_EV_*, cleared by the caller */
+	uint8_t closed_by_app;  /* app closed: data arriving now gets RST (RFC 1122 §4.2.2.13) */
+	uint8_t passive_open;   /* opened by ss_tcp_accept_syn(): a RST in SYN_RCVD
+				 * closes without EV_RESET (RFC 9293 §3.10.7.4) */
+	uint32_t max_snd_wnd;   /* largest window the peer offered (RFC 5961 §5.2) */
+	uint8_t syn_opts;       /* SS_TCP_OPTF_* the peer's SYN carried (echoed on SYN-ACK) */
+	uint32_t rx_new;        /* bytes added since events were last cleared */
+	uint32_t tx_acked;      /* bytes acknowledged since events were last cleared */
+	uint32_t ts_offset;     /* random per-connection offset for TSval (RFC 7323 §5.4) */
+	uint64_t rtt_start_us;  /* when rtt_seq was sent */
+	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
+	uint64_t persist_deadline_us; /* 0 = not armed */
+	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
+	uint64_t last_challenge_us;
+	uint32_t challenge_count;
+	struct ss_tcp_ring rx, tx;
+	const struct ss_tcp_params *params;
+	ss_tcp_emit_fn emit;
+	void *emit_arg;
+	struct ss_tcp_conn_stats st;
+};
+
+/*
+ * Initialise @c (CLOSED) for the given endpoints and rings, with the
+ * caller's emit callback.  @iss from ss_tcp_isn(); @ts_offset random.
+ * The rings must be empty, sizes powers of two between 4 KiB and 1 GiB.
+ * Our window scale is the smallest shift that lets rx.size be advertised.
+ */
+void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
+		      uint32_t local_ip, uint16_t local_port, uint32_t remote_ip,
+		      uint16_t remote_port, uint32_t iss, uint32_t ts_offset,
+		      struct ss_tcp_ring rx, struct ss_tcp_ring tx,
+		      ss_tcp_emit_fn emit, void *emit_arg);
+
+/* Active open: CLOSED -> SYN_SENT, emits SYN with MSS, SACK_PERM, TS,
+ * WSCALE.  Returns 0, or -1 if not CLOSED. */
+int ss_tcp_connect(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* Passive open from a listener: @syn is a SYN (no ACK/RST) that the
+ * caller matched to a listening port.  CLOSED -> SYN_RCVD, emits SYN-ACK
+ * echoing the options the SYN offered (an option the peer did not send is
+ * not used: peers without timestamps, window scale or SACK work).
+ * Returns 0, or -1 if @c is not CLOSED or @syn is not a plain SYN. */
+int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t now_us);
+
+/*
+ * Process one received segment (checksum already verified, addressed to
+ * this connection's 4-tuple) at @now_us.  Updates state, copies payload,
+ * sets events, and may emit segments (ACKs for out-of-order data, RSTs,
+ * challenge ACKs, retransmissions on the third duplicate ACK).  In-order
+ * data only sets SS_TCPF_ACK_NOW: the caller calls ss_tcp_output() once
+ * per connection per burst, so a burst gets one ACK.
+ */
+void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
+
+/*
+ * Send what may be sent now: new data within min(cwnd, snd_wnd) in
+ * segments of at most mss bytes, our FIN when queued and all data is out,
+ * and a pure ACK if SS_TCPF_ACK_NOW is set and nothing else carried it.
+ * Arms the RTO when data/FIN is outstanding, the persist timer when the
+ * peer's window is zero and data waits.  Returns segments emitted.
+ */
+unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* The application appended @n bytes to the transmit ring (tx_tail += n).
+ * Returns 0, or -1 if @n exceeds the free space (tx.size - (tx_tail -
+ * tx_head)) or the sending side is shut down / not open: nothing changes
+ * then.  The caller then calls ss_tcp_output(). */
+int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n);
+
+/* The application consumed @n bytes of the receive ring (rx_head += n).
+ * Returns 0, or -1 if @n exceeds what is there.  Sets SS_TCPF_ACK_NOW
+ * when the window opens by at least 2*MSS or half the ring from what we
+ * last advertised (RFC 9293 §3.8.6.2.2 receiver SWS avoidance). */
+int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n);
+
+/* Free bytes in the transmit ring / bytes waiting in the receive ring. */
+uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c);
+uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c);
+
+/* Shut down sending: queue a FIN after the data already queued
+ * (ESTABLISHED -> FIN_WAIT_1, CLOSE_WAIT -> LAST_ACK once it is sent;
+ * SYN_SENT -> CLOSED).  Idempotent.  Call ss_tcp_output() after. */
+void ss_tcp_shutdown(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* close(): shutdown plus "the application no longer reads": data arriving
+ * after this is answered with RST and the connection is aborted (RFC 1122
+ * §4.2.2.13), and so is unread data still in the receive ring. */
+void ss_tcp_close(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* Abort: emit RST (in synchronized states) and go to CLOSED. */
+void ss_tcp_abort(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2), or
+ * 0 when none is armed. */
+uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
+
+/* Run the timers due at @now_us: RTO retransmission (go-back-N from
+ * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,
+ * or syn_retries for SYN/SYN-ACK, ETIMEDOUT + CLOSED), persist probes,
+ * TIME_WAIT and FIN_WAIT_2 expiry.  Safe to call early: timers not yet due
+ * do nothing. */
+void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* RFC 6528 ISN: keyed hash of the 4-tuple plus a 4-microsecond clock. */
+uint32_t ss_tcp_isn(const uint8_t secret[16], uint32_t local_ip, uint16_t local_port,
+		    uint32_t remote_ip, uint16_t remote_port, uint64_t now_us);
+
+/* RFC 9293 §3.10.7.1: fill @rst with the reset answering @in (a segment
+ * for no connection, or one a closed connection cannot take): ports
+ * swapped; if @in has ACK then <SEQ=SEG.ACK><CTL=RST>, else
+ * <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.  No options.  Returns false
+ * (and fills nothing) if @in is itself a RST: a RST is never answered. */
+bool ss_tcp_rst_reply(const struct ss_tcp *in, struct ss_tcp *rst);
+
+/* Copy @len bytes from / to ring position @pos (wrapping). */
+void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, uint32_t len);
+void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len);
+
+#endif /* SS_TCP_TCP_H */

@@ -1,0 +1,142 @@
+/* tcp_cc.c - RTT estimation (RFC 6298) and NewReno congestion control (RFC 5681, RFC 6582). */
+#include "tcp/tcp_int.h"
+
+static inline uint32_t tcp_u32_max(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline uint32_t tcp_u32_min(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* RFC 6928 §2: IW = min(10*MSS, max(2*MSS, 14600)).  ssthresh starts
+ * "arbitrarily high" (RFC 5681 §3.1). */
+void tcp_cc_init(struct ss_tcp_conn *c)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t mss = f->mss;
+
+	f->cwnd = tcp_u32_min(10 * mss, tcp_u32_max(2 * mss, 14600));
+	f->ssthresh = UINT32_MAX;
+}
+
+/* RFC 6298 §2.2 (first sample) and §2.3 (later samples, alpha 1/8, beta
+ * 1/4), RTO = SRTT + max(G, 4 * RTTVAR) clamped to [rto_min, rto_max]
+ * (§2.4, §2.5). */
+void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint64_t rto;
+
+	if (rtt_us == 0)
+		rtt_us = 1; /* srtt 0 means "no sample yet" */
+	if (f->srtt_us == 0) {
+		f->srtt_us = rtt_us;
+		f->rttvar_us = rtt_us / 2;
+	} else {
+		uint32_t err = f->srtt_us > rtt_us ? f->srtt_us - rtt_us : rtt_us - f->srtt_us;
+
+		f->rttvar_us = (uint32_t)(((uint64_t)3 * f->rttvar_us + err) / 4);
+		f->srtt_us = (uint32_t)(((uint64_t)7 * f->srtt_us + rtt_us) / 8);
+	}
+	rto = (uint64_t)f->srtt_us + tcp_u32_max(SS_TCP_CLOCK_G_US, 4 * f->rttvar_us);
+	if (rto < c->params->rto_min_us)
+		rto = c->params->rto_min_us;
+	if (rto > c->params->rto_max_us)
+		rto = c->params->rto_max_us;
+	f->rto_us = (uint32_t)rto;
+}
+
+/* RFC 5681 eq. 4 / RFC 6582 §3.2 step 2: half the flight, at least 2 SMSS. */
+static uint32_t tcp_cc_loss_ssthresh(const struct ss_tcp_flow *f)
+{
+	uint32_t flight = f->snd_max - f->snd_una;
+
+	return tcp_u32_max(flight / 2, 2u * f->mss);
+}
+
+/* New data acknowledged (@acked sequence bytes). */
+void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (f->flags & SS_TCPF_IN_RECOVERY) {
+		if (ss_seq_geq(f->snd_una, f->recover)) {
+			/* RFC 6582 §3.2 step 3 (full ACK): deflate to ssthresh. */
+			f->cwnd = f->ssthresh;
+			f->flags &= (uint8_t)~SS_TCPF_IN_RECOVERY;
+			f->dupacks = 0;
+			return;
+		}
+		/* Step 5 (partial ACK): resend the next hole, deflate by the data
+		 * acked, add one SMSS back if at least one SMSS was acked, and
+		 * restart the timer for the first partial ACK. */
+		tcp_retransmit_una(c, now_us);
+		c->st.fast_retrans++;
+		f->cwnd = f->cwnd > acked ? f->cwnd - acked : 0;
+		if (acked >= f->mss)
+			f->cwnd += f->mss;
+		if (f->cwnd < f->mss)
+			f->cwnd = f->mss;
+		return;
+	}
+	f->dupacks = 0;
+	if (!acked)
+		return; /* only our SYN or FIN was acknowledged */
+	if (f->cwnd < f->ssthresh) {
+		/* Slow start, RFC 5681 eq. 2 with L = 1 SMSS (RFC 3465). */
+		f->cwnd += tcp_u32_min(acked, f->mss);
+	} else {
+		/* Congestion avoidance, RFC 5681 eq. 3. */
+		uint32_t inc = (uint32_t)((uint64_t)f->mss * f->mss / f->cwnd);
+
+		f->cwnd += inc ? inc : 1;
+	}
+}
+
+/* A duplicate ACK (RFC 5681 §2 definition, checked by the caller). */
+void tcp_cc_on_dupack(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	c->st.dup_acks++;
+	if (f->flags & SS_TCPF_IN_RECOVERY) {
+		/* RFC 6582 §3.2 step 4: inflate for the segment that left. */
+		f->cwnd += f->mss;
+		return;
+	}
+	if (f->dupacks < UINT8_MAX)
+		f->dupacks++;
+	if (f->dupacks != 3)
+		return;
+	/* RFC 6582 §3.2 step 2: enter recovery only if the ACK covers more
+	 * than recover (avoids a second reduction for one loss episode).  Our
+	 * recover is snd_max, one past the RFC's "highest sequence number
+	 * transmitted", hence >=. */
+	if (ss_seq_lt(f->snd_una, f->recover))
+		return;
+	f->ssthresh = tcp_cc_loss_ssthresh(f);
+	f->recover = f->snd_max;
+	f->flags |= SS_TCPF_IN_RECOVERY;
+	c->st.fast_retrans++;
+	tcp_retransmit_una(c, now_us);
+	/* RFC 5681 §3.2 step 3: artificially inflate by the 3 segments that left. */
+	f->cwnd = f->ssthresh + 3u * f->mss;
+}
+
+/* Retransmission timer expired (first expiry of an episode sets ssthresh:
+ * RFC 5681 eq. 4; every expiry resets cwnd to the loss window). */
+void tcp_cc_on_rto(struct ss_tcp_conn *c)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (f->backoff == 0)
+		f->ssthresh = tcp_cc_loss_ssthresh(f);
+	f->cwnd = f->mss;
+	f->dupacks = 0;
+	f->flags &= (uint8_t)~SS_TCPF_IN_RECOVERY;
+	/* RFC 6582 §3.2 step 4 after a timeout: record recover. */
+	f->recover = f->snd_max;
+}

@@ -1,0 +1,142 @@
+/* tcp_in.c - segment input: the ESTABLISHED fast path and the ACK/data helpers it shares with tcp_slow.c. */
+#include "tcp/tcp_int.h"
+
+/* Copy in-order payload (seq == rcv_nxt, fits the ring) and absorb the
+ * out-of-order interval once the hole before it is filled (TAS keeps one
+ * interval in the ring beyond rx_tail).  Returns bytes made readable. */
+uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (!len)
+		return 0;
+	ss_tcp_ring_copy_in(&c->rx, f->rx_tail, data, len);
+	f->rx_tail += len;
+	f->rcv_nxt += len;
+	if (f->ooo_len && (int32_t)(f->rx_tail - f->ooo_start) >= 0) {
+		uint32_t ooo_end = f->ooo_start + f->ooo_len;
+
+		if ((int32_t)(ooo_end - f->rx_tail) > 0) {
+			uint32_t extra = ooo_end - f->rx_tail;
+
+			f->rx_tail += extra;
+			f->rcv_nxt += extra;
+			len += extra;
+		}
+		f->ooo_len = 0;
+	}
+	c->rx_new += len;
+	c->events |= SS_TCP_EV_RX;
+	f->flags |= SS_TCPF_ACK_NOW;
+	return len;
+}
+
+/* RFC 9293 §3.10.7.4 fifth (ESTABLISHED): SND.UNA < SEG.ACK =< SND.NXT.
+ * Frees acknowledged ring space, takes an RTT sample (RFC 7323 §4.1 from
+ * TSecr, else the timed segment with Karn's rule, RFC 6298 §3), updates
+ * the congestion window and restarts the RTO (RFC 6298 §5.2, §5.3). */
+void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t ack = seg->ack;
+	uint32_t new_head;
+
+	if ((f->flags & SS_TCPF_FIN_SENT) && ss_seq_gt(ack, tcp_data_end(c)))
+		new_head = f->tx_tail; /* FIN acked: all data is */
+	else
+		new_head = tcp_tx_pos(c, ack);
+	uint32_t data_acked = new_head - f->tx_head;
+
+	if ((f->flags & SS_TCPF_TS) && (seg->opts.present & SS_TCP_OPTF_TS) && seg->opts.ts_ecr) {
+		uint32_t ms = tcp_tsval(c, now_us) - seg->opts.ts_ecr;
+
+		if (ms < 600000) /* ignore echoes that cannot be ours */
+			tcp_rtt_sample(c, ms * 1000);
+		f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+	} else if ((f->flags & SS_TCPF_RTT_TIMING) && ss_seq_gt(ack, f->rtt_seq)) {
+		uint64_t rtt = now_us - c->rtt_start_us;
+
+		tcp_rtt_sample(c, rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt);
+		f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+	}
+
+	f->snd_una = ack;
+	if (ss_seq_lt(f->snd_nxt, ack))
+		f->snd_nxt = ack; /* after a go-back-N rewind */
+	f->tx_head = new_head;
+	if (data_acked) {
+		c->tx_acked += data_acked;
+		c->events |= SS_TCP_EV_TX_ACKED;
+	}
+	c->retries = 0;
+	f->backoff = 0;
+	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD)
+		tcp_cc_on_ack(c, data_acked, now_us);
+	if (f->snd_una == f->snd_max)
+		c->rto_deadline_us = 0;
+	else if (!c->persist_deadline_us)
+		tcp_rto_arm(c, now_us);
+}
+
+/* RFC 9293 §3.10.7.4 fifth: take the peer's window from the newest
+ * segment (SND.WL1/WL2 guard against reordered old ones).  Leaving the
+ * zero-window state stops the persist timer; the probe byte, if still
+ * unacknowledged, is resent with the data that follows. */
+void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (c->persist_deadline_us)
+		c->retries = 0; /* the peer answers our probes: keep probing */
+	if (!(ss_seq_lt(f->snd_wl1, seg->seq) ||
+	      (f->snd_wl1 == seg->seq && ss_seq_leq(f->snd_wl2, seg->ack))))
+		return;
+	f->snd_wnd = (uint32_t)seg->window << f->snd_wscale;
+	f->snd_wl1 = seg->seq;
+	f->snd_wl2 = seg->ack;
+	if (f->snd_wnd > c->max_snd_wnd)
+		c->max_snd_wnd = f->snd_wnd;
+	if (f->snd_wnd && c->persist_deadline_us) {
+		c->persist_deadline_us = 0;
+		c->persist_backoff = 0;
+		f->snd_nxt = f->snd_una;
+	}
+}
+
+/*
+ * Fast path (STYLE.md 4, Linux header prediction).  Taken when all hold:
+ *   - state ESTABLISHED;
+ *   - control bits exactly ACK (PSH, ECE, CWR ignored): no SYN/FIN/RST/URG;
+ *   - the segment starts at rcv_nxt and fits in the receive ring;
+ *   - timestamps negotiated => TSopt present and not older than
+ *     TS.Recent (RFC 7323 §5.3 PAWS);
+ *   - SND.UNA < SEG.ACK =< SND.MAX, or SEG.ACK = SND.UNA with payload
+ *     (a payload-free SEG.ACK = SND.UNA may be a duplicate ACK: slow path).
+ * Everything else goes to tcp_input_slow().
+ */
+void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	size_t len = seg->payload_len;
+
+	if (f->state == SS_TCPS_ESTABLISHED &&
+	    (seg->flags & (SS_TCP_SYN | SS_TCP_FIN | SS_TCP_RST | SS_TCP_URG | SS_TCP_ACK)) ==
+		    SS_TCP_ACK &&
+	    seg->seq == f->rcv_nxt && len <= tcp_rx_free(c) &&
+	    (!(f->flags & SS_TCPF_TS) ||
+	     ((seg->opts.present & SS_TCP_OPTF_TS) &&
+	      ss_seq_geq(seg->opts.ts_val, f->ts_recent))) &&
+	    ss_seq_leq(seg->ack, f->snd_max) &&
+	    (ss_seq_gt(seg->ack, f->snd_una) || (seg->ack == f->snd_una && len))) {
+		c->st.fast_path++;
+		/* RFC 7323 §4.3: in-order segment, so SEG.SEQ =< Last.ACK.sent. */
+		if (f->flags & SS_TCPF_TS)
+			f->ts_recent = seg->opts.ts_val;
+		if (seg->ack != f->snd_una)
+			tcp_ack_advance(c, seg, now_us);
+		tcp_snd_wnd_update(c, seg);
+		tcp_rx_in_order(c, seg->payload, (uint32_t)len);
+		return;
+	}
+	tcp_input_slow(c, seg, now_us);
+}

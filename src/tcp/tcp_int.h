@@ -1,0 +1,96 @@
+/* tcp_int.h - internal helpers shared by the TCP engine's files (not part of the contract). */
+#ifndef SS_TCP_TCP_INT_H
+#define SS_TCP_TCP_INT_H
+
+#include "tcp/tcp.h"
+#include "wire/seq.h"
+
+/* RFC 9293 §3.7.1 / RFC 6691: MSS assumed when the peer sends none. */
+#define SS_TCP_MSS_DEFAULT 536
+/* Floor for a peer's MSS so a hostile MSS 0 cannot make us send empty
+ * segments forever (Linux TCP_MIN_SND_MSS is 48). */
+#define SS_TCP_MSS_FLOOR 64
+/* Bytes the timestamps option takes in every segment (NOP NOP TS). */
+#define SS_TCP_TS_OPT_BYTES 12
+/* RFC 6298 §2 clock granularity G (our timestamp clock ticks in ms). */
+#define SS_TCP_CLOCK_G_US 1000u
+/* Cap on the RTO/persist backoff shift (rto_max clamps long before). */
+#define SS_TCP_BACKOFF_MAX 16
+
+/* Transmit stream position of sequence number @seq: the first data byte
+ * (ISS + 1) is stream position 0, so the map needs no extra state and is
+ * exact modulo 2^32 on both sides. */
+static inline uint32_t tcp_tx_pos(const struct ss_tcp_conn *c, uint32_t seq)
+{
+	return seq - c->iss - 1;
+}
+
+/* Sequence number just after the last byte the app queued; our FIN, when
+ * queued, takes this number. */
+static inline uint32_t tcp_data_end(const struct ss_tcp_conn *c)
+{
+	return c->iss + 1 + c->f.tx_tail;
+}
+
+/* Receive ring free space = the window we may offer (TAS style). */
+static inline uint32_t tcp_rx_free(const struct ss_tcp_conn *c)
+{
+	return c->rx.size - (c->f.rx_tail - c->f.rx_head);
+}
+
+/* True once our FIN has been sent and acknowledged. */
+static inline bool tcp_fin_acked(const struct ss_tcp_conn *c)
+{
+	return (c->f.flags & SS_TCPF_FIN_SENT) &&
+	       ss_seq_gt(c->f.snd_una, tcp_data_end(c));
+}
+
+static inline uint32_t tcp_tsval(const struct ss_tcp_conn *c, uint64_t now_us)
+{
+	return (uint32_t)(now_us / 1000) + c->ts_offset;
+}
+
+/* States in which we may still send data (queued FIN not yet sent included). */
+static inline bool tcp_state_can_send(uint8_t st)
+{
+	return st == SS_TCPS_ESTABLISHED || st == SS_TCPS_CLOSE_WAIT ||
+	       st == SS_TCPS_FIN_WAIT_1 || st == SS_TCPS_CLOSING ||
+	       st == SS_TCPS_LAST_ACK;
+}
+
+/* tcp.c */
+void tcp_state_set(struct ss_tcp_conn *c, enum ss_tcp_state st);
+void tcp_conn_drop(struct ss_tcp_conn *c, int err, uint8_t ev);
+
+/* tcp_open.c */
+void tcp_opts_negotiate(struct ss_tcp_conn *c, const struct ss_tcp_opts *o);
+
+/* tcp_in.c */
+void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
+void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg);
+uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len);
+
+/* tcp_slow.c */
+void tcp_input_slow(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
+
+/* tcp_cc.c: RTT estimation (RFC 6298) and NewReno (RFC 5681, 6582). */
+void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us);
+void tcp_cc_init(struct ss_tcp_conn *c);
+void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us);
+void tcp_cc_on_dupack(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_cc_on_rto(struct ss_tcp_conn *c);
+
+/* tcp_out.c */
+int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+		   uint64_t now_us);
+int tcp_send_ack(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_send_rst(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_send_challenge_ack(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in);
+int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);
+uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c);
+
+#endif /* SS_TCP_TCP_INT_H */

@@ -1,0 +1,299 @@
+/* tcp_out.c - segment output: data segmentation, FIN, ACK, SYN/SYN-ACK, RST, probes, timer arming. */
+#include <string.h>
+
+#include "tcp/tcp_int.h"
+
+static inline uint32_t tcp_min3(uint32_t a, uint32_t b, uint32_t c)
+{
+	uint32_t m = a < b ? a : b;
+
+	return m < c ? m : c;
+}
+
+/* RTO or persist interval: @base << @shift, capped at rto_max (RFC 6298
+ * §5.5 backoff; §2.5 allows a cap of at least 60 s). */
+static uint64_t tcp_backoff_us(const struct ss_tcp_conn *c, unsigned shift)
+{
+	uint64_t t = (uint64_t)c->f.rto_us << (shift < SS_TCP_BACKOFF_MAX ? shift : SS_TCP_BACKOFF_MAX);
+
+	return t > c->params->rto_max_us ? c->params->rto_max_us : t;
+}
+
+void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	c->rto_deadline_us = now_us + tcp_backoff_us(c, c->f.backoff);
+}
+
+/* Window for a non-SYN segment: the ring's free space, scaled by our
+ * shift (RFC 7323 §2.3).  Rounding down to the scale may move the edge
+ * back by less than 2^shift; rcv_adv keeps the largest edge offered, and
+ * the input side accepts up to the ring's free space, which is never
+ * below it, so nothing we offered is ever refused. */
+static uint16_t tcp_rcv_wnd_calc(const struct ss_tcp_conn *c, uint32_t *edge)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t free = tcp_rx_free(c);
+	uint32_t max = (uint32_t)0xffff << f->rcv_wscale;
+	uint32_t win;
+
+	if (free > max)
+		free = max;
+	win = free >> f->rcv_wscale;
+	*edge = f->rcv_nxt + (win << f->rcv_wscale);
+	return (uint16_t)win;
+}
+
+uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c)
+{
+	uint32_t edge;
+	uint16_t w = tcp_rcv_wnd_calc(c, &edge);
+
+	if (ss_seq_gt(edge, c->f.rcv_adv))
+		c->f.rcv_adv = edge;
+	return w;
+}
+
+/* Build and emit one non-SYN segment.  Returns emit()'s result. */
+int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+		   uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	struct ss_tcp_seg_out s;
+	uint32_t edge;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.sport = c->local_port;
+	s.hdr.dport = c->remote_port;
+	s.hdr.seq = seq;
+	s.hdr.ack = (flags & SS_TCP_ACK) ? f->rcv_nxt : 0;
+	s.hdr.flags = flags;
+	s.hdr.window = tcp_rcv_wnd_calc(c, &edge);
+	if (f->flags & SS_TCPF_TS) {
+		/* RFC 7323 §3.2: TSopt on every segment once negotiated. */
+		s.hdr.opts.present = SS_TCP_OPTF_TS;
+		s.hdr.opts.ts_val = tcp_tsval(c, now_us);
+		s.hdr.opts.ts_ecr = f->ts_recent;
+	}
+	s.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&s.hdr.opts));
+	s.tx_pos = tcp_tx_pos(c, seq);
+	s.len = len;
+	rc = c->emit(c->emit_arg, c, &s);
+	if (rc == 0) {
+		if (ss_seq_gt(edge, f->rcv_adv))
+			f->rcv_adv = edge;
+		if (flags & SS_TCP_ACK)
+			f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
+	}
+	return rc;
+}
+
+int tcp_send_ack(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	return tcp_output_seg(c, c->f.snd_nxt, 0, SS_TCP_ACK, now_us);
+}
+
+/* RST from a synchronized state (ABORT, give-up, data after close):
+ * RFC 9293 §3.10.5 says <SEQ=SND.NXT>; we use the highest sequence sent,
+ * which after a go-back-N rewind is what the peer expects, so the RST
+ * passes its RFC 5961 exact-match check.  ACK set so the peer can match
+ * it against its own state. */
+int tcp_send_rst(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	c->st.rst_sent++;
+	return tcp_output_seg(c, c->f.snd_max, 0, SS_TCP_RST | SS_TCP_ACK, now_us);
+}
+
+/* RFC 5961 §7: at most challenge_ack_per_s challenge ACKs per second. */
+int tcp_send_challenge_ack(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	if (now_us - c->last_challenge_us >= 1000000) {
+		c->last_challenge_us = now_us;
+		c->challenge_count = 0;
+	}
+	if (c->challenge_count >= c->params->challenge_ack_per_s) {
+		c->st.challenge_ack_limited++;
+		return -1;
+	}
+	c->challenge_count++;
+	c->st.challenge_acks++;
+	return tcp_send_ack(c, now_us);
+}
+
+/* SYN (SYN_SENT) or SYN-ACK (SYN_RCVD), both with sequence number ISS.
+ * The SYN offers MSS, SACK_PERM, TS and WSCALE; the SYN-ACK echoes what
+ * the peer's SYN offered (RFC 7323 §2.2, §3.2; RFC 2018 §2).  The window
+ * of a SYN is never scaled (RFC 7323 §2.2). */
+int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	struct ss_tcp_seg_out s;
+	bool synack = f->state == SS_TCPS_SYN_RCVD;
+	uint8_t offer = synack ? c->syn_opts : (SS_TCP_OPTF_MSS | SS_TCP_OPTF_WSCALE |
+						 SS_TCP_OPTF_SACK_PERM | SS_TCP_OPTF_TS);
+	uint32_t free = tcp_rx_free(c);
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.sport = c->local_port;
+	s.hdr.dport = c->remote_port;
+	s.hdr.seq = c->iss;
+	s.hdr.ack = synack ? f->rcv_nxt : 0;
+	s.hdr.flags = synack ? (SS_TCP_SYN | SS_TCP_ACK) : SS_TCP_SYN;
+	s.hdr.window = (uint16_t)(free > 0xffff ? 0xffff : free);
+	s.hdr.opts.present = (uint8_t)(SS_TCP_OPTF_MSS |
+				       (offer & (SS_TCP_OPTF_WSCALE | SS_TCP_OPTF_SACK_PERM |
+						 SS_TCP_OPTF_TS)));
+	s.hdr.opts.mss = c->params->mss;
+	s.hdr.opts.wscale = f->rcv_wscale;
+	s.hdr.opts.ts_val = tcp_tsval(c, now_us);
+	s.hdr.opts.ts_ecr = synack ? f->ts_recent : 0;
+	if (!(s.hdr.opts.present & SS_TCP_OPTF_TS))
+		s.hdr.opts.ts_val = 0;
+	s.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&s.hdr.opts));
+	s.tx_pos = 0;
+	s.len = 0;
+	if (synack && ss_seq_gt(f->rcv_nxt + s.hdr.window, f->rcv_adv))
+		f->rcv_adv = f->rcv_nxt + s.hdr.window;
+	return c->emit(c->emit_arg, c, &s);
+}
+
+/* Resend the segment at snd_una (fast retransmit, NewReno partial ACK). */
+int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t end = tcp_data_end(c);
+	uint32_t len = 0;
+	uint8_t flags = SS_TCP_ACK;
+
+	if (f->snd_una == f->snd_max)
+		return 0;
+	if (ss_seq_lt(f->snd_una, end))
+		len = tcp_min3(f->mss, end - f->snd_una, f->snd_max - f->snd_una);
+	if ((f->flags & SS_TCPF_FIN_SENT) && f->snd_una + len == end)
+		flags |= SS_TCP_FIN;
+	if (!len && !(flags & SS_TCP_FIN))
+		return 0;
+	c->st.retrans_segs++;
+	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn: no sample from resent data */
+	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
+}
+
+/* RFC 9293 §3.8.6.1 zero-window probe: one byte of new data beyond the
+ * window; the peer's ACK (accepting it or not) tells us its window. */
+int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	int rc;
+
+	if (!ss_seq_lt(f->snd_una, tcp_data_end(c)))
+		return 0;
+	c->st.persist_probes++;
+	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+	rc = tcp_output_seg(c, f->snd_una, 1, SS_TCP_ACK | SS_TCP_PSH, now_us);
+	if (rc == 0) {
+		f->snd_nxt = f->snd_una + 1;
+		if (ss_seq_gt(f->snd_nxt, f->snd_max))
+			f->snd_max = f->snd_nxt;
+	}
+	return rc;
+}
+
+unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	unsigned n = 0;
+	bool failed = false;
+
+	if (f->state == SS_TCPS_CLOSED || f->state == SS_TCPS_SYN_SENT ||
+	    f->state == SS_TCPS_SYN_RCVD) {
+		/* Handshake segments are sent by connect/accept/timer/input. */
+		f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
+		return 0;
+	}
+	bool can_send = tcp_state_can_send(f->state);
+	uint32_t end = tcp_data_end(c);
+
+	/* No Nagle (TCP_NODELAY): whatever the windows allow goes now. */
+	while (can_send) {
+		uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
+		uint32_t edge = f->snd_una + wnd;
+		uint32_t len = 0;
+		uint8_t flags = SS_TCP_ACK;
+
+		if (ss_seq_lt(f->snd_nxt, end)) {
+			uint32_t avail = end - f->snd_nxt;
+			uint32_t usable = ss_seq_gt(edge, f->snd_nxt) ? edge - f->snd_nxt : 0;
+
+			if (c->persist_deadline_us)
+				break; /* zero window: only the persist timer probes */
+			len = tcp_min3(avail, usable, f->mss);
+			if (!len)
+				break;
+			/* PSH on the last segment of the burst. */
+			if (len == avail || len == usable)
+				flags |= SS_TCP_PSH;
+			/* Our FIN rides on the last data segment. */
+			if (len == avail && (f->flags & SS_TCPF_FIN_QUEUED))
+				flags |= SS_TCP_FIN;
+		} else if ((f->flags & SS_TCPF_FIN_QUEUED) && f->snd_nxt == end) {
+			/* FIN alone; it takes no room in the peer's buffer, so it
+			 * is not held back by a zero window. */
+			flags |= SS_TCP_FIN;
+		} else {
+			break;
+		}
+		bool rexmit = ss_seq_lt(f->snd_nxt, f->snd_max);
+
+		if (tcp_output_seg(c, f->snd_nxt, len, flags, now_us) != 0) {
+			failed = true; /* stays queued; the timer retries */
+			break;
+		}
+		n++;
+		if (rexmit) {
+			c->st.retrans_segs++;
+			f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
+		} else if (!(f->flags & (SS_TCPF_TS | SS_TCPF_RTT_TIMING)) && len) {
+			/* RFC 6298 §3: time one segment per RTT without timestamps. */
+			f->flags |= SS_TCPF_RTT_TIMING;
+			f->rtt_seq = f->snd_nxt;
+			c->rtt_start_us = now_us;
+		}
+		f->snd_nxt += len + !!(flags & SS_TCP_FIN);
+		if (ss_seq_gt(f->snd_nxt, f->snd_max))
+			f->snd_max = f->snd_nxt;
+		if (flags & SS_TCP_FIN)
+			f->flags |= SS_TCPF_FIN_SENT;
+	}
+	if ((f->flags & SS_TCPF_ACK_NOW) && tcp_send_ack(c, now_us) == 0)
+		n++;
+
+	if (can_send && !c->persist_deadline_us) {
+		bool outstanding = f->snd_max != f->snd_una;
+
+		/* RFC 6298 §5.1: arm when data is outstanding and it is not running. */
+		if (outstanding && !c->rto_deadline_us)
+			tcp_rto_arm(c, now_us);
+		/* RFC 9293 §3.8.6.1 / RFC 1122 §4.2.2.17: zero window, data
+		 * waiting, nothing in flight whose ACK would reopen it. */
+		if (f->snd_wnd == 0 && ss_seq_lt(f->snd_nxt, end) && !outstanding) {
+			c->persist_deadline_us = now_us + tcp_backoff_us(c, c->persist_backoff);
+			c->rto_deadline_us = 0;
+		} else if (failed && !c->rto_deadline_us) {
+			tcp_rto_arm(c, now_us);
+		}
+	}
+	return n;
+}
+
+/* Answer @in with the RFC 9293 §3.10.7.1 reset (CLOSED state, bad ACK in
+ * SYN_SENT or SYN_RCVD).  Never answers a RST. */
+int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in)
+{
+	struct ss_tcp_seg_out s;
+
+	memset(&s, 0, sizeof(s));
+	if (!ss_tcp_rst_reply(in, &s.hdr))
+		return 0;
+	c->st.rst_sent++;
+	return c->emit(c->emit_arg, c, &s);
+}

@@ -1,0 +1,573 @@
+/* test_lib_conn.c - commands, events, ring wrap, atx-full coalescing and bogus events against a fake service. */
+#include <errno.h>
+
+#include "check.h"
+#include "fake_svc.h"
+#include "slipstream.h"
+
+struct fx {
+	struct fake_svc f;
+	struct ss_app *app;
+	struct ss_ctx *ctx;
+};
+
+static int fx_up(struct fx *x, const struct fake_opts *fo)
+{
+	struct ss_app_opts ao = { .conns = 8, .rxbuf = 4096, .txbuf = 4096 };
+
+	if (fake_start(&x->f, fo) < 0)
+		return -1;
+	ao.sock_path = x->f.sock;
+	x->app = ss_app_attach(&ao);
+	fake_join(&x->f);
+	if (!x->app) {
+		perror("ss_app_attach");
+		fake_stop(&x->f);
+		return -1;
+	}
+	x->ctx = ss_ctx_get(x->app, 0);
+	return 0;
+}
+
+static void fx_down(struct fx *x)
+{
+	ss_app_detach(x->app);
+	fake_stop(&x->f);
+}
+
+static uint64_t bogus(struct fx *x)
+{
+	struct ss_ctx_stats st;
+
+	ss_ctx_stats(x->ctx, &st);
+	return st.ev_bogus;
+}
+
+/* Check the next command the fake sees. */
+#define CHECK_CMD(x, op_, conn_, gen_, arg_)                          \
+	do {                                                          \
+		struct ss_shm_cmd c_ = { 0 };                         \
+		CHECK(fake_cmd(&(x)->f, 0, &c_) == 1);                \
+		CHECK_EQ_U64(c_.op, op_);                             \
+		CHECK_EQ_U64(c_.conn, conn_);                         \
+		CHECK_EQ_U64(c_.gen, gen_);                           \
+		CHECK_EQ_U64(c_.arg, arg_);                           \
+	} while (0)
+
+/* Accept a connection on slot @slot/@gen and return its handle. */
+static struct ss_conn *accept_one(struct fx *x, uint32_t slot, uint32_t gen)
+{
+	struct ss_event ev[4];
+
+	fake_ev_open(&x->f, 0, SS_EV_ACCEPTED, slot, gen, 0xc00c1e);
+	CHECK_EQ_U64(ss_poll(x->ctx, ev, 4), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_ACCEPTED);
+	CHECK_EQ_U64(ev[0].cookie, 0xc00c1e);
+	CHECK(ev[0].conn != NULL);
+	return ev[0].conn;
+}
+
+static void test_listen_connect(void)
+{
+	struct fx x;
+	struct ss_event ev[4];
+	struct ss_shm_cmd c;
+	uint32_t lip, rip;
+	uint16_t lport, rport;
+
+	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	CHECK(ss_listen(x.ctx, 8080, 128, 0xabc) == 0);
+	CHECK(ss_connect(x.ctx, 0x0a000002, 9000, 0xdef) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0); /* batched until flush */
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 2);
+	CHECK(fake_cmd(&x.f, 0, &c) == 1);
+	CHECK_EQ_U64(c.op, SS_CMD_LISTEN);
+	CHECK_EQ_U64(c.port, 8080);
+	CHECK_EQ_U64(c.arg, 128);
+	CHECK_EQ_U64(c.cookie, 0xabc);
+	CHECK(fake_cmd(&x.f, 0, &c) == 1);
+	CHECK_EQ_U64(c.op, SS_CMD_CONNECT);
+	CHECK_EQ_U64(c.ip, 0x0a000002);
+	CHECK_EQ_U64(c.port, 9000);
+	CHECK_EQ_U64(c.cookie, 0xdef);
+
+	struct ss_shm_ev le = { .type = SS_EV_LISTEN, .conn = 4, .cookie = 0xabc };
+	fake_ev(&x.f, 0, &le);
+	struct ss_shm_ev ce = { .type = SS_EV_CONNECTED, .error = ECONNREFUSED, .cookie = 0xdef };
+	fake_ev(&x.f, 0, &ce);
+	fake_publish(&x.f, 0);
+	fake_ev_open(&x.f, 0, SS_EV_CONNECTED, 2, 9, 0xdef);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 3);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_LISTENING);
+	CHECK_EQ_U64(ev[0].listener, 4);
+	CHECK_EQ_U64(ev[0].cookie, 0xabc);
+	CHECK_EQ_U64(ev[0].error, 0);
+	CHECK_EQ_U64(ev[1].type, SS_EVENT_CONNECTED);
+	CHECK_EQ_U64(ev[1].error, ECONNREFUSED);
+	CHECK(ev[1].conn == NULL);
+	CHECK_EQ_U64(ev[2].type, SS_EVENT_CONNECTED);
+	CHECK_EQ_U64(ev[2].error, 0);
+	CHECK(ev[2].conn != NULL);
+	CHECK_EQ_U64(ev[2].remote_port, 40002);
+	ss_conn_endpoints(ev[2].conn, &lip, &lport, &rip, &rport);
+	CHECK_EQ_U64(lip, 0x0a000001);
+	CHECK_EQ_U64(lport, 80);
+	CHECK_EQ_U64(rip, 0x0a000002);
+	CHECK_EQ_U64(rport, 40002);
+	CHECK(ss_conn_ctx(ev[2].conn) == x.ctx);
+
+	CHECK(ss_listen_close(x.ctx, 4) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_LISTEN_CLOSE, 4, 0, 0);
+
+	/* A rejected command comes back as CMD_ERROR. */
+	struct ss_shm_ev ee = { .type = SS_EV_CMD_ERROR, .arg = SS_CMD_LISTEN,
+				.error = EADDRINUSE, .conn = 0 };
+	fake_ev(&x.f, 0, &ee);
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_CMD_ERROR);
+	CHECK_EQ_U64(ev[0].cmd_op, SS_OP_LISTEN);
+	CHECK_EQ_U64(ev[0].error, EADDRINUSE);
+	CHECK(ev[0].conn == NULL);
+	CHECK_EQ_U64(bogus(&x), 0);
+	fx_down(&x);
+}
+
+static void test_rx_wrap(void)
+{
+	struct fx x;
+	struct ss_event ev[4];
+	struct iovec iov[2];
+	uint8_t data[4096], got[4096];
+	uint64_t seed = 1;
+	struct ss_conn *c;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)check_rand(&seed);
+	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 3, 5);
+	if (!c)
+		goto out;
+	ss_conn_set_user(c, &x);
+
+	fake_rx(&x.f, 0, 3, 5, 0, data, 3000);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
+	CHECK(ev[0].conn == c);
+	CHECK(ev[0].user == &x);
+	CHECK_EQ_U64(ev[0].bytes, 3000);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 3000);
+	CHECK_EQ_U64(iov[0].iov_len, 3000);
+	CHECK_EQ_U64(iov[1].iov_len, 0);
+	CHECK_MEM(iov[0].iov_base, data, 3000);
+	CHECK(ss_recv_done(c, 3001) == -1);
+	CHECK_EQ_U64(errno, EINVAL);
+	CHECK(ss_recv_done(c, 1000) == 0);
+	CHECK(ss_recv_done(c, 2000) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+
+	/* 2000 more: positions 3000..5000 wrap at 4096. */
+	fake_rx(&x.f, 0, 3, 5, 3000, data + 100, 2000);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1); /* also flushes RX_DONE 3000 */
+	CHECK_CMD(&x, SS_CMD_RX_DONE, 3, 5, 3000);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 2000);
+	CHECK_EQ_U64(iov[0].iov_len, 1096);
+	CHECK_EQ_U64(iov[1].iov_len, 904);
+	CHECK_MEM(iov[0].iov_base, data + 100, 1096);
+	CHECK_MEM(iov[1].iov_base, data + 100 + 1096, 904);
+	/* The copying variant across the wrap, in two bites. */
+	CHECK_EQ_U64(ss_recv(c, got, 1500), 1500);
+	CHECK_EQ_U64(ss_recv(c, got + 1500, sizeof(got) - 1500), 500);
+	CHECK_MEM(got, data + 100, 2000);
+	CHECK_EQ_U64(ss_recv(c, got, sizeof(got)), 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_RX_DONE, 3, 5, 2000); /* coalesced 1500 + 500 */
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+
+	/* Fill the ring exactly: 4096 readable; one byte more is bogus. */
+	fake_rx(&x.f, 0, 3, 5, 5000, data, 4096);
+	fake_rx(&x.f, 0, 3, 5, 9096, data, 1);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 4096);
+	CHECK_EQ_U64(iov[0].iov_len, 4096 - (5000 - 4096));
+	CHECK_MEM(iov[0].iov_base, data, iov[0].iov_len);
+	CHECK_MEM(iov[1].iov_base, data + iov[0].iov_len, iov[1].iov_len);
+out:
+	fx_down(&x);
+}
+
+static void test_tx_wrap(void)
+{
+	struct fx x;
+	struct ss_event ev[4];
+	struct iovec iov[2];
+	uint8_t data[8192];
+	uint64_t seed = 2;
+	struct ss_conn *c;
+	uint8_t *ring;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)check_rand(&seed);
+	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	ring = x.f.region + fake_tx_off(&x.f, 1);
+	c = accept_one(&x, 1, 77);
+	if (!c)
+		goto out;
+	CHECK_EQ_U64(ss_send_space(c, iov), 4096);
+	CHECK_EQ_U64(ss_send(c, data, 3000), 3000);
+	CHECK_EQ_U64(ss_send_queued(c), 3000);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 77, 3000);
+	CHECK_MEM(ring, data, 3000);
+
+	/* Only 1096 bytes fit now; a second send is short. */
+	CHECK_EQ_U64(ss_send(c, data + 3000, 5000), 1096);
+	CHECK_EQ_U64(ss_send(c, data, 10), 0);
+	CHECK(ss_send_commit(c, 1) == -1);
+	CHECK_EQ_U64(errno, EINVAL);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 77, 1096);
+
+	/* Acks: more than posted is bogus; 3000 frees the front. */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 5000, 0);
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3000, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_SENT);
+	CHECK_EQ_U64(ev[0].bytes, 3000);
+	CHECK_EQ_U64(ss_send_queued(c), 1096);
+
+	/* Free space is at positions 4096..7096: ring offsets 0..3000. */
+	CHECK_EQ_U64(ss_send_space(c, iov), 3000);
+	CHECK_EQ_U64(iov[0].iov_len, 3000);
+	CHECK_EQ_U64(iov[1].iov_len, 0);
+	CHECK_EQ_U64(ss_send(c, data + 4096, 1000), 1000);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 77, 1000);
+	CHECK_MEM(ring + 3000, data + 3000, 1096);
+	CHECK_MEM(ring, data + 4096, 1000);
+
+	/* Ack all; a write now straddles the end of the ring (pos 5096). */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 2096, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ss_send_space(c, iov), 4096);
+	CHECK_EQ_U64(iov[0].iov_len, 4096 - 1000);
+	CHECK_EQ_U64(iov[1].iov_len, 1000);
+	CHECK_EQ_U64(ss_send(c, data, 3500), 3500);
+	CHECK_MEM(ring + 1000, data, 3096);
+	CHECK_MEM(ring, data + 3096, 404);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 77, 3500);
+
+	/* Shutdown goes after the data it follows; sending then fails. */
+	CHECK_EQ_U64(ss_send(c, data, 10), 10);
+	CHECK(ss_shutdown(c) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 77, 10);
+	CHECK_CMD(&x, SS_CMD_SHUTDOWN, 1, 77, 0);
+	CHECK(ss_send(c, data, 10) == -1);
+	CHECK_EQ_U64(errno, EPIPE);
+	CHECK(ss_shutdown(c) == -1);
+	CHECK_EQ_U64(errno, EPIPE);
+	CHECK_EQ_U64(ss_send_space(c, iov), 0);
+	/* Acks still free space after shutdown. */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3510, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ss_send_queued(c), 0);
+	CHECK_EQ_U64(bogus(&x), 1);
+out:
+	fx_down(&x);
+}
+
+static void test_atx_full(void)
+{
+	struct fx x;
+	struct ss_conn *c;
+	struct ss_shm_cmd cmd;
+	struct ss_ctx_stats st;
+	uint8_t data[100] = { 0 };
+
+	/* 16 command slots. */
+	if (fx_up(&x, &(struct fake_opts){ .atx_slots = 16 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 0, 1);
+	if (!c)
+		goto out;
+	for (int i = 0; i < 16; i++)
+		CHECK(ss_listen(x.ctx, (uint16_t)(1000 + i), 1, (uint64_t)i) == 0);
+	CHECK(ss_listen(x.ctx, 2000, 1, 99) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK(ss_connect(x.ctx, 1, 2, 3) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+
+	/* Byte counts are coalesced, not refused. */
+	CHECK_EQ_U64(ss_send(c, data, 100), 100);
+	CHECK_EQ_U64(ss_send(c, data, 50), 50);
+	CHECK(ss_flush(x.ctx) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 16); /* published what fitted */
+	/* Control commands refuse without changing state. */
+	CHECK(ss_shutdown(c) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK(ss_close(c) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK(ss_abort(c) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK_EQ_U64(ss_send(c, data, 25), 25); /* still open for sending */
+	ss_ctx_stats(x.ctx, &st);
+	CHECK(st.atx_full >= 6);
+
+	/* The service drains; the next flush posts one coalesced TX. */
+	for (int i = 0; i < 16; i++) {
+		CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
+		CHECK_EQ_U64(cmd.op, SS_CMD_LISTEN);
+		CHECK_EQ_U64(cmd.cookie, i);
+	}
+	CHECK(ss_shutdown(c) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 0, 1, 175);
+	CHECK_CMD(&x, SS_CMD_SHUTDOWN, 0, 1, 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+
+out:
+	fx_down(&x);
+}
+
+/* Counts alone overflow a 4-slot ring: the rest waits, in order. */
+static void test_atx_full_counts(void)
+{
+	struct fx x;
+	struct ss_conn *c[3];
+	uint8_t data[8] = { 0 };
+
+	if (fx_up(&x, &(struct fake_opts){ .atx_slots = 4 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	for (uint32_t s = 0; s < 3; s++) {
+		c[s] = accept_one(&x, s, 10 + s);
+		if (!c[s])
+			goto out;
+	}
+	for (uint32_t s = 0; s < 3; s++)
+		fake_rx(&x.f, 0, s, 10 + s, 0, data, 8);
+	CHECK_EQ_U64(ss_poll(x.ctx, (struct ss_event[4]){ 0 }, 4), 3);
+	for (uint32_t s = 0; s < 3; s++) {
+		CHECK_EQ_U64(ss_send(c[s], data, s + 1), s + 1);
+		CHECK_EQ_U64(ss_recv(c[s], data, 8), 8);
+	}
+	CHECK(ss_flush(x.ctx) == -1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 4);
+	CHECK_CMD(&x, SS_CMD_TX, 0, 10, 1);
+	CHECK_CMD(&x, SS_CMD_RX_DONE, 0, 10, 8);
+	CHECK_CMD(&x, SS_CMD_TX, 1, 11, 2);
+	CHECK_CMD(&x, SS_CMD_RX_DONE, 1, 11, 8);
+	/* More for conn 2 while it waits: still one TX. */
+	CHECK_EQ_U64(ss_send(c[2], data, 4), 4);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 2, 12, 7);
+	CHECK_CMD(&x, SS_CMD_RX_DONE, 2, 12, 8);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+
+	/* ss_wait keeps retrying (1 ms naps) instead of sleeping on it. */
+	for (int i = 0; i < 4; i++)
+		CHECK(ss_listen(x.ctx, 1, 1, 1) == 0);
+	CHECK_EQ_U64(ss_send(c[0], data, 1), 1);
+	CHECK_EQ_U64(ss_wait(x.ctx, 5), 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 4);
+out:
+	fx_down(&x);
+}
+
+static void test_close_lifecycle(void)
+{
+	struct fx x;
+	struct ss_event ev[8];
+	struct ss_conn *c, *c2;
+	int tag;
+	uint8_t data[10] = { 0 };
+
+	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 5, 1);
+	if (!c)
+		goto out;
+	ss_conn_set_user(c, &tag);
+	CHECK(ss_conn_user(c) == &tag);
+
+	/* PEER_FIN, then a second one is bogus; RX after FIN is bogus. */
+	fake_ev_conn(&x.f, 0, SS_EV_PEER_FIN, 5, 1, 0, 0);
+	fake_ev_conn(&x.f, 0, SS_EV_PEER_FIN, 5, 1, 0, 0);
+	fake_rx(&x.f, 0, 5, 1, 0, data, 10);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_PEER_CLOSED);
+	CHECK(ev[0].user == &tag);
+	CHECK_EQ_U64(bogus(&x), 2);
+
+	/* RESET: the connection is dead, calls fail with its error. */
+	fake_ev_conn(&x.f, 0, SS_EV_RESET, 5, 1, 0, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_RESET);
+	CHECK_EQ_U64(ev[0].error, ECONNRESET);
+	CHECK_EQ_U64(ss_conn_error(c), ECONNRESET);
+	CHECK(ss_send(c, data, 1) == -1);
+	CHECK_EQ_U64(errno, ECONNRESET);
+	CHECK(ss_close(c) == 0);
+	CHECK(ss_close(c) == -1);
+	CHECK_EQ_U64(errno, EPIPE);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_CLOSE, 5, 1, 0);
+
+	/* CLOSED and a new connection on the same slot in one batch: two
+	 * distinct handles; the old one's events are then stale. */
+	fake_ev_conn(&x.f, 0, SS_EV_CLOSED, 5, 1, 0, 0);
+	fake_ev_open(&x.f, 0, SS_EV_ACCEPTED, 5, 2, 0xc00c1e);
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 5, 1, 4, 0);     /* stale gen */
+	fake_ev_conn(&x.f, 0, SS_EV_CLOSED, 5, 1, 0, 0); /* stale gen */
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 2);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_CLOSED);
+	CHECK(ev[0].conn == c);
+	CHECK(ev[0].user == &tag);
+	CHECK_EQ_U64(ev[1].type, SS_EVENT_ACCEPTED);
+	c2 = ev[1].conn;
+	CHECK(c2 != NULL && c2 != c);
+	CHECK(ss_conn_user(c2) == NULL);
+	CHECK_EQ_U64(bogus(&x), 4);
+
+	/* Close with data queued: TX first, then CLOSE. */
+	CHECK_EQ_U64(ss_send(c2, data, 10), 10);
+	CHECK(ss_close(c2) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 5, 2, 10);
+	CHECK_CMD(&x, SS_CMD_CLOSE, 5, 2, 0);
+	CHECK(ss_abort(c2) == -1);
+	CHECK_EQ_U64(errno, EPIPE);
+
+	/* Abort drops what was not posted. */
+	struct ss_conn *c3 = accept_one(&x, 6, 1);
+	CHECK_EQ_U64(ss_send(c3, data, 10), 10);
+	CHECK(ss_abort(c3) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_ABORT, 6, 1, 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+
+	struct ss_ctx_stats st;
+	ss_ctx_stats(x.ctx, &st);
+	CHECK_EQ_U64(st.conns, 2);
+out:
+	fx_down(&x);
+}
+
+static void test_bogus(void)
+{
+	struct fx x;
+	struct ss_event ev[8];
+	struct ss_conn *c;
+	struct iovec iov[2];
+
+	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 2, 3);
+	if (!c)
+		goto out;
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 8, 3, 10, 0);        /* slot == max_conns */
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 0xffffffff, 3, 10, 0);
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 2, 4, 10, 0);        /* wrong gen */
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 1, 3, 10, 0);        /* free slot */
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 2, 3, 0, 0);         /* zero bytes */
+	fake_ev_conn(&x.f, 0, SS_EV_RX, 2, 3, 4097, 0);      /* > ring */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 2, 3, 1, 0);   /* nothing sent */
+	fake_ev_conn(&x.f, 0, 200, 2, 3, 1, 0);              /* unknown type */
+	fake_ev_conn(&x.f, 0, SS_EV_NONE, 2, 3, 1, 0);
+	fake_ev_open(&x.f, 0, SS_EV_ACCEPTED, 2, 9, 1);       /* slot in use */
+	fake_ev_open(&x.f, 0, SS_EV_ACCEPTED, 8, 1, 1);       /* out of range */
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 0);
+	CHECK_EQ_U64(bogus(&x), 11);
+
+	/* Ring offsets outside the region or before the buffers. */
+	struct ss_shm_ev e = { .type = SS_EV_ACCEPTED, .conn = 4, .gen = 1,
+			       .rx_off = x.f.region_size - 100,
+			       .tx_off = fake_tx_off(&x.f, 4) };
+	fake_ev(&x.f, 0, &e);
+	e.rx_off = 0;
+	fake_ev(&x.f, 0, &e);
+	e.rx_off = fake_rx_off(&x.f, 4);
+	e.tx_off = UINT64_MAX - 10;
+	fake_ev(&x.f, 0, &e);
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 0);
+	CHECK_EQ_U64(bogus(&x), 14);
+
+	/* The live connection is untouched. */
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 0);
+	CHECK_EQ_U64(ss_send_space(c, iov), 4096);
+
+	/* ss_poll hands out at most max events per call. */
+	for (int i = 0; i < 5; i++)
+		fake_rx(&x.f, 0, 2, 3, (uint32_t)i, "x", 1);
+	CHECK(ss_poll(x.ctx, NULL, 1) == -1);
+	CHECK_EQ_U64(errno, EINVAL);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 0), 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 2), 2);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 3);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 5);
+out:
+	fx_down(&x);
+}
+
+static void test_doorbell(void)
+{
+	struct fx x;
+	struct ss_ctx_stats st;
+
+	if (fx_up(&x, &(struct fake_opts){ .status_sleeping = 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	CHECK(ss_listen(x.ctx, 1, 1, 1) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_doorbell(&x.f), 0);       /* service awake: no kick */
+	x.f.status->sleeping[0] = 1;
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_doorbell(&x.f), 0);       /* nothing new: no kick */
+	CHECK(ss_listen(x.ctx, 2, 1, 2) == 0);
+	CHECK(ss_listen(x.ctx, 3, 1, 3) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_doorbell(&x.f), 1);       /* one kick per batch */
+	ss_ctx_stats(x.ctx, &st);
+	CHECK_EQ_U64(st.doorbells, 1);
+	CHECK_EQ_U64(st.cmds, 3);
+	fx_down(&x);
+}
+
+int main(void)
+{
+	test_listen_connect();
+	test_rx_wrap();
+	test_tx_wrap();
+	test_atx_full();
+	test_atx_full_counts();
+	test_close_lifecycle();
+	test_bogus();
+	test_doorbell();
+	return check_done("test_lib_conn");
+}

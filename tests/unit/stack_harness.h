@@ -1,0 +1,320 @@
+/* stack_harness.h - the service's TCP stack in one process: an app on raw shared memory, a peer engine, virtual time. */
+#ifndef SS_TESTS_STACK_HARNESS_H
+#define SS_TESTS_STACK_HARNESS_H
+
+/*
+ * Wiring (no DPDK, no threads, no real time):
+ *
+ *   app (this test, writing commands straight into its region)
+ *     <-> struct ss_stack (the code under test) <-> frames in memory
+ *     <-> a peer: a second TCP engine, standing in for Linux
+ *
+ * Frames the stack emits are parsed (Ethernet, IPv4 with checksum, TCP with
+ * checksum) and fed to the peer engine; the peer's segments are built into
+ * frames and fed to ss_stack_tcp_input().  sh_run() pumps both ways until
+ * nothing moves, advancing virtual time when asked.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "service/app.h"
+#include "service/arp_cache.h"
+#include "service/counters.h"
+#include "service/stack.h"
+#include "wire/bytes.h"
+#include "wire/eth.h"
+#include "wire/ipv4.h"
+#include "wire/tcp.h"
+
+#define SH_SVC_IP 0xc6120001u  /* 198.18.0.1 */
+#define SH_PEER_IP 0xc6120002u /* 198.18.0.2 */
+#define SH_MAX_FRAMES 4096
+#define SH_FRAME_CAP 2048
+#define SH_PEER_RING (1u << 20)
+
+static const uint8_t sh_svc_mac[6] = { 0x02, 0, 0, 0, 0, 1 };
+static const uint8_t sh_peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
+
+struct sh_frame {
+	uint8_t b[SH_FRAME_CAP];
+	size_t len;
+};
+
+struct sh_peer_conn {
+	struct ss_tcp_conn c;
+	uint8_t *rxbuf, *txbuf;
+	bool used;
+};
+
+struct sh {
+	struct ss_counters ctr;
+	struct ss_arp_cache arp;
+	struct ss_app_reg reg;
+	struct ss_stack st;
+	struct ss_tcp_params params;
+	uint64_t now_us;
+
+	/* Frames from the stack, not yet given to the peer. */
+	struct sh_frame *out;
+	unsigned n_out;
+	uint64_t frames_from_stack, frames_to_stack;
+	/* Drop filter: return true to lose a frame going stack -> peer. */
+	bool (*lose)(struct sh *h, const struct ss_tcp *seg);
+	unsigned lose_count;
+
+	/* The peer: connections (index = what the test uses) and a listener. */
+	struct sh_peer_conn peer[8];
+	uint16_t peer_listen_port;
+	uint64_t rsts_to_peer;
+
+	/* The app. */
+	int sock[2];
+	struct ss_app *app;
+	uint32_t arx_cons;
+	uint32_t atx_prod;
+};
+
+static uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
+{
+	struct sh *h = arg;
+	if (h->n_out == SH_MAX_FRAMES)
+		return NULL;
+	struct sh_frame *f = &h->out[h->n_out++];
+	*handle = f;
+	*cap = sizeof(f->b);
+	f->len = 0;
+	return f->b;
+}
+
+static void sh_frame_send(void *arg, void *handle, size_t len)
+{
+	struct sh *h = arg;
+	struct sh_frame *f = handle;
+	if (len == 0) {
+		h->n_out--; /* only the last one can be given back */
+		return;
+	}
+	f->len = len;
+	h->frames_from_stack++;
+}
+
+/* Peer engine emit: a frame to the stack, at once. */
+static int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+{
+	struct sh *h = arg;
+	uint8_t frame[SH_FRAME_CAP];
+	uint8_t pay[SH_FRAME_CAP];
+	struct ss_tcp t = seg->hdr;
+
+	if (seg->len > sizeof(pay))
+		return -1;
+	ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, pay, seg->len);
+	t.payload = pay;
+	t.payload_len = seg->len;
+	size_t n = ss_tcp_build(frame + 34, sizeof(frame) - 34, &t, c->local_ip, c->remote_ip);
+	if (n == 0)
+		return -1;
+	struct ss_ipv4 ip = { .total_len = (uint16_t)(20 + n), .ttl = 64, .proto = 6,
+			      .src = c->local_ip, .dst = c->remote_ip };
+	ss_ipv4_build(frame + 14, 20, &ip);
+	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
+	memcpy(eth.dst, sh_svc_mac, 6);
+	memcpy(eth.src, sh_peer_mac, 6);
+	ss_eth_build(frame, 14, &eth);
+
+	/* Through the same checks the fast path makes, then the stack. */
+	struct ss_ipv4 pip;
+	struct ss_tcp pseg;
+	if (ss_ipv4_parse(frame + 14, 20 + n, 0, &pip) != SS_IPV4_OK ||
+	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK ||
+	    !ss_tcp_csum_ok(pip.src, pip.dst, frame + 34, pip.payload_len))
+		return -1;
+	h->frames_to_stack++;
+	h->st.now_us = h->now_us;
+	if (!ss_stack_tcp_input(&h->st, frame, &pip, &pseg))
+		h->rsts_to_peer++; /* the fast path would answer with RST */
+	return 0;
+}
+
+static struct sh_peer_conn *sh_peer_find(struct sh *h, const struct ss_tcp *seg, uint32_t src)
+{
+	for (unsigned i = 0; i < 8; i++) {
+		struct sh_peer_conn *p = &h->peer[i];
+		if (p->used && p->c.local_port == seg->dport && p->c.remote_port == seg->sport &&
+		    p->c.remote_ip == src)
+			return p;
+	}
+	return NULL;
+}
+
+static struct sh_peer_conn *sh_peer_new(struct sh *h, uint16_t lport, uint16_t rport)
+{
+	for (unsigned i = 0; i < 8; i++) {
+		struct sh_peer_conn *p = &h->peer[i];
+		if (p->used)
+			continue;
+		if (!p->rxbuf) {
+			p->rxbuf = calloc(1, SH_PEER_RING);
+			p->txbuf = calloc(1, SH_PEER_RING);
+		}
+		struct ss_tcp_ring rx = { p->rxbuf, SH_PEER_RING }, tx = { p->txbuf, SH_PEER_RING };
+		ss_tcp_conn_init(&p->c, &h->params, SH_PEER_IP, lport, SH_SVC_IP, rport,
+				 0x10000000u * (i + 1) + 12345, 777 * (i + 1), rx, tx, sh_peer_emit, h);
+		p->used = true;
+		return p;
+	}
+	return NULL;
+}
+
+/* Delivers the stack's frames to the peer; returns how many. */
+static unsigned sh_deliver(struct sh *h)
+{
+	unsigned n = 0;
+	while (h->n_out) {
+		/* Take a snapshot: delivering may make the stack emit more. */
+		static struct sh_frame batch[SH_MAX_FRAMES];
+		unsigned k = h->n_out;
+		memcpy(batch, h->out, sizeof(batch[0]) * k);
+		h->n_out = 0;
+		for (unsigned i = 0; i < k; i++) {
+			struct sh_frame *f = &batch[i];
+			struct ss_eth eth;
+			struct ss_ipv4 ip;
+			struct ss_tcp seg;
+			n++;
+			if (ss_eth_parse(f->b, f->len, &eth) != SS_ETH_OK ||
+			    eth.ethertype != SS_ETHERTYPE_IPV4)
+				continue; /* ARP requests: the test pre-loads the cache */
+			if (ss_ipv4_parse(f->b + 14, f->len - 14, 0, &ip) != SS_IPV4_OK ||
+			    ss_tcp_parse(f->b + 34, ip.payload_len, &seg) != SS_TCP_OK ||
+			    !ss_tcp_csum_ok(ip.src, ip.dst, f->b + 34, ip.payload_len)) {
+				fprintf(stderr, "stack emitted a malformed frame\n");
+				abort();
+			}
+			if (memcmp(eth.dst, sh_peer_mac, 6) != 0) {
+				fprintf(stderr, "stack emitted a frame to the wrong MAC\n");
+				abort();
+			}
+			if (h->lose && h->lose(h, &seg)) {
+				h->lose_count++;
+				continue;
+			}
+			struct sh_peer_conn *p = sh_peer_find(h, &seg, ip.src);
+			if (!p && seg.flags == SS_TCP_SYN && seg.dport == h->peer_listen_port) {
+				p = sh_peer_new(h, seg.dport, seg.sport);
+				ss_tcp_accept_syn(&p->c, &seg, h->now_us);
+				continue;
+			}
+			if (!p)
+				continue;
+			ss_tcp_input(&p->c, &seg, h->now_us);
+			ss_tcp_output(&p->c, h->now_us);
+		}
+	}
+	return n;
+}
+
+static void sh_peer_timers(struct sh *h)
+{
+	for (unsigned i = 0; i < 8; i++)
+		if (h->peer[i].used) {
+			ss_tcp_timer(&h->peer[i].c, h->now_us);
+			ss_tcp_output(&h->peer[i].c, h->now_us);
+		}
+}
+
+/* Pumps until quiet (at most @rounds rounds). */
+static void sh_pump(struct sh *h, unsigned rounds)
+{
+	for (unsigned r = 0; r < rounds; r++) {
+		bool did = ss_stack_round(&h->st, h->now_us);
+		unsigned n = sh_deliver(h);
+		sh_peer_timers(h);
+		did |= ss_stack_round(&h->st, h->now_us);
+		n += sh_deliver(h);
+		if (!did && n == 0)
+			break;
+	}
+}
+
+/* Advances virtual time in @step_us steps up to @total_us, pumping each step. */
+static void sh_advance(struct sh *h, uint64_t total_us, uint64_t step_us)
+{
+	for (uint64_t t = 0; t < total_us; t += step_us) {
+		h->now_us += step_us;
+		sh_pump(h, 64);
+	}
+}
+
+/* ---- the app side, straight on the region ---- */
+
+static struct ss_app_ctx *sh_ctx(struct sh *h)
+{
+	return &h->app->ctx[0];
+}
+
+static void sh_cmd(struct sh *h, const struct ss_shm_cmd *cmd)
+{
+	struct ss_app_ctx *cx = sh_ctx(h);
+	cx->atx_slot[h->atx_prod & (h->app->atx_slots - 1)] = *cmd;
+	h->atx_prod++;
+	__atomic_store_n(&cx->atx->prod, h->atx_prod, __ATOMIC_RELEASE);
+}
+
+/* Next event, or false. */
+static bool sh_event(struct sh *h, struct ss_shm_ev *ev)
+{
+	struct ss_app_ctx *cx = sh_ctx(h);
+	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
+	if (prod == h->arx_cons)
+		return false;
+	*ev = cx->arx_slot[h->arx_cons & (h->app->arx_slots - 1)];
+	h->arx_cons++;
+	__atomic_store_n(&cx->arx->cons, h->arx_cons, __ATOMIC_RELEASE);
+	return true;
+}
+
+static int sh_init(struct sh *h, const char *attach_line)
+{
+	memset(h, 0, sizeof(*h));
+	h->out = calloc(SH_MAX_FRAMES, sizeof(*h->out));
+	h->now_us = 1000000;
+	ss_tcp_params_default(&h->params);
+	if (ss_arp_cache_init(&h->arp, 64) != 0)
+		return -1;
+	ss_arp_cache_update(&h->arp, SH_PEER_IP, sh_peer_mac, 0, true);
+	struct ss_app_limits al = { .max_apps = 4, .max_ctx = 4, .max_conns = 1024,
+				    .max_buf = 1u << 20, .atx_slots = 64, .arx_slots = 64 };
+	if (ss_app_reg_init(&h->reg, &al, 1) != 0)
+		return -1;
+	struct ss_stack_limits sl = { .max_flows = 256, .max_listeners = 8,
+				      .timer_slots = 256, .cmd_budget = 32 };
+	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send };
+	if (ss_stack_init(&h->st, &sl, &h->params, &h->ctr, sh_svc_mac, SH_SVC_IP, 24, 0, &h->arp,
+			  &h->reg, 0, &io) != 0)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, h->sock) != 0)
+		return -1;
+	if (ss_app_attach(&h->reg, h->sock[0], attach_line) != 1)
+		return -1;
+	h->app = &h->reg.apps[0];
+	return 0;
+}
+
+static void sh_fini(struct sh *h)
+{
+	ss_stack_fini(&h->st);
+	ss_app_reg_fini(&h->reg); /* closes sock[0] with the app */
+	close(h->sock[1]);
+	ss_arp_cache_free(&h->arp);
+	for (unsigned i = 0; i < 8; i++) {
+		free(h->peer[i].rxbuf);
+		free(h->peer[i].txbuf);
+	}
+	free(h->out);
+}
+
+#endif

@@ -1,0 +1,66 @@
+/* tcp_invariants.h - consistency checks on a struct ss_tcp_conn, shared by the unit tests and the fuzzer. */
+#ifndef SS_TESTS_TCP_INVARIANTS_H
+#define SS_TESTS_TCP_INVARIANTS_H
+
+#include <stddef.h>
+
+#include "tcp/tcp.h"
+#include "wire/seq.h"
+
+/*
+ * Returns NULL when every invariant holds, else a description of the first
+ * one violated.  They hold after every engine call, whatever the input:
+ * ring accounting, sequence-space ordering, the sent range within the
+ * queued data, the out-of-order interval inside the ring, timers off once
+ * CLOSED.
+ */
+static inline const char *tcp_invariant_violation(const struct ss_tcp_conn *c)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t fin = (f->flags & SS_TCPF_FIN_SENT) ? 1 : 0;
+	uint32_t data_end = c->iss + 1 + f->tx_tail;
+
+	if (f->state >= SS_TCPS_MAX)
+		return "state out of range";
+	if (f->rx_tail - f->rx_head > c->rx.size)
+		return "rx ring over-full";
+	if (f->tx_tail - f->tx_head > c->tx.size)
+		return "tx ring over-full";
+	if (!ss_seq_leq(f->snd_una, f->snd_nxt) || !ss_seq_leq(f->snd_nxt, f->snd_max))
+		return "snd_una <= snd_nxt <= snd_max violated";
+	if (fin && !(f->flags & SS_TCPF_FIN_QUEUED))
+		return "FIN sent but not queued";
+	if (f->state == SS_TCPS_CLOSED &&
+	    (c->rto_deadline_us || c->persist_deadline_us || c->tw_deadline_us))
+		return "timer armed in CLOSED";
+	if (f->mss == 0 || f->cwnd == 0)
+		return "mss or cwnd zero";
+	if (f->state == SS_TCPS_CLOSED)
+		return NULL;
+	/* Sent range within queued data (+ our SYN before, FIN after). */
+	if ((uint32_t)(data_end + fin - f->snd_max) > c->tx.size)
+		return "snd_max beyond queued data";
+	if (f->snd_max - f->snd_una > (f->tx_tail - f->tx_head) + 2)
+		return "flight larger than queued data";
+	if (f->snd_una != c->iss) {
+		bool fin_acked = fin && ss_seq_gt(f->snd_una, data_end);
+		uint32_t want = fin_acked ? f->tx_tail : f->snd_una - c->iss - 1;
+
+		if (f->tx_head != want)
+			return "tx_head does not match snd_una";
+	}
+	if (f->ooo_len) {
+		uint32_t off = f->ooo_start - f->rx_tail;
+
+		if (off == 0 || off >= c->rx.size)
+			return "ooo interval not beyond rx_tail";
+		if (f->ooo_start + f->ooo_len - f->rx_head > c->rx.size)
+			return "ooo interval beyond ring";
+	}
+	if (f->state != SS_TCPS_SYN_SENT &&
+	    !ss_seq_leq(f->rcv_adv, f->rcv_nxt + (c->rx.size - (f->rx_tail - f->rx_head))))
+		return "advertised window beyond ring space";
+	return NULL;
+}
+
+#endif /* SS_TESTS_TCP_INVARIANTS_H */

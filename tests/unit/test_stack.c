@@ -1,0 +1,395 @@
+/* test_stack.c - the service's TCP stack end to end in one process: app queues, flows, a peer engine. */
+#include "check.h"
+#include "stack_harness.h"
+
+#include <errno.h>
+
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+
+static uint64_t ctr(struct sh *h, enum ss_counter_id id)
+{
+	return ss_ctr_read(&h->ctr, id);
+}
+
+/* Deterministic payload byte at stream offset i. */
+static uint8_t pat(uint64_t i, unsigned seed)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+	x ^= x >> 29;
+	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
+}
+
+struct app_conn {
+	uint32_t slot, gen;
+	uint8_t *rx, *tx;
+	uint32_t rx_head, rx_avail;  /* stream positions the app tracks */
+	uint32_t tx_tail, tx_unacked;
+	bool peer_fin, reset, closed, connected;
+	uint16_t error;
+	uint64_t echoed;
+};
+
+static void app_on_event(struct sh *h, struct app_conn *ac, const struct ss_shm_ev *ev)
+{
+	switch (ev->type) {
+	case SS_EV_ACCEPTED:
+	case SS_EV_CONNECTED:
+		ac->slot = ev->conn;
+		ac->gen = ev->gen;
+		ac->error = ev->error;
+		ac->connected = ev->error == 0;
+		ac->rx = h->app->region + ev->rx_off;
+		ac->tx = h->app->region + ev->tx_off;
+		break;
+	case SS_EV_RX:
+		ac->rx_avail += ev->arg;
+		break;
+	case SS_EV_TX_ACKED:
+		ac->tx_unacked -= ev->arg;
+		break;
+	case SS_EV_PEER_FIN:
+		ac->peer_fin = true;
+		break;
+	case SS_EV_RESET:
+	case SS_EV_ERROR:
+		ac->reset = true;
+		ac->error = ev->error;
+		break;
+	case SS_EV_CLOSED:
+		ac->closed = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Echo what arrived, as far as the transmit ring has room. */
+static void app_echo(struct sh *h, struct app_conn *ac)
+{
+	uint32_t size = h->app->txbuf_size, rsize = h->app->rxbuf_size;
+	uint32_t n = ac->rx_avail;
+	uint32_t space = size - ac->tx_unacked;
+	if (n > space)
+		n = space;
+	if (n == 0)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		ac->tx[(ac->tx_tail + i) & (size - 1)] = ac->rx[(ac->rx_head + i) & (rsize - 1)];
+	ac->tx_tail += n;
+	ac->tx_unacked += n;
+	ac->rx_head += n;
+	ac->rx_avail -= n;
+	ac->echoed += n;
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac->slot, .gen = ac->gen, .arg = n });
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac->slot, .gen = ac->gen,
+					.arg = n });
+}
+
+static void app_poll(struct sh *h, struct app_conn *ac, bool echo)
+{
+	struct ss_shm_ev ev;
+	while (sh_event(h, &ev))
+		app_on_event(h, ac, &ev);
+	if (echo && ac->connected)
+		app_echo(h, ac);
+}
+
+/* Peer writes @n pattern bytes from stream offset @off. */
+static void peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n, unsigned seed)
+{
+	uint32_t size = p->c.tx.size;
+	for (uint32_t i = 0; i < n; i++)
+		p->txbuf[(p->c.f.tx_tail + i) & (size - 1)] = pat(off + i, seed);
+	CHECK(ss_tcp_send(&p->c, n) == 0);
+}
+
+/* Peer reads and checks everything it has; returns bytes read. */
+static uint32_t peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned seed, bool *bad)
+{
+	uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->rxbuf[(p->c.f.rx_head + i) & (size - 1)] != pat(*off + i, seed))
+			*bad = true;
+	*off += n;
+	ss_tcp_recv_done(&p->c, n);
+	return n;
+}
+
+static void test_listen(struct sh *h, uint16_t port)
+{
+	struct ss_shm_ev ev;
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = port, .arg = 16, .cookie = 42 });
+	sh_pump(h, 4);
+	CHECK(sh_event(h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.cookie, 42);
+}
+
+/* Linux-like peer connects to an app echo server; 300 kB each way, exact. */
+static void test_passive_echo(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40000, 7);
+	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
+	sh_pump(&h, 16);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
+
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+	CHECK_EQ_U64(h.app->n_conns, 1);
+
+	const uint64_t total = 300000;
+	uint64_t sent = 0, got = 0;
+	bool bad = false;
+	for (int iter = 0; iter < 20000 && got < total; iter++) {
+		if (sent < total) {
+			uint32_t n = ss_tcp_tx_space(&p->c);
+			if (n > total - sent)
+				n = (uint32_t)(total - sent);
+			if (n) {
+				peer_write(p, sent, n, 1);
+				sent += n;
+				ss_tcp_output(&p->c, h.now_us);
+			}
+		}
+		sh_pump(&h, 8);
+		app_poll(&h, &ac, true);
+		sh_pump(&h, 8);
+		peer_read_check(p, &got, 1, &bad);
+		h.now_us += 100;
+	}
+	CHECK_EQ_U64(got, total);
+	CHECK(!bad);
+	CHECK_EQ_U64(ac.echoed, total);
+
+	/* Peer closes first: the app sees PEER_FIN, closes, gets CLOSED. */
+	ss_tcp_shutdown(&p->c, h.now_us);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK(ac.peer_fin);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK(ac.closed);
+	CHECK_EQ_U64(h.app->n_conns, 0);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_TIME_WAIT);
+	/* We closed second: no TIME_WAIT on our side, the flow is gone. */
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_drop_app_event_ring_full), 0);
+	sh_fini(&h);
+}
+
+/* The app connects out to a peer listener, sends, closes first: TIME_WAIT then nothing. */
+static void test_active_close_first(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.peer_listen_port = 9000;
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9000,
+					 .cookie = 7 });
+	sh_pump(&h, 16);
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+	struct sh_peer_conn *p = &h.peer[0];
+	CHECK(p->used);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
+
+	/* 100 kB from the app in ring-sized pieces. */
+	uint64_t off = 0, got = 0;
+	bool bad = false;
+	for (int iter = 0; iter < 5000 && got < 100000; iter++) {
+		uint32_t space = h.app->txbuf_size - ac.tx_unacked;
+		uint32_t n = (uint32_t)(100000 - off < space ? 100000 - off : space);
+		for (uint32_t i = 0; i < n; i++)
+			ac.tx[(ac.tx_tail + i) & (h.app->txbuf_size - 1)] = pat(off + i, 3);
+		if (n) {
+			ac.tx_tail += n;
+			ac.tx_unacked += n;
+			off += n;
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac.slot,
+							 .gen = ac.gen, .arg = n });
+		}
+		sh_pump(&h, 8);
+		peer_read_check(p, &got, 3, &bad);
+		sh_pump(&h, 8);
+		app_poll(&h, &ac, false);
+	}
+	CHECK_EQ_U64(got, 100000);
+	CHECK(!bad);
+	CHECK_EQ_U64(ac.tx_unacked, 0);
+
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_CLOSE_WAIT);
+	app_poll(&h, &ac, false);
+	/* FIN_WAIT_2: the slot goes back to the app already. */
+	CHECK(ac.closed);
+	CHECK_EQ_U64(h.app->n_conns, 0);
+	ss_tcp_shutdown(&p->c, h.now_us);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.st.n_flows, 1); /* our TIME_WAIT */
+	sh_advance(&h, h.params.time_wait_us + 2000000, 500000);
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	sh_fini(&h);
+}
+
+/* Peer resets mid-transfer: the app sees RESET with ECONNRESET, then closes. */
+static void test_peer_reset(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40001, 7);
+	ss_tcp_connect(&p->c, h.now_us);
+	sh_pump(&h, 16);
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+	peer_write(p, 0, 5000, 9);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	ss_tcp_abort(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.rx_avail, 5000);
+	CHECK(ac.reset);
+	CHECK_EQ_U64(ac.error, ECONNRESET);
+	/* The data that came before the reset is still readable. */
+	CHECK(ac.rx[0] == pat(0, 9) && ac.rx[4999] == pat(4999, 9));
+	CHECK(!ac.closed);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK(ac.closed);
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	sh_fini(&h);
+}
+
+/* Connect to a port nobody listens on: CONNECTED with ECONNREFUSED. */
+static void test_connect_refused(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.peer_listen_port = 1; /* the peer answers other ports with RST */
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9999 });
+	sh_pump(&h, 4);
+	/* Our harness peer does not send RSTs itself: emulate Linux's. */
+	struct sh_frame *f = NULL;
+	(void)f;
+	struct app_conn ac = { 0 };
+	/* No answer at all: SYN retries with backoff, then ETIMEDOUT. */
+	sh_advance(&h, 200000000, 1000000);
+	app_poll(&h, &ac, false);
+	CHECK(!ac.connected);
+	CHECK_EQ_U64(ac.error, ETIMEDOUT);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_timeout), 1);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
+	sh_pump(&h, 4);
+	app_poll(&h, &ac, false);
+	CHECK(ac.closed);
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	sh_fini(&h);
+}
+
+/* Bad commands get exact errors; a corrupted index disconnects the app. */
+static void test_hostile_commands(void)
+{
+	struct sh h;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = 3, .gen = 0, .arg = 10 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = 200 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = 0x7f000001, .port = 80 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_LISTEN_CLOSE, .conn = 5 });
+	sh_pump(&h, 4);
+	int want[4] = { EBADF, EOPNOTSUPP, EINVAL, EBADF };
+	for (int i = 0; i < 4; i++) {
+		CHECK(sh_event(&h, &ev));
+		CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+		CHECK_EQ_U64(ev.error, want[i]);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 4);
+
+	/* TX beyond the ring on a live connection: EINVAL, nothing sent. */
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40002, 7);
+	ss_tcp_connect(&p->c, h.now_us);
+	sh_pump(&h, 16);
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac.slot, .gen = ac.gen,
+					 .arg = 65537 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac.slot, .gen = ac.gen,
+					 .arg = 1 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac.slot, .gen = ac.gen + 1,
+					 .arg = 1 });
+	sh_pump(&h, 4);
+	int want2[3] = { EINVAL, EINVAL, EBADF };
+	for (int i = 0; i < 3; i++) {
+		CHECK(sh_event(&h, &ev));
+		CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+		CHECK_EQ_U64(ev.error, want2[i]);
+	}
+	CHECK_EQ_U64(p->c.f.rcv_nxt - p->c.irs, 1); /* no data reached the peer */
+
+	/* Garbage producer index: the app is broken, its connection reset. */
+	__atomic_store_n(&sh_ctx(&h)->atx->prod, h.atx_prod + 100000, __ATOMIC_RELEASE);
+	sh_pump(&h, 8);
+	CHECK(h.app->broken);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_bad_ring), 1);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.app->n_conns, 0);
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	sh_fini(&h);
+}
+
+/* Random commands: never a crash, and the stack's books stay balanced. */
+static void test_random_commands(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40003, 7);
+	ss_tcp_connect(&p->c, h.now_us);
+	sh_pump(&h, 16);
+	uint64_t seed = 0x5eed;
+	for (int i = 0; i < 20000 && !h.app->broken; i++) {
+		struct ss_shm_cmd c;
+		uint8_t *b = (uint8_t *)&c;
+		for (size_t k = 0; k < sizeof(c); k++)
+			b[k] = (uint8_t)check_rand(&seed);
+		c.op %= SS_CMD_OP_MAX + 2;
+		c.conn %= 20;
+		c.gen %= 3;
+		if (c.op == SS_CMD_LISTEN || c.op == SS_CMD_CONNECT)
+			c.op = SS_CMD_NOP;
+		sh_cmd(&h, &c);
+		struct ss_shm_ev ev;
+		sh_pump(&h, 2);
+		while (sh_event(&h, &ev))
+			;
+	}
+	CHECK(!h.app->broken);
+	CHECK(h.st.n_flows <= 1);
+	sh_fini(&h);
+}
+
+int main(void)
+{
+	test_passive_echo();
+	test_active_close_first();
+	test_peer_reset();
+	test_connect_refused();
+	test_hostile_commands();
+	test_random_commands();
+	return check_done("test_stack");
+}

@@ -1,0 +1,92 @@
+/* util.c - small helpers shared by the tools/apps programs. */
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *iov_at(const struct iovec v[2], size_t off, size_t *run)
+{
+	if (off < v[0].iov_len) {
+		*run = v[0].iov_len - off;
+		return (uint8_t *)v[0].iov_base + off;
+	}
+	off -= v[0].iov_len;
+	*run = v[1].iov_len - off;
+	return (uint8_t *)v[1].iov_base + off;
+}
+
+void iov2_copy(const struct iovec dst[2], const struct iovec src[2], size_t n)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		size_t drun, srun, k;
+		void *d = iov_at(dst, off, &drun);
+		void *s = iov_at(src, off, &srun);
+
+		k = n - off;
+		if (k > drun)
+			k = drun;
+		if (k > srun)
+			k = srun;
+		memcpy(d, s, k);
+		off += k;
+	}
+}
+
+int parse_ip_port(const char *s, uint32_t *ip, uint16_t *port)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	struct in_addr a;
+	char *end;
+	unsigned long p;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	if (inet_pton(AF_INET, host, &a) != 1)
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || p == 0 || p > 65535)
+		return -1;
+	*ip = ntohl(a.s_addr);
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int parse_count(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1000; end++; break;
+	case 'm': case 'M': mul = 1000000; end++; break;
+	case 'g': case 'G': mul = 1000000000; end++; break;
+	default: return -1;
+	}
+	if (*end || (v && mul > UINT64_MAX / v))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
