@@ -54,7 +54,7 @@ struct ss_ctx;
 struct ss_conn;
 
 /* Default UNIX socket of the service; SLIPSTREAM_SOCK overrides it. */
-#define SS_DEFAULT_SOCK "/run/slipstream/ctl.sock"
+#define SS_DEFAULT_SOCK "/run/slipstream/slipstreamd.sock" /* slipstreamd --ctl default */
 #define SS_MAX_CONTEXTS 64
 
 /* ---------------------------------------------------------------- attach */
@@ -156,7 +156,6 @@ struct ss_event {
 	enum ss_event_type type;
 	int error;              /* errno value, 0 = none */
 	struct ss_conn *conn;   /* NULL for LISTENING, failed CONNECTED, some CMD_ERROR */
-	void *user;             /* conn's user pointer when the event was produced */
 	uint64_t cookie;        /* LISTENING, CONNECTED, ACCEPTED */
 	uint32_t bytes;         /* DATA, SENT */
 	uint32_t listener;      /* LISTENING; CMD_ERROR of a listener command */
@@ -293,7 +292,8 @@ int ss_close(struct ss_conn *conn);
 int ss_abort(struct ss_conn *conn);
 
 /* ss_conn_set_user / ss_conn_user - the application's pointer for @conn
- * (NULL initially); it is also copied into each event for @conn. */
+ * (NULL initially).  Valid on the handle of an SS_EVENT_CLOSED too, so the
+ * application can free its state there. */
 void ss_conn_set_user(struct ss_conn *conn, void *user);
 void *ss_conn_user(const struct ss_conn *conn);
 

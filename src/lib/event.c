@@ -117,7 +117,6 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->cmd_op = e->arg < SS_CMD_OP_MAX ? (int)e->arg : 0;
 		out->listener = e->conn;
 		out->conn = conn_lookup(ctx, e);
-		out->user = out->conn ? out->conn->user : NULL;
 		out->cookie = 0;
 		return 1;
 	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN:
@@ -131,7 +130,6 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	}
 
 	out->conn = c;
-	out->user = c->user;
 	out->cookie = 0;
 	switch (e->type) {
 	case SS_EV_RX: {

@@ -38,6 +38,7 @@ const char *ss_errno_name(int err)
 	case ENOBUFS: return "ENOBUFS";
 	case EMFILE: return "EMFILE";
 	case EAGAIN: return "EAGAIN";
+	case EINTR: return "EINTR";
 	case EPROTO: return "EPROTO";
 	case EREMOTEIO: return "EREMOTEIO";
 	case EIO: return "EIO";

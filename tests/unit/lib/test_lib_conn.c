@@ -162,7 +162,7 @@ static void test_rx_wrap(void)
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
 	CHECK(ev[0].conn == c);
-	CHECK(ev[0].user == &x);
+	CHECK(ss_conn_user(ev[0].conn) == &x);
 	CHECK_EQ_U64(ev[0].bytes, 3000);
 	CHECK_EQ_U64(ss_recv_peek(c, iov), 3000);
 	CHECK_EQ_U64(iov[0].iov_len, 3000);
@@ -418,7 +418,7 @@ static void test_close_lifecycle(void)
 	fake_rx(&x.f, 0, 5, 1, 0, data, 10);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_PEER_CLOSED);
-	CHECK(ev[0].user == &tag);
+	CHECK(ss_conn_user(ev[0].conn) == &tag);
 	CHECK_EQ_U64(bogus(&x), 2);
 
 	/* RESET: the connection is dead, calls fail with its error. */
@@ -444,7 +444,7 @@ static void test_close_lifecycle(void)
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 2);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_CLOSED);
 	CHECK(ev[0].conn == c);
-	CHECK(ev[0].user == &tag);
+	CHECK(ss_conn_user(ev[0].conn) == &tag);
 	CHECK_EQ_U64(ev[1].type, SS_EVENT_ACCEPTED);
 	c2 = ev[1].conn;
 	CHECK(c2 != NULL && c2 != c);

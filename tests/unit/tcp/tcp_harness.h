@@ -37,6 +37,7 @@ struct h_cfg {
 	uint16_t peer_win;  /* window field on the peer's SYN / SYN-ACK / ACKs */
 	uint16_t our_mss;   /* params.mss */
 	uint32_t ts_offset;
+	uint32_t rto_min_us; /* params.rto_min_us when nonzero */
 };
 
 struct harness {
@@ -126,6 +127,8 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->cfg = *cfg;
 	ss_tcp_params_default(&h->p);
 	h->p.mss = cfg->our_mss;
+	if (cfg->rto_min_us)
+		h->p.rto_min_us = cfg->rto_min_us;
 	h->rxbuf = calloc(1, cfg->rx_size);
 	h->txbuf = calloc(1, cfg->tx_size);
 	h->now = 1000000;

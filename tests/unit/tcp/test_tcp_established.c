@@ -1,0 +1,718 @@
+/* test_tcp_established.c - TCP engine in ESTABLISHED: receive, send, windows, timers, RTT, NewReno, PAWS (RFC 9293, 6298, 5681, 6582, 7323). */
+#include "tcp_harness.h"
+
+static struct harness h;
+
+#define MSS_TS (1460 - 12)
+
+/* Several in-order segments, then one output: one ACK for the burst. */
+static void test_established_rx_in_order_burst(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_send(&h, 1000);
+	h_peer_send(&h, 1000);
+	h_peer_send(&h, 1000);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.events, SS_TCP_EV_RX);
+	CHECK_EQ_U64(h.c.rx_new, 3000);
+	CHECK_EQ_U64(ss_tcp_rx_avail(&h.c), 3000);
+	CHECK(h_rx_matches(&h, 0, 0, 3000));
+	CHECK_EQ_U64(h.c.st.fast_path, 3);
+	CHECK_EQ_U64(h_output(&h), 1);
+	const struct ss_tcp *a = &h.out[0].hdr;
+
+	CHECK_EQ_U64(a->flags, SS_TCP_ACK);
+	CHECK_EQ_U64(a->seq, cfg.iss + 1);
+	CHECK_EQ_U64(a->ack, cfg.peer_iss + 1 + 3000);
+	CHECK_EQ_U64(a->window, 16384 - 3000);
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h_output(&h), 0); /* nothing more to say */
+	harness_free(&h);
+}
+
+/* The ring fills: the window shrinks to zero, data beyond it is dropped
+ * with an ACK, and recv_done reopens it once it grew by 2 MSS. */
+static void test_established_rx_window_fill(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	for (unsigned i = 0; i < 16; i++)
+		h_peer_send(&h, 1024);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.window, 0);
+	CHECK_EQ_U64(h.c.f.rcv_adv, h.c.f.rcv_nxt);
+	CHECK(h_rx_matches(&h, 0, 0, 16384));
+	h_clear(&h);
+	/* Zero window: the segment at rcv_nxt is refused, its ACK is used. */
+	CHECK(h_app_send(&h, 10) == 0);
+	h_output(&h);
+	h_clear(&h);
+	h_peer_data_at(&h, 16384, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.c.f.snd_una, cfg.iss + 1 + 10);
+	CHECK_EQ_U64(h.c.st.drop_out_of_window, 1);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 16384);
+	CHECK_EQ_U64(h.out[0].hdr.window, 0);
+	/* Beyond a zero window (not at rcv_nxt): unacceptable, ACK now. */
+	h_clear(&h);
+	h_peer_data_at(&h, 16384 + 50, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.c.st.drop_out_of_window, 2);
+	h_clear(&h);
+	/* 1000 bytes read: less than 2 * MSS, no update yet. */
+	CHECK(ss_tcp_recv_done(&h.c, 1000) == 0);
+	CHECK_EQ_U64(h_output(&h), 0);
+	/* 2000 more: the window opened by 3000 >= 2 * 1448: update. */
+	CHECK(ss_tcp_recv_done(&h.c, 2000) == 0);
+	CHECK_EQ_U64(h_output(&h), 1);
+	CHECK_EQ_U64(h.out[0].hdr.window, 3000);
+	CHECK(ss_tcp_recv_done(&h.c, 20000) == -1);
+	CHECK_EQ_U64(ss_tcp_rx_avail(&h.c), 16384 - 3000);
+	/* The peer fills the 3000 again, wrapping the ring. */
+	h_clear(&h);
+	h_peer_send(&h, 3000);
+	CHECK_EQ_U64(h.c.rx_new, 3000);
+	CHECK(h_rx_matches(&h, 16384, 16384, 3000));
+	harness_free(&h);
+}
+
+/* One out-of-order interval kept, extended, then absorbed. */
+static void test_established_rx_out_of_order(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	uint32_t base = cfg.peer_iss + 1;
+
+	h_peer_data_at(&h, 1000, 1000, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.c.f.ooo_start, 1000);
+	CHECK_EQ_U64(h.c.f.ooo_len, 1000);
+	CHECK_EQ_U64(h.nout, 1); /* immediate duplicate ACK */
+	CHECK_EQ_U64(h.out[0].hdr.ack, base);
+	CHECK_EQ_U64(h.out[0].hdr.window, 16384);
+	/* Disjoint second interval: dropped and counted, still ACKed. */
+	h_peer_data_at(&h, 3000, 500, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.st.drop_ooo_outside, 1);
+	CHECK_EQ_U64(h.c.f.ooo_len, 1000);
+	CHECK_EQ_U64(h.nout, 2);
+	/* Abutting the interval: merged. */
+	h_peer_data_at(&h, 2000, 500, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.f.ooo_start, 1000);
+	CHECK_EQ_U64(h.c.f.ooo_len, 1500);
+	/* Overlapping its front: merged too. */
+	h_peer_data_at(&h, 800, 300, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.f.ooo_start, 800);
+	CHECK_EQ_U64(h.c.f.ooo_len, 1700);
+	CHECK_EQ_U64(h.nout, 4);
+	/* The hole is filled: everything up to 2500 is readable. */
+	h_clear(&h);
+	h_peer_data_at(&h, 0, 800, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 2500);
+	CHECK_EQ_U64(h.c.f.rcv_nxt, base + 2500);
+	CHECK_EQ_U64(h.c.f.rx_tail, 2500);
+	CHECK_EQ_U64(h.c.f.ooo_len, 0);
+	CHECK(h_rx_matches(&h, 0, 0, 2500));
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, base + 2500);
+	/* A segment that fills the hole partly and runs past the interval. */
+	h_clear(&h);
+	h_peer_data_at(&h, 3000, 500, h.c.f.snd_max, 0);
+	h_peer_data_at(&h, 2500, 1200, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 1200);
+	CHECK_EQ_U64(h.c.f.ooo_len, 0);
+	CHECK(h_rx_matches(&h, 0, 0, 3700));
+	harness_free(&h);
+}
+
+/* Old duplicates are ACKed and counted, not copied again; a segment
+ * straddling rcv_nxt contributes only its new bytes. */
+static void test_established_rx_duplicate_overlap(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_send(&h, 1000);
+	h_output(&h);
+	h_clear(&h);
+	h.rxbuf[10] = 0xEE; /* must stay: the duplicate is not copied */
+	h_peer_data_at(&h, 0, 1000, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.st.dup_data, 1000);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.rxbuf[10], 0xEE);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 1000);
+	h.rxbuf[10] = h_pat_peer(10);
+	h_clear(&h);
+	h_peer_data_at(&h, 500, 1000, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.st.dup_data, 1500);
+	CHECK_EQ_U64(h.c.rx_new, 500);
+	CHECK_EQ_U64(h.c.f.rcv_nxt, cfg.peer_iss + 1 + 1500);
+	CHECK(h_rx_matches(&h, 0, 0, 1500));
+	harness_free(&h);
+}
+
+/* Sequence numbers wrap around 2^32 in both directions. */
+static void test_established_seq_wraparound(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.iss = 0xffffff00u;
+	cfg.peer_iss = 0xfffffe00u;
+	harness_established(&h, &cfg);
+	for (unsigned i = 0; i < 4; i++)
+		h_peer_send(&h, 1000);
+	CHECK_EQ_U64(h.c.rx_new, 4000);
+	CHECK_EQ_U64(h.c.f.rcv_nxt, (uint32_t)(cfg.peer_iss + 1 + 4000));
+	CHECK(h_rx_matches(&h, 0, 0, 4000));
+	CHECK_EQ_U64(h.c.st.fast_path, 4);
+	CHECK(h_app_send(&h, 4000) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		CHECK_EQ_U64(h.out[i].hdr.seq, (uint32_t)(cfg.iss + 1 + i * MSS_TS));
+		CHECK(h_seg_matches(&h, &h.out[i]));
+	}
+	CHECK_EQ_U64(h.out[2].len, 4000 - 2 * MSS_TS);
+	h_clear(&h);
+	h_peer_ack(&h, (uint32_t)(cfg.iss + 1 + 4000), 65535);
+	CHECK_EQ_U64(h.c.tx_acked, 4000);
+	CHECK_EQ_U64(h.c.f.snd_una, (uint32_t)(cfg.iss + 4001));
+	CHECK_EQ_U64(h.c.rto_deadline_us, 0);
+	/* Out-of-order across the wrap too. */
+	h_peer_data_at(&h, 5000, 100, h.c.f.snd_max, 0);
+	h_peer_data_at(&h, 4000, 1000, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 1100);
+	CHECK(h_rx_matches(&h, 4000, 4000, 1100));
+	harness_free(&h);
+}
+
+/* Send: MSS segments, PSH on the last, RTO armed. */
+static void test_established_tx_segmentation(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 5000) == 0);
+	CHECK_EQ_U64(h_output(&h), 4);
+	for (unsigned i = 0; i < 4; i++) {
+		CHECK_EQ_U64(h.out[i].hdr.seq, cfg.iss + 1 + i * MSS_TS);
+		CHECK_EQ_U64(h.out[i].hdr.ack, cfg.peer_iss + 1);
+		CHECK_EQ_U64(h.out[i].hdr.flags, i == 3 ? SS_TCP_ACK | SS_TCP_PSH : SS_TCP_ACK);
+		CHECK_EQ_U64(h.out[i].hdr.opts.present, SS_TCP_OPTF_TS);
+		CHECK_EQ_U64(h.out[i].hdr.opts.ts_val, h.now / 1000 + cfg.ts_offset);
+		CHECK_EQ_U64(h.out[i].hdr.opts.ts_ecr, 5000);
+		CHECK(h_seg_matches(&h, &h.out[i]));
+	}
+	CHECK_EQ_U64(h.out[3].len, 5000 - 3 * MSS_TS);
+	CHECK_EQ_U64(h.c.f.snd_nxt, cfg.iss + 1 + 5000);
+	CHECK_EQ_U64(h.c.f.snd_max, cfg.iss + 1 + 5000);
+	CHECK_EQ_U64(h.c.rto_deadline_us, h.now + 200000);
+	CHECK_EQ_U64(ss_tcp_tx_space(&h.c), 65536 - 5000);
+	CHECK(ss_tcp_send(&h.c, 65536) == -1);
+	/* ACK of part: space freed, TX_ACKED with the count, RTO restarted. */
+	h_clear(&h);
+	h.now += 10000;
+	h_peer_ack(&h, cfg.iss + 1 + 2000, 65535);
+	CHECK_EQ_U64(h.c.events, SS_TCP_EV_TX_ACKED);
+	CHECK_EQ_U64(h.c.tx_acked, 2000);
+	CHECK_EQ_U64(h.c.f.tx_head, 2000);
+	CHECK_EQ_U64(ss_tcp_tx_space(&h.c), 65536 - 3000);
+	CHECK_EQ_U64(h.c.f.cwnd, 10 * MSS_TS + MSS_TS); /* slow start: + min(acked, MSS) */
+	CHECK_EQ_U64(h.c.rto_deadline_us, h.now + 200000);
+	CHECK_EQ_U64(h.c.st.fast_path, 1); /* a pure ACK that acks new data is fast */
+	h_peer_ack(&h, cfg.iss + 1 + 5000, 65535);
+	CHECK_EQ_U64(h.c.tx_acked, 5000);
+	CHECK_EQ_U64(h.c.rto_deadline_us, 0);
+	harness_free(&h);
+}
+
+/* Limited by the peer's window, then by cwnd. */
+static void test_established_tx_window_limits(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_ack(&h, cfg.iss + 1, 3000);
+	CHECK_EQ_U64(h.c.f.snd_wnd, 3000);
+	CHECK(h_app_send(&h, 30000) == 0);
+	CHECK_EQ_U64(h_output(&h), 3);
+	CHECK_EQ_U64(h.out[2].len, 3000 - 2 * MSS_TS);
+	CHECK_EQ_U64(h.out[2].hdr.flags, SS_TCP_ACK | SS_TCP_PSH);
+	CHECK_EQ_U64(h_output(&h), 0);
+	h_clear(&h);
+	/* Window opens wide: cwnd (10 MSS) is the limit. */
+	h_peer_ack(&h, cfg.iss + 1, 65535);
+	h_output(&h);
+	CHECK_EQ_U64(h.c.f.snd_max - h.c.f.snd_una, 10 * MSS_TS);
+	CHECK_EQ_U64(h.nout, 8); /* 3000 already out: 11480 more */
+	harness_free(&h);
+}
+
+/* The peer's window scale (0, 7, 14) applies to every non-SYN window. */
+static void test_established_tx_wscale(void)
+{
+	static const uint8_t shifts[] = { 0, 7, 14 };
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct h_cfg cfg;
+
+		h_cfg_default(&cfg);
+		cfg.peer_wscale = shifts[i];
+		harness_established(&h, &cfg);
+		h_peer_ack(&h, cfg.iss + 1, 10);
+		CHECK_EQ_U64(h.c.f.snd_wnd, 10u << shifts[i]);
+		CHECK(h_app_send(&h, 2000) == 0);
+		h_output(&h);
+		uint32_t want = 10u << shifts[i] < 2000 ? 10u << shifts[i] : 2000;
+
+		CHECK_EQ_U64(h.c.f.snd_max - h.c.f.snd_una, want);
+		harness_free(&h);
+	}
+}
+
+/* Zero window: persist probes with backoff; reopening resumes sending. */
+static void test_established_persist(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_ack(&h, cfg.iss + 1, 0);
+	CHECK(h_app_send(&h, 3000) == 0);
+	CHECK_EQ_U64(h_output(&h), 0);
+	CHECK_EQ_U64(h.c.rto_deadline_us, 0);
+	uint64_t t = h.now + 200000;
+
+	CHECK_EQ_U64(h.c.persist_deadline_us, t);
+	for (unsigned i = 0; i < 3; i++) {
+		h.now = t;
+		h_timer(&h);
+		CHECK_EQ_U64(h.nout, i + 1);
+		CHECK_EQ_U64(h_last(&h)->hdr.seq, cfg.iss + 1);
+		CHECK_EQ_U64(h_last(&h)->len, 1);
+		CHECK_EQ_U64(h_last(&h)->data[0], h_pat_ours(0));
+		t += 200000ull << (i + 1);
+		CHECK_EQ_U64(h.c.persist_deadline_us, t);
+		CHECK_EQ_U64(h.c.rto_deadline_us, 0);
+		/* The peer answers each probe with a zero window: no give-up count. */
+		h_peer_ack(&h, cfg.iss + 1, 0);
+		CHECK_EQ_U64(h.c.retries, 0);
+		CHECK_EQ_U64(h.c.st.dup_acks, 0);
+	}
+	CHECK_EQ_U64(h.c.st.persist_probes, 3);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_ESTABLISHED);
+	/* The window opens: probe byte and the rest go out. */
+	h_clear(&h);
+	h_peer_ack(&h, cfg.iss + 1, 65535);
+	CHECK_EQ_U64(h.c.persist_deadline_us, 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 3);
+	CHECK_EQ_U64(h.out[0].hdr.seq, cfg.iss + 1);
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK_EQ_U64(h.c.f.snd_max, cfg.iss + 1 + 3000);
+	CHECK(h.c.rto_deadline_us != 0);
+	harness_free(&h);
+}
+
+/* A probe the peer accepts moves snd_una; unanswered probes give up. */
+static void test_established_persist_give_up(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_ack(&h, cfg.iss + 1, 0);
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h_fire(&h);
+	h_peer_ack(&h, cfg.iss + 2, 0); /* probe byte taken, window still 0 */
+	CHECK_EQ_U64(h.c.f.snd_una, cfg.iss + 2);
+	CHECK_EQ_U64(h.c.tx_acked, 1);
+	CHECK(h.c.persist_deadline_us != 0);
+	h_clear(&h);
+	for (unsigned i = 0; i < 15; i++)
+		h_fire(&h);
+	CHECK_EQ_U64(h.nout, 15);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_ESTABLISHED);
+	h_fire(&h);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.c.error, ETIMEDOUT);
+	CHECK_EQ_U64(h.c.events, SS_TCP_EV_ERROR | SS_TCP_EV_CLOSED);
+	CHECK_EQ_U64(h_last(&h)->hdr.flags, SS_TCP_RST | SS_TCP_ACK);
+	CHECK_EQ_U64(h.closed_count, 1);
+	harness_free(&h);
+}
+
+/* RTO: go-back-N from snd_una, cwnd 1 MSS, doubling, give up after 15. */
+static void test_established_rto(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 4000) == 0);
+	h_output(&h);
+	h_clear(&h);
+	uint64_t t = h.now + 200000;
+
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), t);
+	h.now = t;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, cfg.iss + 1);
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	CHECK_EQ_U64(h.c.f.cwnd, MSS_TS);
+	CHECK_EQ_U64(h.c.f.ssthresh, 2 * MSS_TS); /* max(4000 / 2, 2 MSS) */
+	CHECK_EQ_U64(h.c.f.snd_nxt, cfg.iss + 1 + MSS_TS);
+	CHECK_EQ_U64(h.c.f.snd_max, cfg.iss + 1 + 4000);
+	CHECK_EQ_U64(h.c.f.backoff, 1);
+	CHECK_EQ_U64(h.c.st.rto_fired, 1);
+	CHECK_EQ_U64(h.c.st.retrans_segs, 1);
+	t += 400000;
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), t);
+	/* ACK of the resent segment: cwnd grows, the rest goes out. */
+	h_clear(&h);
+	h_peer_ack(&h, cfg.iss + 1 + MSS_TS, 65535);
+	CHECK_EQ_U64(h.c.f.backoff, 0);
+	CHECK_EQ_U64(h.c.f.cwnd, 2 * MSS_TS);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 2);
+	CHECK_EQ_U64(h.out[0].hdr.seq, cfg.iss + 1 + MSS_TS);
+	CHECK_EQ_U64(h.c.st.retrans_segs, 3);
+	/* Now nothing is acked any more: 15 retransmissions, then ETIMEDOUT. */
+	h_clear(&h);
+	uint64_t prev = h.now;
+
+	for (unsigned i = 0; i < 15; i++) {
+		uint64_t d = ss_tcp_next_deadline(&h.c);
+		uint64_t want = 200000ull << i;
+
+		CHECK_EQ_U64(d - prev, want > 60000000 ? 60000000 : want);
+		h.now = prev = d;
+		h_timer(&h);
+		CHECK_EQ_U64(h.c.f.state, SS_TCPS_ESTABLISHED);
+	}
+	CHECK_EQ_U64(h.nout, 15);
+	CHECK_EQ_U64(h.c.retries, 15);
+	h_fire(&h);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.c.error, ETIMEDOUT);
+	CHECK_EQ_U64(h.c.events & (SS_TCP_EV_ERROR | SS_TCP_EV_CLOSED), SS_TCP_EV_ERROR | SS_TCP_EV_CLOSED);
+	CHECK_EQ_U64(h.nout, 16);
+	CHECK_EQ_U64(h_last(&h)->hdr.flags, SS_TCP_RST | SS_TCP_ACK);
+	CHECK_EQ_U64(h_last(&h)->hdr.seq, cfg.iss + 1 + 4000);
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), 0);
+	CHECK_EQ_U64(h.closed_count, 1);
+	harness_free(&h);
+}
+
+/* RFC 6298 values for a known sample sequence (timing, no timestamps). */
+static void test_established_rtt_rfc6298(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.ts = false;
+	cfg.rto_min_us = 1000;
+	harness_established(&h, &cfg);
+	/* SYN sample 10 ms: SRTT = R, RTTVAR = R/2, RTO = SRTT + 4 RTTVAR. */
+	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
+	CHECK_EQ_U64(h.c.f.rttvar_us, 5000);
+	CHECK_EQ_U64(h.c.f.rto_us, 30000);
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h.now += 100000;
+	h_peer_ack(&h, cfg.iss + 101, 65535);
+	CHECK_EQ_U64(h.c.f.rttvar_us, 26250); /* 3/4 5000 + 1/4 |10000 - 100000| */
+	CHECK_EQ_U64(h.c.f.srtt_us, 21250);   /* 7/8 10000 + 1/8 100000 */
+	CHECK_EQ_U64(h.c.f.rto_us, 21250 + 4 * 26250);
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h.now += 50000;
+	h_peer_ack(&h, cfg.iss + 201, 65535);
+	CHECK_EQ_U64(h.c.f.rttvar_us, 26875);
+	CHECK_EQ_U64(h.c.f.srtt_us, 24843);
+	CHECK_EQ_U64(h.c.f.rto_us, 24843 + 4 * 26875);
+	/* Karn: a retransmitted segment gives no sample. */
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h_fire(&h);
+	h.now += 1000;
+	h_peer_ack(&h, cfg.iss + 301, 65535);
+	CHECK_EQ_U64(h.c.f.srtt_us, 24843);
+	CHECK_EQ_U64(h.c.f.rto_us, 24843 + 4 * 26875);
+	/* Upper clamp. */
+	h.p.rto_max_us = 50000;
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h.now += 10000;
+	h_peer_ack(&h, cfg.iss + 401, 65535);
+	CHECK_EQ_U64(h.c.f.rto_us, 50000);
+	harness_free(&h);
+}
+
+/* RTT from TSecr: 1 ms clock, sample on every ACK advancing snd_una. */
+static void test_established_rtt_timestamps(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.rto_min_us = 1000;
+	harness_established(&h, &cfg);
+	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h.now += 30000;
+	h_peer_ack(&h, cfg.iss + 101, 65535); /* echoes the TSval of the data */
+	CHECK_EQ_U64(h.c.f.srtt_us, (7 * 10000 + 30000) / 8);
+	harness_free(&h);
+}
+
+/* Three duplicate ACKs: fast retransmit; NewReno partial and full ACK. */
+static void test_established_fast_retransmit_newreno(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 10 * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 10);
+	h_clear(&h);
+	uint32_t a1 = cfg.iss + 1 + MSS_TS;
+
+	h_peer_ack(&h, a1, 65535);
+	CHECK_EQ_U64(h.c.f.cwnd, 11 * MSS_TS);
+	h_peer_ack(&h, a1, 65535);
+	h_peer_ack(&h, a1, 65535);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.f.dupacks, 2);
+	h_peer_ack(&h, a1, 65535);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, a1);
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	uint32_t flight = 9 * MSS_TS;
+
+	CHECK_EQ_U64(h.c.f.ssthresh, flight / 2);
+	CHECK_EQ_U64(h.c.f.cwnd, flight / 2 + 3 * MSS_TS);
+	CHECK_EQ_U64(h.c.f.recover, cfg.iss + 1 + 10 * MSS_TS);
+	CHECK(h.c.f.flags & SS_TCPF_IN_RECOVERY);
+	CHECK_EQ_U64(h.c.st.fast_retrans, 1);
+	/* Further dup ACKs inflate. */
+	h_peer_ack(&h, a1, 65535);
+	CHECK_EQ_U64(h.c.f.cwnd, flight / 2 + 4 * MSS_TS);
+	/* Partial ACK (2 segments): resend the next hole, deflate, stay. */
+	h_clear(&h);
+	uint32_t a2 = a1 + 2 * MSS_TS;
+
+	h_peer_ack(&h, a2, 65535);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, a2);
+	CHECK_EQ_U64(h.c.f.cwnd, flight / 2 + 4 * MSS_TS - 2 * MSS_TS + MSS_TS);
+	CHECK(h.c.f.flags & SS_TCPF_IN_RECOVERY);
+	CHECK_EQ_U64(h.c.st.fast_retrans, 2);
+	/* Full ACK: leave recovery with cwnd = ssthresh. */
+	h_peer_ack(&h, cfg.iss + 1 + 10 * MSS_TS, 65535);
+	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
+	CHECK_EQ_U64(h.c.f.cwnd, flight / 2);
+	CHECK_EQ_U64(h.c.f.ssthresh, flight / 2);
+	CHECK_EQ_U64(h.c.st.retrans_segs, 2);
+	CHECK_EQ_U64(h.c.st.dup_acks, 4);
+	/* Congestion avoidance now: + MSS*MSS/cwnd per ACK. */
+	CHECK(h_app_send(&h, 1000) == 0);
+	h_output(&h);
+	uint32_t cw = h.c.f.cwnd;
+
+	h_peer_ack(&h, h.c.f.snd_max, 65535);
+	CHECK_EQ_U64(h.c.f.cwnd, cw + MSS_TS * MSS_TS / cw);
+	harness_free(&h);
+}
+
+/* ACKs that are not duplicates: window change, or data on them. */
+static void test_established_not_dupack(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 5000) == 0);
+	h_output(&h);
+	for (unsigned i = 0; i < 5; i++)
+		h_peer_ack(&h, cfg.iss + 1, (uint16_t)(60000 + i));
+	CHECK_EQ_U64(h.c.f.dupacks, 0);
+	for (unsigned i = 0; i < 5; i++)
+		h_peer_send(&h, 10);
+	CHECK_EQ_U64(h.c.f.dupacks, 0);
+	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
+	harness_free(&h);
+}
+
+/* PAWS: an old TSval is dropped with an ACK; TSopt missing: dropped. */
+static void test_established_paws(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h.peer_tsval = 6000;
+	h_peer_send(&h, 100);
+	CHECK_EQ_U64(h.c.f.ts_recent, 6000);
+	h_output(&h);
+	h_clear(&h);
+	h.peer_tsval = 5999;
+	h_peer_data_at(&h, 100, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.st.drop_paws, 1);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 101);
+	CHECK_EQ_U64(h.out[0].hdr.opts.ts_ecr, 6000);
+	/* TSval wrapping past 2^31 ahead is "older" too. */
+	h.peer_tsval = 6000 + 0x80000001u;
+	h_peer_data_at(&h, 100, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.st.drop_paws, 2);
+	/* No TSopt at all. */
+	h.peer_tsval = 7000;
+	struct ss_tcp s = h_seg_make(&h, SS_TCP_ACK, h.peer_nxt, h.c.f.snd_max, 65535,
+				     (const uint8_t *)"abcd", 4);
+
+	s.opts.present = 0;
+	h_input(&h, &s);
+	CHECK_EQ_U64(h.c.st.drop_no_ts, 1);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	/* A newer TSval is fine again and updates TS.Recent. */
+	h_peer_send(&h, 100);
+	CHECK_EQ_U64(h.c.rx_new, 100);
+	CHECK_EQ_U64(h.c.f.ts_recent, 7000);
+	harness_free(&h);
+}
+
+/* ACK for data never sent: challenge ACK, segment dropped (RFC 5961 §5). */
+static void test_established_ack_future(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_data_at(&h, 0, 100, cfg.iss + 1 + 5, 0);
+	CHECK_EQ_U64(h.c.st.drop_future_ack, 1);
+	CHECK_EQ_U64(h.c.st.challenge_acks, 1);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.seq, cfg.iss + 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1);
+	/* Too old: more than the largest window before snd_una. */
+	h_clear(&h);
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h_peer_ack(&h, cfg.iss + 101, 65535);
+	h_clear(&h);
+	h_peer_data_at(&h, 0, 100, cfg.iss + 101 - 70000, 0);
+	CHECK_EQ_U64(h.c.st.drop_old_ack, 1);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	/* Old but within the window: data accepted, ACK ignored. */
+	h_peer_data_at(&h, 0, 100, cfg.iss + 50, 0);
+	CHECK_EQ_U64(h.c.rx_new, 100);
+	CHECK_EQ_U64(h.c.f.snd_una, cfg.iss + 101);
+	harness_free(&h);
+}
+
+/* emit() failing: nothing advances, the RTO retries the send later. */
+static void test_established_emit_fail(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 1000) == 0);
+	h.emit_fail = 1;
+	CHECK_EQ_U64(h_output(&h), 0);
+	CHECK_EQ_U64(h.c.f.snd_nxt, cfg.iss + 1);
+	CHECK_EQ_U64(h.c.rto_deadline_us, h.now + 200000);
+	h.emit_fail = 0;
+	h_fire(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 1000);
+	CHECK_EQ_U64(h.c.st.rto_fired, 0);
+	CHECK_EQ_U64(h.c.f.backoff, 0);
+	CHECK_EQ_U64(h.c.st.retrans_segs, 0);
+	harness_free(&h);
+}
+
+/* A bidirectional exchange through the fast path on both sides. */
+static void test_established_bulk_both_ways(void)
+{
+	struct h_cfg cfg;
+	uint32_t got = 0;
+
+	h_cfg_default(&cfg);
+	cfg.rx_size = 4096;
+	cfg.tx_size = 4096;
+	harness_established(&h, &cfg);
+	for (unsigned round = 0; round < 200; round++) {
+		h_clear(&h);
+		uint32_t n = 100 + (round * 37) % 900;
+
+		if (h_app_send(&h, n) != 0)
+			n = 0;
+		h_output(&h);
+		uint32_t rx = (round * 53) % 1000;
+
+		h_peer_send(&h, rx);
+		h.now += 1000;
+		h_peer_ack(&h, h.c.f.snd_max, 65535);
+		got += h.c.rx_new;
+		CHECK(ss_tcp_recv_done(&h.c, ss_tcp_rx_avail(&h.c)) == 0);
+		h_output(&h);
+	}
+	CHECK_EQ_U64(h.c.f.snd_una, h.c.f.snd_max);
+	CHECK_EQ_U64(h.c.f.tx_head, h.app_tx);
+	CHECK_EQ_U64(got, h.peer_nxt - cfg.peer_iss - 1);
+	/* Data segments (they also ack) are fast; the ACKs after them ack
+	 * nothing new and are window-update candidates: slow. */
+	CHECK_EQ_U64(h.c.st.fast_path, 200);
+	CHECK_EQ_U64(h.c.st.slow_path, 201); /* + the SYN-ACK */
+	harness_free(&h);
+}
+
+int main(void)
+{
+	test_established_rx_in_order_burst();
+	test_established_rx_window_fill();
+	test_established_rx_out_of_order();
+	test_established_rx_duplicate_overlap();
+	test_established_seq_wraparound();
+	test_established_tx_segmentation();
+	test_established_tx_window_limits();
+	test_established_tx_wscale();
+	test_established_persist();
+	test_established_persist_give_up();
+	test_established_rto();
+	test_established_rtt_rfc6298();
+	test_established_rtt_timestamps();
+	test_established_fast_retransmit_newreno();
+	test_established_not_dupack();
+	test_established_paws();
+	test_established_ack_future();
+	test_established_emit_fail();
+	test_established_bulk_both_ways();
+	return check_done("test_tcp_established");
+}
