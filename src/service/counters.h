@@ -94,6 +94,17 @@
 	X(drop_tcp_ooo_outside)                                                  \
 	X(drop_tcp_rst_ignored)                                                  \
 	X(drop_app_event_ring_full)                                              \
+	X(tcp_lost_rexmits)                                                      \
+	X(tcp_challenge_ack_limited)                                             \
+	X(tcp_dup_acks)                                                          \
+	X(tcp_persist_probes)                                                    \
+	X(tcp_rst_sent)                                                          \
+	X(tcp_reset_data_after_close)                                            \
+	X(drop_tcp_paws)                                                         \
+	X(drop_tcp_no_ts)                                                        \
+	X(drop_tcp_no_ack)                                                       \
+	X(drop_tcp_syn_sent)                                                     \
+	X(tcp_tail_probes)                                                       \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
 	X(drop_no_mbuf)

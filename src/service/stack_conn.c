@@ -582,6 +582,17 @@ static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
 	DRAIN(rst_ignored, drop_tcp_rst_ignored)
 	DRAIN(challenge_acks, tcp_challenge_acks)
 	DRAIN(dup_data, tcp_dup_data_bytes)
+	DRAIN(lost_rexmits, tcp_lost_rexmits)
+	DRAIN(drop_paws, drop_tcp_paws)
+	DRAIN(drop_no_ts, drop_tcp_no_ts)
+	DRAIN(drop_no_ack, drop_tcp_no_ack)
+	DRAIN(drop_syn_sent, drop_tcp_syn_sent)
+	DRAIN(challenge_ack_limited, tcp_challenge_ack_limited)
+	DRAIN(dup_acks, tcp_dup_acks)
+	DRAIN(persist_probes, tcp_persist_probes)
+	DRAIN(rst_sent, tcp_rst_sent)
+	DRAIN(data_after_close, tcp_reset_data_after_close)
+	DRAIN(tail_probes, tcp_tail_probes)
 #undef DRAIN
 }
 

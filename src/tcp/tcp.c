@@ -31,6 +31,7 @@ void ss_tcp_params_default(struct ss_tcp_params *p)
 	p->fin_wait2_us = 60000000;
 	p->delack_us = 0;
 	p->challenge_ack_per_s = 1000;
+	p->tlp_min_us = 2000;
 }
 
 void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
@@ -201,6 +202,7 @@ void ss_tcp_shutdown(struct ss_tcp_conn *c, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
 
+	(void)now_us; /* the FIN leaves at the next ss_tcp_output() */
 	switch (f->state) {
 	case SS_TCPS_SYN_SENT:
 		/* RFC 9293 §3.10.4: CLOSE in SYN-SENT deletes the TCB. */
@@ -223,7 +225,6 @@ void ss_tcp_shutdown(struct ss_tcp_conn *c, uint64_t now_us)
 	default:
 		return; /* already shut down, or CLOSED: idempotent */
 	}
-	(void)now_us;
 }
 
 void ss_tcp_close(struct ss_tcp_conn *c, uint64_t now_us)
@@ -271,6 +272,8 @@ static inline uint64_t tcp_min_deadline(uint64_t a, uint64_t b)
 
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
 {
-	return tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
-				c->tw_deadline_us);
+	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
+				      c->tw_deadline_us);
+	/* A probe only matters while the retransmission timer runs. */
+	return c->rto_deadline_us ? tcp_min_deadline(d, c->tlp_deadline_us) : d;
 }

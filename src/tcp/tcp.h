@@ -57,7 +57,10 @@ const char *ss_tcp_state_name(enum ss_tcp_state s);
 #define SS_TCP_EV_RX 0x02        /* conn->rx_new bytes were added to the receive ring */
 #define SS_TCP_EV_TX_ACKED 0x04  /* conn->tx_acked bytes of the transmit ring were acknowledged */
 #define SS_TCP_EV_PEER_FIN 0x08  /* the peer's FIN arrived in order: no more data */
-#define SS_TCP_EV_RESET 0x10     /* RST received: conn->error = ECONNRESET/ECONNREFUSED */
+#define SS_TCP_EV_RESET 0x10     /* RST received: conn->error = ECONNRESET/ECONNREFUSED;
+				  * not raised when nobody can care: in TIME_WAIT, after
+				  * ss_tcp_close(), or in SYN_RCVD of a passive open
+				  * (then only EV_CLOSED, error 0) */
 #define SS_TCP_EV_ERROR 0x20     /* gave up (retransmissions): conn->error = ETIMEDOUT */
 #define SS_TCP_EV_CLOSED 0x40    /* state became CLOSED: the caller may free the conn
 				  * once it has delivered the other events */
@@ -124,8 +127,10 @@ struct ss_tcp_params {
 	uint8_t syn_retries;       /* SYN / SYN-ACK retransmissions (6) */
 	uint32_t time_wait_us;     /* 2*MSL; 60000000 like Linux */
 	uint32_t fin_wait2_us;     /* orphaned FIN_WAIT_2 timeout (60 s) */
-	uint32_t delack_us;        /* 0: ACK every burst (no delayed ACK) */
+	uint32_t delack_us;        /* 0: ACK every burst (no delayed ACK); other
+				    * values are not implemented yet (treated as 0) */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
+	uint32_t tlp_min_us;       /* tail loss probe floor (2000); 0 disables probes */
 };
 
 void ss_tcp_params_default(struct ss_tcp_params *p);
@@ -155,6 +160,7 @@ struct ss_tcp_conn_stats {
 	uint64_t drop_ooo_outside;            /* beyond the one OOO interval */
 	uint64_t rst_rcvd, rst_ignored, challenge_acks;
 	uint64_t dup_data;                    /* bytes already received */
+	uint64_t lost_rexmits;                /* retransmissions found lost via SACK */
 	uint64_t drop_paws;                   /* RFC 7323 §5.3 R1: old TSval */
 	uint64_t drop_no_ts;                  /* RFC 7323 §3.2: TS negotiated, none sent */
 	uint64_t drop_no_ack;                 /* ACK bit off in a synchronized state */
@@ -164,6 +170,7 @@ struct ss_tcp_conn_stats {
 	uint64_t persist_probes;              /* RFC 9293 §3.8.6.1 zero-window probes */
 	uint64_t rst_sent;
 	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
+	uint64_t tail_probes;                 /* RFC 8985 §7 loss probes sent */
 };
 
 struct ss_tcp_conn {
@@ -185,9 +192,13 @@ struct ss_tcp_conn {
 	uint8_t syn_opts;       /* SS_TCP_OPTF_* the peer's SYN carried (echoed on SYN-ACK) */
 	uint32_t rx_new;        /* bytes added since events were last cleared */
 	uint32_t tx_acked;      /* bytes acknowledged since events were last cleared */
+	uint32_t sack_high;     /* highest sequence the peer's SACK blocks reported */
+	uint32_t rexmit_mark;   /* snd_max when snd_una was last retransmitted */
 	uint32_t ts_offset;     /* random per-connection offset for TSval (RFC 7323 §5.4) */
 	uint64_t rtt_start_us;  /* when rtt_seq was sent */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
+	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
+	uint8_t tlp_sent;             /* a probe is out since the last ACK advance */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	uint64_t last_challenge_us;
@@ -257,9 +268,11 @@ int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n);
 uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c);
 uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c);
 
-/* Shut down sending: queue a FIN after the data already queued
- * (ESTABLISHED -> FIN_WAIT_1, CLOSE_WAIT -> LAST_ACK once it is sent;
- * SYN_SENT -> CLOSED).  Idempotent.  Call ss_tcp_output() after. */
+/* Shut down sending: queue a FIN after the data already queued.  The
+ * state changes at once as RFC 9293 §3.10.4 says (ESTABLISHED ->
+ * FIN_WAIT_1, CLOSE_WAIT -> LAST_ACK; the FIN itself leaves with or after
+ * the last queued byte); SYN_RCVD -> FIN_WAIT_1 when the handshake
+ * completes; SYN_SENT -> CLOSED.  Idempotent.  Call ss_tcp_output() after. */
 void ss_tcp_shutdown(struct ss_tcp_conn *c, uint64_t now_us);
 
 /* close(): shutdown plus "the application no longer reads": data arriving

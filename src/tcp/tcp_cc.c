@@ -96,26 +96,82 @@ void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 	}
 }
 
-/* A duplicate ACK (RFC 5681 §2 definition, checked by the caller). */
-void tcp_cc_on_dupack(struct ss_tcp_conn *c, uint64_t now_us)
+bool tcp_sack_reports_new(struct ss_tcp_conn *c, const struct ss_tcp *seg)
 {
 	struct ss_tcp_flow *f = &c->f;
+	bool fresh = false;
+
+	if (!(f->flags & SS_TCPF_SACK_PERM) || !(seg->opts.present & SS_TCP_OPTF_SACK))
+		return false;
+	/* Only meaningful inside [snd_una, snd_max]; anything else is stale. */
+	if ((uint32_t)(c->sack_high - f->snd_una) > (uint32_t)(f->snd_max - f->snd_una))
+		c->sack_high = f->snd_una;
+	for (unsigned i = 0; i < seg->opts.sack_count && i < SS_TCP_MAX_SACK_BLOCKS; i++) {
+		const struct ss_tcp_sack_block *b = &seg->opts.sack[i];
+		/* Sane blocks only: above the ACK (not D-SACK), within what we sent. */
+		if (!ss_seq_gt(b->left, seg->ack) || !ss_seq_gt(b->right, b->left) ||
+		    ss_seq_gt(b->right, f->snd_max))
+			continue;
+		if (ss_seq_gt(b->right, c->sack_high)) {
+			c->sack_high = b->right;
+			fresh = true;
+		}
+	}
+	return fresh;
+}
+
+/* Bytes above the first unacknowledged segment that the peer's SACK
+ * blocks have reported (an upper bound: holes in between count too). */
+static uint32_t tcp_sacked_above_una(const struct ss_tcp_conn *c)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t first_end = f->snd_una + f->mss;
+
+	if (!(f->flags & SS_TCPF_SACK_PERM) || !ss_seq_gt(c->sack_high, first_end))
+		return 0;
+	return c->sack_high - first_end;
+}
+
+/*
+ * A duplicate ACK (RFC 5681 §2 definition, checked by the caller).
+ *
+ * Loss of the segment at snd_una is declared on the third duplicate ACK
+ * (RFC 5681 §3.2), or, with SACK, as soon as more than (DupThresh - 1) *
+ * SMSS bytes above it have been SACKed (RFC 6675 §4 IsLost): one surviving
+ * ACK then suffices when others are lost, and small windows that cannot
+ * produce three duplicates still recover without a timeout.
+ *
+ * In recovery, a retransmission that was itself lost shows as SACKed data
+ * sent after it while the hole stays open (the idea of RACK, RFC 8985):
+ * resend it instead of waiting for the retransmission timer.
+ */
+void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t sacked = tcp_sacked_above_una(c);
 
 	c->st.dup_acks++;
 	if (f->flags & SS_TCPF_IN_RECOVERY) {
 		/* RFC 6582 §3.2 step 4: inflate for the segment that left. */
 		f->cwnd += f->mss;
+		if (sack_new && ss_seq_geq(c->sack_high, c->rexmit_mark + 3u * f->mss)) {
+			c->st.lost_rexmits++;
+			tcp_retransmit_una(c, now_us);
+		}
 		return;
 	}
 	if (f->dupacks < UINT8_MAX)
 		f->dupacks++;
-	if (f->dupacks != 3)
+	if (f->dupacks < 3 && sacked <= 2u * f->mss)
 		return;
 	/* RFC 6582 §3.2 step 2: enter recovery only if the ACK covers more
 	 * than recover (avoids a second reduction for one loss episode).  Our
 	 * recover is snd_max, one past the RFC's "highest sequence number
-	 * transmitted", hence >=. */
-	if (ss_seq_lt(f->snd_una, f->recover))
+	 * transmitted", hence >=.  With SACK the receiver proves it holds
+	 * data beyond a hole, which a go-back-N resend after a timeout cannot
+	 * fake (its duplicates come back as D-SACK, not new SACK): recover at
+	 * once (RFC 6675 §5) instead of waiting for another timeout. */
+	if (ss_seq_lt(f->snd_una, f->recover) && !sack_new)
 		return;
 	f->ssthresh = tcp_cc_loss_ssthresh(f);
 	f->recover = f->snd_max;

@@ -69,6 +69,7 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 		c->events |= SS_TCP_EV_TX_ACKED;
 	}
 	c->retries = 0;
+	c->tlp_sent = 0;
 	f->backoff = 0;
 	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD)
 		tcp_cc_on_ack(c, data_acked, now_us);

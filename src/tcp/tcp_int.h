@@ -77,7 +77,10 @@ void tcp_input_slow(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t no
 void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us);
 void tcp_cc_init(struct ss_tcp_conn *c);
 void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us);
-void tcp_cc_on_dupack(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us);
+/* True when @seg's SACK blocks report data above snd_una not reported
+ * before (D-SACK blocks below the ACK do not count); records it. */
+bool tcp_sack_reports_new(struct ss_tcp_conn *c, const struct ss_tcp *seg);
 void tcp_cc_on_rto(struct ss_tcp_conn *c);
 
 /* tcp_out.c */
@@ -91,6 +94,7 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in);
 int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us);
 uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c);
 
 #endif /* SS_TCP_TCP_INT_H */

@@ -19,9 +19,47 @@ static uint64_t tcp_backoff_us(const struct ss_tcp_conn *c, unsigned shift)
 	return t > c->params->rto_max_us ? c->params->rto_max_us : t;
 }
 
+/*
+ * Arms the retransmission timer and, in front of it, a tail loss probe
+ * (RFC 8985 §7): when the last segments of a flight or all their ACKs are
+ * lost, no duplicate ACK can arrive; after two smoothed RTTs (plus a
+ * delayed-ACK allowance for a single segment) one segment is resent to
+ * draw an ACK, instead of waiting out a 200 ms RTO.  One probe per flight.
+ */
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
 {
-	c->rto_deadline_us = now_us + tcp_backoff_us(c, c->f.backoff);
+	const struct ss_tcp_flow *f = &c->f;
+
+	c->rto_deadline_us = now_us + tcp_backoff_us(c, f->backoff);
+	c->tlp_deadline_us = 0;
+	if (!c->params->tlp_min_us || !f->srtt_us || c->tlp_sent || f->backoff ||
+	    (f->flags & (SS_TCPF_IN_RECOVERY | SS_TCPF_FIN_SENT)) || f->state != SS_TCPS_ESTABLISHED)
+		return;
+	uint64_t pto = 2ull * f->srtt_us;
+	if (f->snd_max - f->snd_una <= f->mss)
+		pto += 40000; /* the peer may delay its ACK of a lone segment */
+	if (pto < c->params->tlp_min_us)
+		pto = c->params->tlp_min_us;
+	if (now_us + pto < c->rto_deadline_us)
+		c->tlp_deadline_us = now_us + pto;
+}
+
+/* The probe: the last segment sent, again (RFC 8985 §7.3 when no new data
+ * may go); its ACK or SACK restarts loss recovery. */
+int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t flight = f->snd_max - f->snd_una;
+	uint32_t len = flight < f->mss ? flight : f->mss;
+
+	c->tlp_deadline_us = 0;
+	c->tlp_sent = 1;
+	if (!len || (f->flags & SS_TCPF_FIN_SENT))
+		return 0;
+	c->st.tail_probes++;
+	c->st.retrans_segs++;
+	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
+	return tcp_output_seg(c, f->snd_max - len, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
 }
 
 /* Window for a non-SYN segment: the ring's free space, scaled by our
@@ -174,6 +212,7 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
 	if (!len && !(flags & SS_TCP_FIN))
 		return 0;
 	c->st.retrans_segs++;
+	c->rexmit_mark = f->snd_max;
 	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn: no sample from resent data */
 	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
 }

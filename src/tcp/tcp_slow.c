@@ -349,16 +349,19 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 	}
 
 	/* RFC 5681 §2: a duplicate ACK carries no data, does not move the
-	 * window, acks snd_una, and data is outstanding. */
+	 * window, acks snd_una, and data is outstanding.  RFC 6675 §2: an
+	 * ACK reporting new SACK information counts too, window change or
+	 * not (Linux grows its window while it queues out-of-order data). */
+	bool sack_new = tcp_sack_reports_new(c, seg);
 	bool dup = len == 0 && !(fl & SS_TCP_FIN) && seg->ack == f->snd_una &&
 		   f->snd_max != f->snd_una &&
-		   ((uint32_t)seg->window << f->snd_wscale) == f->snd_wnd &&
+		   (((uint32_t)seg->window << f->snd_wscale) == f->snd_wnd || sack_new) &&
 		   !c->persist_deadline_us && tcp_state_can_send(f->state);
 
 	if (ss_seq_gt(seg->ack, f->snd_una))
 		tcp_ack_advance(c, seg, now_us);
 	else if (dup)
-		tcp_cc_on_dupack(c, now_us);
+		tcp_cc_on_dupack(c, sack_new, now_us);
 	if (ss_seq_geq(seg->ack, f->snd_una))
 		tcp_snd_wnd_update(c, seg);
 

@@ -95,6 +95,9 @@ void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us)
 			tcp_state_set(c, SS_TCPS_CLOSED);
 		}
 	}
+	if (c->rto_deadline_us && c->tlp_deadline_us && now_us >= c->tlp_deadline_us &&
+	    now_us < c->rto_deadline_us && c->f.snd_una != c->f.snd_max)
+		tcp_tail_probe(c, now_us);
 	if (c->rto_deadline_us && now_us >= c->rto_deadline_us)
 		tcp_timer_rto(c, now_us);
 	if (c->persist_deadline_us && now_us >= c->persist_deadline_us)

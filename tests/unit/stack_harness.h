@@ -77,7 +77,7 @@ struct sh {
 	uint32_t atx_prod;
 };
 
-static uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
+static inline uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
 {
 	struct sh *h = arg;
 	if (h->n_out == SH_MAX_FRAMES)
@@ -89,7 +89,7 @@ static uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
 	return f->b;
 }
 
-static void sh_frame_send(void *arg, void *handle, size_t len)
+static inline void sh_frame_send(void *arg, void *handle, size_t len)
 {
 	struct sh *h = arg;
 	struct sh_frame *f = handle;
@@ -102,7 +102,7 @@ static void sh_frame_send(void *arg, void *handle, size_t len)
 }
 
 /* Peer engine emit: a frame to the stack, at once. */
-static int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+static inline int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
 {
 	struct sh *h = arg;
 	uint8_t frame[SH_FRAME_CAP];
@@ -139,7 +139,7 @@ static int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_se
 	return 0;
 }
 
-static struct sh_peer_conn *sh_peer_find(struct sh *h, const struct ss_tcp *seg, uint32_t src)
+static inline struct sh_peer_conn *sh_peer_find(struct sh *h, const struct ss_tcp *seg, uint32_t src)
 {
 	for (unsigned i = 0; i < 8; i++) {
 		struct sh_peer_conn *p = &h->peer[i];
@@ -150,7 +150,7 @@ static struct sh_peer_conn *sh_peer_find(struct sh *h, const struct ss_tcp *seg,
 	return NULL;
 }
 
-static struct sh_peer_conn *sh_peer_new(struct sh *h, uint16_t lport, uint16_t rport)
+static inline struct sh_peer_conn *sh_peer_new(struct sh *h, uint16_t lport, uint16_t rport)
 {
 	for (unsigned i = 0; i < 8; i++) {
 		struct sh_peer_conn *p = &h->peer[i];
@@ -170,7 +170,7 @@ static struct sh_peer_conn *sh_peer_new(struct sh *h, uint16_t lport, uint16_t r
 }
 
 /* Delivers the stack's frames to the peer; returns how many. */
-static unsigned sh_deliver(struct sh *h)
+static inline unsigned sh_deliver(struct sh *h)
 {
 	unsigned n = 0;
 	while (h->n_out) {
@@ -217,7 +217,7 @@ static unsigned sh_deliver(struct sh *h)
 	return n;
 }
 
-static void sh_peer_timers(struct sh *h)
+static inline void sh_peer_timers(struct sh *h)
 {
 	for (unsigned i = 0; i < 8; i++)
 		if (h->peer[i].used) {
@@ -227,7 +227,7 @@ static void sh_peer_timers(struct sh *h)
 }
 
 /* Pumps until quiet (at most @rounds rounds). */
-static void sh_pump(struct sh *h, unsigned rounds)
+static inline void sh_pump(struct sh *h, unsigned rounds)
 {
 	for (unsigned r = 0; r < rounds; r++) {
 		bool did = ss_stack_round(&h->st, h->now_us);
@@ -241,7 +241,7 @@ static void sh_pump(struct sh *h, unsigned rounds)
 }
 
 /* Advances virtual time in @step_us steps up to @total_us, pumping each step. */
-static void sh_advance(struct sh *h, uint64_t total_us, uint64_t step_us)
+static inline void sh_advance(struct sh *h, uint64_t total_us, uint64_t step_us)
 {
 	for (uint64_t t = 0; t < total_us; t += step_us) {
 		h->now_us += step_us;
@@ -251,12 +251,12 @@ static void sh_advance(struct sh *h, uint64_t total_us, uint64_t step_us)
 
 /* ---- the app side, straight on the region ---- */
 
-static struct ss_app_ctx *sh_ctx(struct sh *h)
+static inline struct ss_app_ctx *sh_ctx(struct sh *h)
 {
 	return &h->app->ctx[0];
 }
 
-static void sh_cmd(struct sh *h, const struct ss_shm_cmd *cmd)
+static inline void sh_cmd(struct sh *h, const struct ss_shm_cmd *cmd)
 {
 	struct ss_app_ctx *cx = sh_ctx(h);
 	cx->atx_slot[h->atx_prod & (h->app->atx_slots - 1)] = *cmd;
@@ -265,7 +265,7 @@ static void sh_cmd(struct sh *h, const struct ss_shm_cmd *cmd)
 }
 
 /* Next event, or false. */
-static bool sh_event(struct sh *h, struct ss_shm_ev *ev)
+static inline bool sh_event(struct sh *h, struct ss_shm_ev *ev)
 {
 	struct ss_app_ctx *cx = sh_ctx(h);
 	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
@@ -277,7 +277,7 @@ static bool sh_event(struct sh *h, struct ss_shm_ev *ev)
 	return true;
 }
 
-static int sh_init(struct sh *h, const char *attach_line)
+static inline int sh_init(struct sh *h, const char *attach_line)
 {
 	memset(h, 0, sizeof(*h));
 	h->out = calloc(SH_MAX_FRAMES, sizeof(*h->out));
@@ -304,7 +304,7 @@ static int sh_init(struct sh *h, const char *attach_line)
 	return 0;
 }
 
-static void sh_fini(struct sh *h)
+static inline void sh_fini(struct sh *h)
 {
 	ss_stack_fini(&h->st);
 	ss_app_reg_fini(&h->reg); /* closes sock[0] with the app */

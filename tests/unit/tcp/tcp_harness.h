@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "tcp/tcp.h"
+#include "tcp/tcp_int.h"
 #include "tcp/tcp_invariants.h"
 #include "wire/seq.h"
 
@@ -38,6 +39,7 @@ struct h_cfg {
 	uint16_t our_mss;   /* params.mss */
 	uint32_t ts_offset;
 	uint32_t rto_min_us; /* params.rto_min_us when nonzero */
+	uint32_t tlp_min_us; /* params.tlp_min_us (0: no tail loss probes) */
 };
 
 struct harness {
@@ -129,6 +131,7 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->p.mss = cfg->our_mss;
 	if (cfg->rto_min_us)
 		h->p.rto_min_us = cfg->rto_min_us;
+	h->p.tlp_min_us = cfg->tlp_min_us;
 	h->rxbuf = calloc(1, cfg->rx_size);
 	h->txbuf = calloc(1, cfg->tx_size);
 	h->now = 1000000;

@@ -693,6 +693,134 @@ static void test_established_bulk_both_ways(void)
 	harness_free(&h);
 }
 
+/* A dupack carrying SACK for more than 2 MSS above the hole: RFC 6675
+ * IsLost, so one ACK suffices (the other two were lost on the way). */
+static struct ss_tcp h_sack_ack(struct harness *hh, uint32_t ack, uint32_t left, uint32_t right,
+				uint16_t win)
+{
+	struct ss_tcp s = h_seg_make(hh, SS_TCP_ACK, hh->peer_nxt, ack, win, NULL, 0);
+	s.opts.present |= SS_TCP_OPTF_SACK;
+	s.opts.sack_count = 1;
+	s.opts.sack[0].left = left;
+	s.opts.sack[0].right = right;
+	return s;
+}
+
+static void test_established_sack_loss_one_dupack(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 8 * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 8);
+	h_clear(&h);
+	uint32_t una = cfg.iss + 1;
+	/* Window changes on the way (Linux grows it): still a dupack with new SACK. */
+	struct ss_tcp s = h_sack_ack(&h, una, una + MSS_TS, una + 4 * MSS_TS, 65000);
+	h_input(&h, &s);
+	CHECK(h.c.f.flags & SS_TCPF_IN_RECOVERY);
+	CHECK_EQ_U64(h.c.st.fast_retrans, 1);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, una);
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	CHECK_EQ_U64(h.c.rexmit_mark, una + 8 * MSS_TS);
+
+	/* Two MSS SACKed is not enough (RFC 6675: more than (3 - 1) * SMSS). */
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 8 * MSS_TS) == 0);
+	h_output(&h);
+	h_clear(&h);
+	s = h_sack_ack(&h, una, una + MSS_TS, una + 3 * MSS_TS, 65000);
+	h_input(&h, &s);
+	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
+	CHECK_EQ_U64(h.nout, 0);
+	/* A D-SACK block (below the ACK) reports nothing new. */
+	s = h_sack_ack(&h, una, una - 10, una, 65000);
+	CHECK(!tcp_sack_reports_new(&h.c, &s));
+}
+
+/* The fast retransmission is lost too: SACK for data sent after it while
+ * the hole stays open resends it (RACK idea) instead of waiting for the RTO. */
+static void test_established_lost_retransmission(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	CHECK(h_app_send(&h, 12 * MSS_TS) == 0);
+	h.c.f.cwnd = 8 * MSS_TS;
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 8);
+	h_clear(&h);
+	uint32_t una = cfg.iss + 1;
+	struct ss_tcp s = h_sack_ack(&h, una, una + MSS_TS, una + 5 * MSS_TS, 65535);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h.c.st.fast_retrans, 1);
+	uint32_t mark = h.c.rexmit_mark;
+	CHECK_EQ_U64(mark, una + 8 * MSS_TS);
+	/* cwnd = 4 + 3 MSS against 8 in flight; four more dupacks inflate
+	 * it to 11: three new segments leave after the retransmission. */
+	for (uint32_t k = 6; k <= 9; k++) {
+		s = h_sack_ack(&h, una, una + MSS_TS, una + (k < 8 ? k : 8) * MSS_TS, 65535);
+		h_input(&h, &s);
+	}
+	CHECK_EQ_U64(h.c.st.lost_rexmits, 0);
+	h_output(&h);
+	CHECK(h.c.f.snd_max != mark);
+	h_clear(&h);
+	/* SACK reaching 3 MSS past the mark, hole still open: resend. */
+	s = h_sack_ack(&h, una, una + MSS_TS, mark + 3 * MSS_TS, 65535);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h.c.st.lost_rexmits, 1);
+	CHECK_EQ_U64(h_count_flags(&h, SS_TCP_ACK), h.nout);
+	CHECK(h.nout >= 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, una);
+	CHECK_EQ_U64(h.c.st.rto_fired, 0);
+}
+
+/* RFC 8985 §7: with no ACK for two SRTTs, the last segment is resent once
+ * before the RTO; an ACK that advances allows the next probe. */
+static void test_established_tail_loss_probe(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.tlp_min_us = 2000;
+	harness_established(&h, &cfg);
+	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
+	uint32_t una = cfg.iss + 1;
+	CHECK(h_app_send(&h, 3 * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 3);
+	h_clear(&h);
+	uint64_t sent = h.now;
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), sent + 20000); /* 2 * SRTT */
+	h.now = sent + 20000;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, una + 2 * MSS_TS);
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	CHECK_EQ_U64(h.c.st.tail_probes, 1);
+	CHECK_EQ_U64(h.c.st.rto_fired, 0);
+	CHECK_EQ_U64(h.c.f.cwnd, 10 * MSS_TS); /* no reduction */
+	/* No second probe for this flight: next is the RTO. */
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), h.c.rto_deadline_us);
+	CHECK(h.c.tlp_deadline_us == 0);
+	/* The ACK for everything: nothing outstanding, no timers. */
+	h_clear(&h);
+	h_peer_ack(&h, una + 3 * MSS_TS, 65535);
+	CHECK_EQ_U64(h.c.tlp_sent, 0);
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), 0);
+	/* One segment alone waits for a delayed ACK too: 2 SRTT + 40 ms. */
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.c.tlp_deadline_us, h.now + 2 * h.c.f.srtt_us + 40000);
+}
+
 int main(void)
 {
 	test_established_rx_in_order_burst();
@@ -714,5 +842,8 @@ int main(void)
 	test_established_ack_future();
 	test_established_emit_fail();
 	test_established_bulk_both_ways();
+	test_established_sack_loss_one_dupack();
+	test_established_lost_retransmission();
+	test_established_tail_loss_probe();
 	return check_done("test_tcp_established");
 }
