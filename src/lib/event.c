@@ -117,7 +117,7 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->cmd_op = e->arg < SS_CMD_OP_MAX ? (int)e->arg : 0;
 		out->listener = e->conn;
 		out->conn = conn_lookup(ctx, e);
-		out->cookie = 0;
+		out->cookie = e->cookie; /* a failed ss_connect() is matched by its cookie */
 		return 1;
 	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN:
 	case SS_EV_RESET: case SS_EV_ERROR: case SS_EV_CLOSED:

@@ -32,7 +32,7 @@ int ss_app_reg_init(struct ss_app_reg *r, const struct ss_app_limits *lim, unsig
 	memset(r, 0, sizeof(*r));
 	r->lim = *lim;
 	r->status_fd = r->doorbell_fd = r->reclaim_fd = -1;
-	if (lim->max_ctx == 0 || lim->max_ctx > 64 || !is_pow2(lim->atx_slots) ||
+	if (lim->max_ctx == 0 || lim->max_ctx > 64 || !is_pow2(lim->atx_slots) || lim->atx_slots < 2 ||
 	    !is_pow2(lim->arx_slots) || n_fast_paths > SS_SHM_MAX_FAST_PATHS)
 		return -EINVAL;
 	r->apps = calloc(lim->max_apps, sizeof(*r->apps));

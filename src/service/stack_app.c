@@ -157,10 +157,16 @@ bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 		} else {
 			e->type = SS_EV_CONNECTED;
 			e->error = (ev & SS_TCP_EV_CONNECTED) ? 0 : sc->tcp.error;
-			if (e->error)
-				ev &= (uint8_t)~(SS_TCP_EV_RESET | SS_TCP_EV_ERROR);
 		}
 		sc->flags |= SC_ANNOUNCED;
+		if (e->error) {
+			/* A failed open hands out no handle: nothing else to tell. */
+			sc->ev_pending = 0;
+			sc->rx_pending = sc->acked_pending = 0;
+			sc->flags |= SC_APP_CLOSED;
+			stack_conn_release_slot(s, sc);
+			return true;
+		}
 	}
 	if (sc->rx_pending) {
 		e = arx_next(a, cx);

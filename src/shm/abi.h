@@ -27,6 +27,29 @@
  * contents) is untrusted: the service keeps its own copy of each consumer
  * index, checks prod - cons <= slots, and validates every command field.
  *
+ * Connection handles: (conn, gen) from SS_EV_CONNECTED / SS_EV_ACCEPTED.
+ * The handle, and with it the connection's pair of rings, belongs to the
+ * application until it sends SS_CMD_CLOSE or SS_CMD_ABORT: data received
+ * before a reset or the peer's FIN stays readable.  The service answers
+ * the close with SS_EV_CLOSED once the rings are no longer needed (our
+ * data acknowledged, or the connection reset); after that the handle is
+ * dead and the slot may come back in a later event.  A failed active open
+ * is SS_EV_CONNECTED with error != 0 (ECONNREFUSED, ETIMEDOUT,
+ * EHOSTUNREACH) and hands out no handle (nothing to close; conn/gen are
+ * informational).  A command the service cannot
+ * honour is answered with SS_EV_CMD_ERROR (op in arg, errno in error) and
+ * changes nothing: EBADF for a dead or foreign handle, EINVAL for a byte
+ * count beyond what the ring holds, EPIPE for sending after shutdown,
+ * EOPNOTSUPP for an unknown op; SS_CMD_CONNECT failures that happen
+ * before a handle exists (EINVAL, ENETUNREACH, EADDRNOTAVAIL, EMFILE,
+ * ENOBUFS) come this way too, with the command's cookie.
+ *
+ * Listening: SS_CMD_LISTEN takes a port no other listener holds (else
+ * EADDRINUSE in SS_EV_LISTEN); accepted connections are announced on the
+ * context that listened; the backlog bounds connections still in the
+ * handshake (SYN_RCVD) for that listener; SYNs beyond it are dropped and
+ * counted (drop_tcp_backlog), as Linux does when its queue is full.
+ *
  * Rings are single-producer single-consumer with free-running 32-bit
  * indices; slot = index & (slots - 1).  Producer: write slot, then
  * store-release prod.  Consumer: load-acquire prod, read slots, then
@@ -67,7 +90,7 @@ struct ss_shm_hdr {
 	uint32_t n_ctx;
 	uint32_t ctx_off;      /* first context */
 	uint32_t ctx_stride;   /* bytes per context */
-	uint32_t atx_slots;    /* power of two */
+	uint32_t atx_slots;    /* power of two, >= 2 (so arx starts cache-aligned) */
 	uint32_t arx_slots;    /* power of two */
 	uint32_t max_conns;
 	uint32_t rxbuf_size;   /* power of two */

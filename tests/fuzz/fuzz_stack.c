@@ -53,7 +53,7 @@ static bool ready;
 
 static void drain_events(void)
 {
-	struct ss_shm_ev ev;
+	struct ss_shm_ev ev = { 0 };
 	while (sh_event(&h, &ev))
 		;
 }

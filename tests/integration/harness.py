@@ -61,7 +61,7 @@ def _tail(path, limit=20000):
 class Service:
     """One slipstreamd inside the test bed's service namespace."""
 
-    def __init__(self, tb, pmd=PMD, binary=SERVICE_BIN, extra_eal=None):
+    def __init__(self, tb, pmd=PMD, binary=SERVICE_BIN, extra_eal=None, extra_args=None):
         self.tb = tb
         self.pmd = pmd
         self.binary = Path(binary)
@@ -73,8 +73,9 @@ class Service:
         if extra_eal is None:
             extra_eal = os.environ.get("SLIPSTREAM_EAL_EXTRA", "").split()
         eal = tb.dpdk_args(pmd) + ["-l", "0"] + list(extra_eal)
+        # extra_args: more service options (e.g. ["--time-wait-ms", "500"]).
         self.argv = [str(self.binary), "--ip", tb.service_cidr, "--gateway", tb.gateway,
-                     "--ctl", self.ctl_path, "--"] + eal
+                     "--ctl", self.ctl_path] + list(extra_args or []) + ["--"] + eal
         self.proc = None
         self.returncode = None
 

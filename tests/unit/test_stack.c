@@ -87,7 +87,7 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 
 static void app_poll(struct sh *h, struct app_conn *ac, bool echo)
 {
-	struct ss_shm_ev ev;
+	struct ss_shm_ev ev = { 0 };
 	while (sh_event(h, &ev))
 		app_on_event(h, ac, &ev);
 	if (echo && ac->connected)
@@ -117,7 +117,7 @@ static uint32_t peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned 
 
 static void test_listen(struct sh *h, uint16_t port)
 {
-	struct ss_shm_ev ev;
+	struct ss_shm_ev ev = { 0 };
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = port, .arg = 16, .cookie = 42 });
 	sh_pump(h, 4);
 	CHECK(sh_event(h, &ev));
@@ -291,11 +291,16 @@ static void test_connect_refused(void)
 	CHECK(!ac.connected);
 	CHECK_EQ_U64(ac.error, ETIMEDOUT);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_timeout), 1);
+	/* No handle was handed out: the slot and the flow are gone already. */
+	CHECK(!ac.closed);
+	CHECK_EQ_U64(h.app->n_conns, 0);
+	CHECK_EQ_U64(h.st.n_flows, 0);
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
 	sh_pump(&h, 4);
-	app_poll(&h, &ac, false);
-	CHECK(ac.closed);
-	CHECK_EQ_U64(h.st.n_flows, 0);
+	struct ss_shm_ev ev = { 0 };
+	CHECK(sh_event(&h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ev.error, EBADF);
 	sh_fini(&h);
 }
 
@@ -303,7 +308,7 @@ static void test_connect_refused(void)
 static void test_hostile_commands(void)
 {
 	struct sh h;
-	struct ss_shm_ev ev;
+	struct ss_shm_ev ev = { 0 };
 	CHECK(sh_init(&h, ATTACH) == 0);
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = 3, .gen = 0, .arg = 10 });
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = 200 });

@@ -83,7 +83,8 @@ def cmd_testbed(args):
             tb = testbed.Testbed(args.prefix, peers=args.peers, switch=args.switch,
                                  loss=args.loss, ecn_all=args.ecn_all,
                                  ecn_mark_above=args.ecn_mark_above,
-                                 rate=args.rate, queue=args.queue)
+                                 rate=args.rate, queue=args.queue,
+                                 reorder=args.reorder)
             tb.up()
             _status_print(tb.status(args.pmd), args.json)
         elif args.action == "down":
@@ -147,6 +148,10 @@ def parser_build():
                    help="up: join everything through a bridge in <prefix>-sw")
     p.add_argument("--loss", type=float, metavar="PCT",
                    help="up: drop this percentage of IPv4 packets (0.1 steps)")
+    p.add_argument("--reorder", type=float, metavar="PCT",
+                   help="up: delay this percentage of IPv4 packets in the switch "
+                   "so later ones overtake them (0.1 steps; implies --switch; "
+                   "not with --rate)")
     ecn = p.add_mutually_exclusive_group()
     ecn.add_argument("--ecn-all", action="store_true",
                      help="up: set CE on every ECT packet")

@@ -2,7 +2,8 @@
 
 # Counter groups in display order: (title, name prefix).  Names matching no
 # prefix land in "other", so counters the service adds later still show up.
-COUNTER_GROUPS = (("rx", "rx_"), ("tx", "tx_"), ("drops", "drop_"))
+COUNTER_GROUPS = (("rx", "rx_"), ("tx", "tx_"), ("tcp", "tcp_"), ("app", "app_"),
+                  ("drops", "drop_"))
 
 
 def _onoff(value):
@@ -57,6 +58,9 @@ def stats_format(reply, nonzero=False):
     """Render a stats reply as text: header, then counters grouped by prefix,
     names left-aligned and values right-aligned in one column."""
     lines = service_header(reply.get("service"))
+    gauges = reply.get("gauges")
+    if isinstance(gauges, dict):
+        lines.append("now  " + "  ".join("%s %s" % (k, v) for k, v in gauges.items()))
     counters = reply.get("counters") or {}
     if nonzero:
         counters = {k: v for k, v in counters.items() if v}

@@ -24,6 +24,17 @@ Impairments (all optional):
   ecn_all  nftables `ip ecn set ce` on every ECT packet, same places.
   rate     TBF with a pfifo child (limit in packets) on the switch port toward
            the service, else on peer1's veth: shapes peers -> service.
+  reorder  PCT: in the switch (forced), nftables `numgen random mod 1000 < N`
+           sets skb->priority 1:2 on that share of IPv4 packets; every switch
+           port has an HTB root qdisc (default 0: unclassified packets take
+           the direct queue, which is always served first) whose one class
+           1:2 is slow (REORDER_RATE, pfifo of REORDER_QUEUE packets).  A
+           picked packet waits there while later ones pass through the direct
+           queue, so it arrives late: reordering in both directions (data and
+           ACKs).  The kernel here has neither netem nor prio; HTB picks the
+           class straight from skb->priority.  When the slow class overflows
+           it drops, so heavy reordering also means some loss.  Exclusive
+           with `rate` (both want the root qdisc of the port toward the service).
   ecn_mark_above
            needs `rate`: marks ECT packets toward the service once a virtual
            queue, served at the link rate, holds more than BYTES.  nftables
@@ -53,6 +64,9 @@ CMD_TIMEOUT = 30             # seconds for one ip/nft/tc/ethtool call
 KILL_GRACE = 5.0             # seconds between SIGTERM and SIGKILL in down()
 PMDS = ("af_xdp", "af_packet")
 MTU_FRAME = 1514             # bytes of a full-size Ethernet frame (no FCS)
+REORDER_RATE = "20mbit"      # the slow class for `reorder`: 0.6 ms per full frame
+REORDER_QUEUE = 32           # its pfifo limit in packets (at most ~20 ms late)
+REORDER_CLASS = "1:2"        # HTB class picked through skb->priority
 
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,%d}$" % (MAX_PREFIX_LEN - 1))
 
@@ -419,32 +433,47 @@ def status(prefix, pmd="af_xdp"):
 
 # ---- the test bed -------------------------------------------------------
 
+def _permille(what, pct):
+    """Percent (0.1 granularity) as an integer per mille, or None."""
+    if pct is None:
+        return None
+    try:
+        pct = float(pct)
+    except (TypeError, ValueError):
+        raise TestbedError("%s must be a percentage, not %r" % (what, pct)) from None
+    permille = int(round(pct * 10))
+    if not 0 < pct <= 100 or permille == 0:
+        raise TestbedError("%s must be in (0, 100] percent with 0.1 "
+                           "granularity, not %r" % (what, pct))
+    return permille
+
+
 class Testbed:
     """A test bed for one prefix.  up() builds it (after a down() of the same
     prefix), down() removes it; as a context manager it does both.
 
     Parameters: peers (1..64), switch (forced when peers > 1), loss (percent,
     0.1 granularity, IPv4 only), ecn_all, ecn_mark_above (bytes, needs rate),
-    rate (Mbit/s), queue (pfifo limit in packets for rate).
+    rate (Mbit/s), queue (pfifo limit in packets for rate), reorder
+    (percent of IPv4 packets delayed in the switch, 0.1 granularity; forces
+    switch, exclusive with rate).
     """
 
     __test__ = False  # not a pytest test class
 
     def __init__(self, prefix="ss", peers=1, switch=False, loss=None,
-                 ecn_all=False, ecn_mark_above=None, rate=None, queue=100):
+                 ecn_all=False, ecn_mark_above=None, rate=None, queue=100,
+                 reorder=None):
         self.prefix = prefix_check(prefix)
         if not isinstance(peers, int) or not 1 <= peers <= MAX_PEERS:
             raise TestbedError("peers must be 1..%d, not %r" % (MAX_PEERS, peers))
         self.npeers = peers
-        self.switch = bool(switch) or peers > 1
-        self.loss_permille = None
-        if loss is not None:
-            loss = float(loss)
-            permille = int(round(loss * 10))
-            if not 0 < loss <= 100 or permille == 0:
-                raise TestbedError("loss must be in (0, 100] percent with 0.1 "
-                                   "granularity, not %r" % loss)
-            self.loss_permille = permille
+        self.loss_permille = _permille("loss", loss)
+        self.reorder_permille = _permille("reorder", reorder)
+        if self.reorder_permille and rate is not None:
+            raise TestbedError("reorder and rate are exclusive (both shape the "
+                               "switch port toward the service)")
+        self.switch = bool(switch) or peers > 1 or bool(self.reorder_permille)
         if ecn_all and ecn_mark_above is not None:
             raise TestbedError("ecn_all and ecn_mark_above are exclusive")
         if ecn_mark_above is not None:
@@ -640,6 +669,10 @@ class Testbed:
         if self.loss_permille:
             rules.append("meta protocol ip numgen random mod 1000 < %d drop"
                          % self.loss_permille)
+        if self.reorder_permille:
+            # Switch only (forced in __init__): picks the HTB class below.
+            rules.append("meta protocol ip numgen random mod 1000 < %d "
+                         "meta priority set %s" % (self.reorder_permille, REORDER_CLASS))
         if self.ecn_all:
             rules.append("meta protocol ip ip ecn { ect0, ect1 } ip ecn set ce")
         mark_above = None
@@ -675,3 +708,14 @@ class Testbed:
                  "burst", str(burst), "limit", str(self.queue * MTU_FRAME)])
             run(["tc", "-n", ns, "qdisc", "add", "dev", toward_svc, "parent", "1:1",
                  "handle", "10:", "pfifo", "limit", str(self.queue)])
+        if self.reorder_permille:
+            for i in range(0, self.npeers + 1):
+                port = sw_port_name(p, i)
+                run(["tc", "-n", ns, "qdisc", "add", "dev", port, "root", "handle", "1:",
+                     "htb", "default", "0"])
+                run(["tc", "-n", ns, "class", "add", "dev", port, "parent", "1:",
+                     "classid", REORDER_CLASS, "htb", "rate", REORDER_RATE,
+                     "ceil", REORDER_RATE, "burst", str(2 * MTU_FRAME),
+                     "cburst", str(2 * MTU_FRAME), "quantum", str(MTU_FRAME)])
+                run(["tc", "-n", ns, "qdisc", "add", "dev", port, "parent", REORDER_CLASS,
+                     "handle", "20:", "pfifo", "limit", str(REORDER_QUEUE)])

@@ -1,0 +1,362 @@
+/* linux_rpc.c - linux_rpc: closed-loop request/response load on Linux sockets, checking every echoed byte. */
+#include <errno.h>
+#include <getopt.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * K non-blocking connections in one level-triggered epoll set, one request
+ * of --size bytes in flight on each: send it, wait until --size bytes came
+ * back, compare them with what was sent, record the latency, send the next.
+ * Every request carries a different pattern (connection index and sequence
+ * number), so a misordered or stale reply is caught too.
+ *
+ * Phases: connect all K (10 s limit), --warmup seconds not counted, then
+ * --seconds measured.  One JSON line, same fields as ss-rpc:
+ *   {"conns":K,"size":S,"seconds":t,"requests":n,"rps":x,
+ *    "p50_us":a,"p99_us":b,"error":null|"EBADMSG"|"ECONNRESET"|...}
+ * Exit status 1 on any mismatch (EBADMSG), connection error or timeout.
+ * Latencies: log-linear histogram, 16 sub-buckets per power of two of
+ * nanoseconds (under 6.25% error), the scheme ss-rpc uses.
+ */
+
+#define EV_BATCH 256
+#define SUB 16
+#define MAX_SIZE 65536
+#define CONNECT_LIMIT_NS (10ull * 1000000000u)
+
+struct rpc_conn {
+	int fd;
+	uint32_t idx;
+	uint32_t seq;           /* sequence number of the request in flight */
+	int connected;
+	int want_out;           /* EPOLLOUT is in the watched set */
+	uint64_t sent_at;       /* ns, request start */
+	size_t sent, got;       /* bytes of the request sent, of the reply received */
+	uint8_t *req;           /* the request in flight */
+};
+
+static volatile sig_atomic_t stop;
+static uint64_t hist[64 * SUB];
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned hist_bucket(uint64_t v)
+{
+	unsigned b = 63 - (unsigned)__builtin_clzll(v | 1);
+
+	if (b < 4)
+		return (unsigned)v; /* exact below 16 */
+	return b * SUB + (unsigned)((v >> (b - 4)) & (SUB - 1));
+}
+
+static uint64_t hist_value(unsigned i)
+{
+	unsigned b = i / SUB, s = i % SUB;
+
+	if (b < 4)
+		return i;
+	return ((uint64_t)(SUB + s) << (b - 4)) + ((uint64_t)1 << (b - 4)) / 2;
+}
+
+static double hist_pct(uint64_t total, double pct)
+{
+	uint64_t want = (uint64_t)((double)total * pct), seen = 0;
+
+	for (unsigned i = 0; i < 64 * SUB; i++) {
+		seen += hist[i];
+		if (seen > want)
+			return (double)hist_value(i) / 1000.0;
+	}
+	return 0;
+}
+
+/* Fill the next request: a byte pattern unique to (connection, sequence). */
+static void req_fill(struct rpc_conn *rc, size_t size)
+{
+	uint32_t x = (rc->idx * 2654435761u) ^ (rc->seq * 40503u) ^ 0x9e3779b9u;
+
+	for (size_t i = 0; i < size; i++) {
+		x = x * 1664525u + 1013904223u;
+		rc->req[i] = (uint8_t)(x >> 24);
+	}
+}
+
+/* Send what is left of the request; 0 or an errno. */
+static int req_send(struct rpc_conn *rc, size_t size)
+{
+	while (rc->sent < size) {
+		ssize_t n = send(rc->fd, rc->req + rc->sent, size - rc->sent, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : errno;
+		}
+		rc->sent += (size_t)n;
+	}
+	return 0;
+}
+
+static int req_start(struct rpc_conn *rc, size_t size)
+{
+	rc->seq++;
+	req_fill(rc, size);
+	rc->sent = rc->got = 0;
+	rc->sent_at = now_ns();
+	return req_send(rc, size);
+}
+
+/*
+ * Read the reply; compare it with the request.  0 or an errno; *done set
+ * when the whole reply is in.  Bytes beyond the reply (the server echoing
+ * what was never sent) are a mismatch.
+ */
+static int reply_recv(struct rpc_conn *rc, size_t size, uint8_t *buf, int *done)
+{
+	*done = 0;
+	for (;;) {
+		ssize_t n = recv(rc->fd, buf, MAX_SIZE, 0);
+
+		if (n == 0)
+			return ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : errno;
+		}
+		if ((size_t)n > size - rc->got || (size_t)n > rc->sent - rc->got ||
+		    memcmp(buf, rc->req + rc->got, (size_t)n))
+			return EBADMSG;
+		rc->got += (size_t)n;
+		if (rc->got == size) {
+			*done = 1;
+			return 0;
+		}
+	}
+}
+
+static int conn_open(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
+{
+	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = rc };
+	int one = 1;
+
+	rc->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (rc->fd < 0)
+		return errno;
+	setsockopt(rc->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(rc->fd, (const struct sockaddr *)to, sizeof(*to)) < 0 &&
+	    errno != EINPROGRESS)
+		return errno;
+	return epoll_ctl(ep, EPOLL_CTL_ADD, rc->fd, &ev) < 0 ? errno : 0;
+}
+
+static int parse_ip_port(const char *s, struct sockaddr_in *a)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	char *end;
+	unsigned long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || !port || port > 65535 || inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return -1;
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+static int parse_num(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno || end == s || *end || *s == '-' || *out > max ? -1 : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: linux_rpc --connect IP:PORT [--conns K] [--size BYTES] [--seconds T]\n"
+		"                 [--warmup S]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "connect", required_argument, NULL, 'C' },
+		{ "conns", required_argument, NULL, 'k' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "seconds", required_argument, NULL, 'T' },
+		{ "warmup", required_argument, NULL, 'W' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct sockaddr_in to = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	struct epoll_event evs[EV_BATCH];
+	struct rpc_conn *rcs;
+	static uint8_t buf[MAX_SIZE];
+	unsigned long k = 1, size = 64, seconds = 10, warmup = 1;
+	uint64_t requests = 0, opened = 0, t_start = 0, t_end, t_measure = 0;
+	int ep, error = 0, opt, have_peer = 0;
+
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'C':
+			if (parse_ip_port(optarg, &to) < 0)
+				usage();
+			have_peer = 1;
+			break;
+		case 'k':
+			if (parse_num(optarg, 65536, &k) < 0 || !k)
+				usage();
+			break;
+		case 'z':
+			if (parse_num(optarg, MAX_SIZE, &size) < 0 || !size)
+				usage();
+			break;
+		case 'T':
+			if (parse_num(optarg, 86400, &seconds) < 0 || !seconds)
+				usage();
+			break;
+		case 'W':
+			if (parse_num(optarg, 86400, &warmup) < 0)
+				usage();
+			break;
+		default: usage();
+		}
+	}
+	if (!have_peer || optind != argc)
+		usage();
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rcs = calloc(k, sizeof(*rcs));
+	ep = epoll_create1(0);
+	if (!rcs || ep < 0) {
+		perror("linux_rpc");
+		return 1;
+	}
+	for (unsigned long i = 0; i < k && !error; i++) {
+		rcs[i].idx = (uint32_t)i;
+		rcs[i].fd = -1;
+		rcs[i].req = malloc(size);
+		error = rcs[i].req ? conn_open(&rcs[i], ep, &to) : ENOMEM;
+	}
+	t_end = now_ns() + CONNECT_LIMIT_NS;
+	while (!stop && !error) {
+		int n = epoll_wait(ep, evs, EV_BATCH, 100);
+		uint64_t now = now_ns();
+
+		if (n < 0 && errno != EINTR) {
+			error = errno;
+			break;
+		}
+		if (now >= t_end) {
+			if (!t_start)
+				error = ETIMEDOUT;      /* not all connected in time */
+			else if (!t_measure) {
+				/* Warm-up over: count from here. */
+				t_measure = now;
+				t_end = now + seconds * 1000000000u;
+				memset(hist, 0, sizeof(hist));
+				requests = 0;
+				continue;
+			}
+			break;
+		}
+		for (int i = 0; i < n && !error; i++) {
+			struct rpc_conn *rc = evs[i].data.ptr;
+			int done = 0, so_err = 0;
+			socklen_t len = sizeof(so_err);
+
+			if (!rc->connected) {
+				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rc };
+
+				getsockopt(rc->fd, SOL_SOCKET, SO_ERROR, &so_err, &len);
+				if (so_err || epoll_ctl(ep, EPOLL_CTL_MOD, rc->fd, &ev) < 0) {
+					error = so_err ? so_err : errno;
+					break;
+				}
+				rc->connected = 1;
+				if (++opened == k) {
+					t_start = now_ns();
+					t_end = t_start + warmup * 1000000000u;
+				}
+				error = req_start(rc, size);
+				continue;
+			}
+			if (evs[i].events & EPOLLOUT)
+				error = req_send(rc, size);
+			if (!error && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+				error = reply_recv(rc, size, buf, &done);
+			if (!error && done) {
+				hist[hist_bucket(now_ns() - rc->sent_at)]++;
+				requests++;
+				error = req_start(rc, size);
+			}
+			if (!error) {
+				/* Watch EPOLLOUT only while part of the request is unsent. */
+				struct epoll_event ev = { .events = EPOLLIN, .data.ptr = rc };
+
+				if (rc->sent < size)
+					ev.events |= EPOLLOUT;
+				if (rc->want_out != !!(ev.events & EPOLLOUT)) {
+					rc->want_out = !rc->want_out;
+					if (epoll_ctl(ep, EPOLL_CTL_MOD, rc->fd, &ev) < 0)
+						error = errno;
+				}
+			}
+		}
+	}
+	if (stop && !error && !t_measure)
+		error = EINTR;
+	double secs = t_measure ? (double)(now_ns() - t_measure) / 1e9 : 0;
+	const char *en = error ? strerrorname_np(error) : NULL;
+
+	printf("{\"conns\":%lu,\"size\":%lu,\"seconds\":%.3f,\"requests\":%llu,"
+	       "\"rps\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"error\":%s%s%s}\n",
+	       k, size, secs, (unsigned long long)requests,
+	       secs > 0 ? (double)requests / secs : 0.0,
+	       hist_pct(requests, 0.50), hist_pct(requests, 0.99),
+	       en ? "\"" : "", en ? en : "null", en ? "\"" : "");
+	fflush(stdout);
+	for (unsigned long i = 0; i < k; i++) {
+		if (rcs[i].fd >= 0)
+			close(rcs[i].fd);
+		free(rcs[i].req);
+	}
+	free(rcs);
+	close(ep);
+	return error ? 1 : 0;
+}
