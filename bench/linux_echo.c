@@ -23,7 +23,8 @@
  * of connections cost one small struct each plus a buffer while pending.
  *
  * With --quiet unset, one stats line on SIGTERM/SIGINT (on stderr):
- *   {"accepted":n,"closed":n,"errors":n,"bytes":n}
+ *   {"accepted":n,"closed":n,"resets":n,"errors":n,"bytes":n}
+ * (a load generator that exits with a reply unread resets its connections).
  */
 
 #define BUF_SIZE 65536
@@ -39,7 +40,7 @@ struct echo_server {
 	int ep, lfd;
 	struct echo_conn *conns;        /* indexed by fd */
 	size_t n_conns;
-	uint64_t accepted, closed, errors, bytes;
+	uint64_t accepted, closed, resets, errors, bytes;
 };
 
 static volatile sig_atomic_t stop;
@@ -84,7 +85,8 @@ static void conn_close(struct echo_server *s, int fd, int error)
 	epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL);
 	close(fd);
 	s->closed++;
-	s->errors += error != 0;
+	s->resets += error == ECONNRESET;
+	s->errors += error && error != ECONNRESET;
 }
 
 static int conn_watch(struct echo_server *s, int fd, uint32_t events)
@@ -281,9 +283,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!quiet)
-		fprintf(stderr, "{\"accepted\":%llu,\"closed\":%llu,\"errors\":%llu,\"bytes\":%llu}\n",
+		fprintf(stderr, "{\"accepted\":%llu,\"closed\":%llu,\"resets\":%llu,"
+			"\"errors\":%llu,\"bytes\":%llu}\n",
 			(unsigned long long)s.accepted, (unsigned long long)s.closed,
-			(unsigned long long)s.errors, (unsigned long long)s.bytes);
+			(unsigned long long)s.resets, (unsigned long long)s.errors,
+			(unsigned long long)s.bytes);
 	for (size_t fd = 0; fd < s.n_conns; fd++)
 		if (s.conns[fd].open)
 			conn_close(&s, (int)fd, 0);

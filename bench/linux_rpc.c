@@ -314,12 +314,12 @@ int main(int argc, char **argv)
 					t_end = t_start + warmup * 1000000000u;
 				}
 				error = req_start(rc, size);
-				continue;
+			} else {
+				if (evs[i].events & EPOLLOUT)
+					error = req_send(rc, size);
+				if (!error && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+					error = reply_recv(rc, size, buf, &done);
 			}
-			if (evs[i].events & EPOLLOUT)
-				error = req_send(rc, size);
-			if (!error && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-				error = reply_recv(rc, size, buf, &done);
 			if (!error && done) {
 				hist[hist_bucket(now_ns() - rc->sent_at)]++;
 				requests++;

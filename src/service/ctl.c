@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "service/log.h"
+#include <rte_ethdev.h>
 #include "service/stack.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
@@ -85,6 +86,14 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 		  jbool(nic->use_rx_ip_csum || nic->use_rx_tcp_csum),
 		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->caps.tso),
 		  nic->caps.max_rx_queues, nic->caps.max_tx_queues);
+	/* Drops below us: the port's own counters (frames the NIC or the
+	 * kernel socket behind the PMD could not hand over). */
+	struct rte_eth_stats es;
+	if (rte_eth_stats_get(nic->port_id, &es) == 0)
+		sb_printf(b, "\"nic\": {\"rx_missed\": %llu, \"rx_errors\": %llu, "
+			  "\"rx_nombuf\": %llu, \"tx_errors\": %llu}, ",
+			  (unsigned long long)es.imissed, (unsigned long long)es.ierrors,
+			  (unsigned long long)es.rx_nombuf, (unsigned long long)es.oerrors);
 	if (ctl->stack) {
 		struct ss_stack_gauges g;
 		ss_stack_gauges(ctl->stack, &g);

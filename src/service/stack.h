@@ -67,6 +67,7 @@ struct ss_sconn {
 	uint64_t cookie;
 	struct ss_sconn *dirty_next;
 	struct ss_sconn *pend_next;
+	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
 };
 
 struct ss_listener {
@@ -113,6 +114,7 @@ struct ss_stack {
 	uint16_t ip_id;
 	uint32_t n_flows;        /* gauge: live connections (any state) */
 	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */
+	struct ss_sconn *arp_wait; /* those opens, to check after each burst */
 	uint8_t dead_ring[4096]; /* stands in for an app's rings after release */
 };
 

@@ -377,10 +377,32 @@ static uint32_t next_hop(const struct ss_stack *s, uint32_t ip)
 	return s->gateway;
 }
 
+static void arp_wait_add(struct ss_stack *s, struct ss_sconn *sc)
+{
+	sc->flags |= SC_ARP_WAIT;
+	sc->arp_next = s->arp_wait;
+	s->arp_wait = sc;
+	s->arp_pending++;
+}
+
+static void arp_wait_remove(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (!(sc->flags & SC_ARP_WAIT))
+		return;
+	for (struct ss_sconn **pp = &s->arp_wait; *pp; pp = &(*pp)->arp_next)
+		if (*pp == sc) {
+			*pp = sc->arp_next;
+			break;
+		}
+	sc->arp_next = NULL;
+	sc->flags &= (uint8_t)~SC_ARP_WAIT;
+	s->arp_pending--;
+}
+
 /* Sends the SYN once the next hop's MAC is known. */
 static void active_start(struct ss_stack *s, struct ss_sconn *sc)
 {
-	sc->flags &= (uint8_t)~SC_ARP_WAIT;
+	arp_wait_remove(s, sc);
 	ss_timer_cancel(&s->wheel, &sc->timer);
 	ss_tcp_connect(&sc->tcp, s->now_us);
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_active_open);
@@ -418,9 +440,8 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint3
 	if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
 		active_start(s, sc);
 	} else {
-		sc->flags |= SC_ARP_WAIT;
+		arp_wait_add(s, sc);
 		sc->arp_tries = 1;
-		s->arp_pending++;
 		arp_request(s, hop);
 		ss_timer_arm(&s->wheel, &sc->timer, s->now_us + SS_ARP_RETRY_US);
 	}
@@ -430,16 +451,12 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint3
 /* After an RX burst: active opens whose next hop has been resolved. */
 void stack_arp_poll(struct ss_stack *s)
 {
-	if (s->arp_pending == 0)
-		return;
-	for (uint32_t i = 0; i < s->lim.max_flows && s->arp_pending; i++) {
-		struct ss_sconn *sc = &s->conns[i];
-		if (!(sc->flags & SC_ARP_WAIT))
-			continue;
-		if (ss_arp_cache_lookup(s->arp, next_hop(s, sc->key.remote_ip), sc->peer_mac, NULL)) {
-			s->arp_pending--;
+	struct ss_sconn *sc = s->arp_wait;
+	while (sc) {
+		struct ss_sconn *next = sc->arp_next;
+		if (ss_arp_cache_lookup(s->arp, next_hop(s, sc->key.remote_ip), sc->peer_mac, NULL))
 			active_start(s, sc);
-		}
+		sc = next;
 	}
 }
 
@@ -447,7 +464,6 @@ static void arp_timeout(struct ss_stack *s, struct ss_sconn *sc)
 {
 	uint32_t hop = next_hop(s, sc->key.remote_ip);
 	if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
-		s->arp_pending--;
 		active_start(s, sc);
 		return;
 	}
@@ -458,8 +474,7 @@ static void arp_timeout(struct ss_stack *s, struct ss_sconn *sc)
 		return;
 	}
 	/* Like Linux: connect() fails with EHOSTUNREACH when ARP gets no answer. */
-	s->arp_pending--;
-	sc->flags &= (uint8_t)~SC_ARP_WAIT;
+	arp_wait_remove(s, sc);
 	sc->tcp.error = EHOSTUNREACH;
 	sc->tcp.events |= SS_TCP_EV_ERROR | SS_TCP_EV_CLOSED;
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_arp_failed);
@@ -472,8 +487,7 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 {
 	sc->flags |= SC_APP_CLOSED;
 	if (sc->flags & SC_ARP_WAIT) {
-		sc->flags &= (uint8_t)~SC_ARP_WAIT;
-		s->arp_pending--;
+		arp_wait_remove(s, sc);
 		ss_timer_cancel(&s->wheel, &sc->timer);
 	}
 	if (abort)
@@ -490,10 +504,7 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 		struct ss_sconn *sc = a->slot_conn[slot];
 		if (!sc)
 			continue;
-		if (sc->flags & SC_ARP_WAIT) {
-			sc->flags &= (uint8_t)~SC_ARP_WAIT;
-			s->arp_pending--;
-		}
+		arp_wait_remove(s, sc);
 		enum ss_tcp_state st = sc->tcp.f.state;
 		if (st != SS_TCPS_CLOSED && st != SS_TCPS_TIME_WAIT) {
 			ss_tcp_abort(&sc->tcp, s->now_us);

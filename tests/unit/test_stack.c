@@ -388,12 +388,56 @@ static void test_random_commands(void)
 	sh_fini(&h);
 }
 
+/* Active open to a peer not in the ARP cache: ARP requests, then either
+ * the SYN once the reply is cached, or EHOSTUNREACH after three tries. */
+static void test_connect_arp(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	const uint32_t silent = 0xc6120009u, late = 0xc612000au;
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = silent, .port = 80, .cookie = 1 });
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = late, .port = 80, .cookie = 2 });
+	ss_stack_round(&h.st, h.now_us);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_arp_request), 2);
+	CHECK_EQ_U64(h.st.arp_pending, 2);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_active_open), 0);
+	h.n_out = 0;
+	/* The second peer answers (the fast path caches the reply): SYN goes. */
+	ss_arp_cache_update(&h.arp, late, sh_peer_mac, 0, true);
+	ss_stack_round(&h.st, h.now_us);
+	CHECK_EQ_U64(h.st.arp_pending, 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_active_open), 1);
+	CHECK_EQ_U64(h.n_out, 1);
+	h.n_out = 0;
+	/* The first never answers: two more requests a second apart, then
+	 * CONNECTED with EHOSTUNREACH and no handle. */
+	for (int i = 0; i < 4; i++) {
+		h.now_us += 1000000;
+		ss_stack_round(&h.st, h.now_us);
+		h.n_out = 0;
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_arp_request), 4);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_arp_failed), 1);
+	CHECK_EQ_U64(h.st.arp_pending, 0);
+	struct ss_shm_ev ev = { 0 };
+	bool seen = false;
+	while (sh_event(&h, &ev))
+		if (ev.type == SS_EV_CONNECTED && ev.cookie == 1) {
+			CHECK_EQ_U64(ev.error, EHOSTUNREACH);
+			seen = true;
+		}
+	CHECK(seen);
+	CHECK_EQ_U64(h.app->n_conns, 1); /* only the one still in SYN_SENT */
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	test_passive_echo();
 	test_active_close_first();
 	test_peer_reset();
 	test_connect_refused();
+	test_connect_arp();
 	test_hostile_commands();
 	test_random_commands();
 	return check_done("test_stack");

@@ -61,6 +61,9 @@ def stats_format(reply, nonzero=False):
     gauges = reply.get("gauges")
     if isinstance(gauges, dict):
         lines.append("now  " + "  ".join("%s %s" % (k, v) for k, v in gauges.items()))
+    nic = reply.get("nic")
+    if isinstance(nic, dict):
+        lines.append("nic  " + "  ".join("%s %s" % (k, v) for k, v in nic.items()))
     counters = reply.get("counters") or {}
     if nonzero:
         counters = {k: v for k, v in counters.items() if v}
