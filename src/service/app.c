@@ -172,6 +172,10 @@ static int check_limits(const struct ss_app_limits *lim, const struct attach_req
 	    !is_pow2(q->txbuf) || q->txbuf < MIN_BUF || q->txbuf > lim->max_buf)
 		return snprintf(why, whylen, "rxbuf and txbuf must be powers of two in %u..%u",
 				MIN_BUF, lim->max_buf), -1;
+	uint64_t need = (uint64_t)q->conns * (q->rxbuf + q->txbuf);
+	if (need > lim->max_region)
+		return snprintf(why, whylen, "conns * (rxbuf + txbuf) = %llu bytes exceeds max-app-mem %llu",
+				(unsigned long long)need, (unsigned long long)lim->max_region), -1;
 	return 0;
 }
 

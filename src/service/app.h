@@ -74,6 +74,7 @@ struct ss_app_limits {
 	uint32_t max_ctx;         /* per app, <= 64 */
 	uint32_t max_conns;       /* per app */
 	uint32_t max_buf;         /* per ring, bytes */
+	uint64_t max_region;      /* per app, bytes of shared memory */
 	uint32_t atx_slots, arx_slots;
 };
 

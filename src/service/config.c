@@ -25,6 +25,7 @@ const char ss_config_usage[] =
 	"  --max-app-conns N     connections one application may hold (default 16384)\n"
 	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
 	"  --max-listeners N     listening ports (default 64)\n"
+	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
@@ -45,6 +46,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_app_conns = 16384;
 	cfg->max_buf = 4u << 20;
 	cfg->max_listeners = 64;
+	cfg->max_app_mem = 4ull << 30;
 	cfg->time_wait_ms = 60000;
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
@@ -199,6 +201,13 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 65535, &n) != 0)
 			return fail(err, errlen, "max-listeners: expected 1..65535, got '%s'", val);
 		cfg->max_listeners = (uint32_t)n;
+	} else if (strcmp(key, "max-app-mem") == 0) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(val, &end, 10);
+		if (errno || *end || end == val || v < (1u << 20) || v > (1ull << 40))
+			return fail(err, errlen, "max-app-mem: expected 1048576..1099511627776, got '%s'", val);
+		cfg->max_app_mem = v;
 	} else if (strcmp(key, "time-wait-ms") == 0) {
 		if (parse_uint(val, 0, 240000, &n) != 0)
 			return fail(err, errlen, "time-wait-ms: expected 0..240000, got '%s'", val);

@@ -26,6 +26,7 @@ struct ss_config {
 	uint32_t max_app_conns; /* connections one application may hold */
 	uint32_t max_buf;       /* largest ring an application may ask for */
 	uint32_t max_listeners;
+	uint64_t max_app_mem;   /* shared memory one application may ask for */
 	uint32_t time_wait_ms;
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */

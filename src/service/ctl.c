@@ -2,6 +2,8 @@
 #include "service/ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/time.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,28 +159,6 @@ size_t ss_ctl_handle(const struct ss_ctl *ctl, const char *line, char *buf, size
 	return b.len;
 }
 
-/* Reads one line (up to '\n' or EOF) with a deadline; returns 0 or -1. */
-static int read_line(int fd, char *line, size_t cap)
-{
-	size_t len = 0;
-	while (len + 1 < cap) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, CTL_IO_TIMEOUT_MS) <= 0)
-			return -1;
-		ssize_t n = read(fd, line + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (memchr(line, '\n', len))
-			break;
-	}
-	line[len] = '\0';
-	line[strcspn(line, "\r\n")] = '\0';
-	return len ? 0 : -1;
-}
-
 static void send_all(int fd, const char *p, size_t n)
 {
 	size_t off = 0;
@@ -192,12 +172,18 @@ static void send_all(int fd, const char *p, size_t n)
 	}
 }
 
-/* One request on a new connection; returns true if the fd was kept (an app). */
-static bool serve_one(struct ss_ctl *ctl, int fd, char *reply)
+/* A request line on a new connection, then the reply; returns true if the
+ * fd was kept (an application that attached). */
+static bool serve_line(struct ss_ctl *ctl, int fd, char *line, char *reply)
 {
-	char line[256];
-	if (read_line(fd, line, sizeof(line)) != 0)
-		return false;
+	line[strcspn(line, "\r\n")] = '\0';
+	/* The reply goes out blocking, bounded: a client that does not read
+	 * cannot hold the thread for more than a second. */
+	struct timeval tv = { .tv_sec = 1 };
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (strncmp(line, "attach", 6) == 0 && (line[6] == ' ' || line[6] == '\0')) {
 		if (!ctl->reg) {
 			static const char no[] = "{\"ok\": false, \"error\": \"this service takes no applications\"}\n";
@@ -208,6 +194,71 @@ static bool serve_one(struct ss_ctl *ctl, int fd, char *reply)
 	}
 	send_all(fd, reply, ss_ctl_handle(ctl, line, reply, CTL_REPLY_MAX));
 	return false;
+}
+
+/*
+ * Connections that have not sent their request line yet.  They wait in the
+ * same poll() as everything else, so a slow or silent client delays nobody:
+ * it is dropped when its line does not arrive within CTL_IO_TIMEOUT_MS or
+ * outgrows the buffer, and when all slots are taken the oldest goes.
+ */
+#define CTL_PENDING 16
+struct pending {
+	int fd;
+	size_t len;
+	uint64_t deadline_ns;
+	char buf[256];
+};
+
+static void pending_drop(struct pending *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+static void pending_add(struct pending *pend, int fd)
+{
+	struct pending *slot = NULL, *oldest = &pend[0];
+	for (int i = 0; i < CTL_PENDING; i++) {
+		if (pend[i].fd < 0) {
+			slot = &pend[i];
+			break;
+		}
+		if (pend[i].deadline_ns < oldest->deadline_ns)
+			oldest = &pend[i];
+	}
+	if (!slot) {
+		pending_drop(oldest);
+		slot = oldest;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	slot->fd = fd;
+	slot->len = 0;
+	slot->deadline_ns = mono_ns() + (uint64_t)CTL_IO_TIMEOUT_MS * 1000000ull;
+}
+
+/* Reads what is there; serves the line once complete (or at EOF). */
+static void pending_read(struct ss_ctl *ctl, struct pending *c, char *reply)
+{
+	ssize_t n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0)
+		c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	bool complete = memchr(c->buf, '\n', c->len) != NULL || (n == 0 && c->len > 0);
+	if (!complete && n > 0 && c->len + 1 < sizeof(c->buf))
+		return; /* more to come */
+	if (complete && serve_line(ctl, c->fd, c->buf, reply)) {
+		c->fd = -1; /* kept: now an application's socket */
+		c->len = 0;
+		return;
+	}
+	pending_drop(c); /* served, EOF, error, or a line too long */
 }
 
 /* Apps marked broken by the fast path are disconnected here. */
@@ -227,8 +278,13 @@ static void *ctl_main(void *arg)
 	struct ss_ctl *ctl = arg;
 	char *reply = malloc(CTL_REPLY_MAX);
 	uint32_t max_apps = ctl->reg ? ctl->reg->lim.max_apps : 0;
-	struct pollfd *p = calloc(3 + max_apps, sizeof(*p));
-	struct ss_app **who = calloc(3 + max_apps, sizeof(*who));
+	struct pollfd *p = calloc(3 + CTL_PENDING + max_apps, sizeof(*p));
+	struct ss_app **who = calloc(3 + CTL_PENDING + max_apps, sizeof(*who)); /* app sockets */
+	struct pending pend[CTL_PENDING];
+	int pidx[CTL_PENDING]; /* poll slot first_pending + k -> pend[pidx[k]] */
+
+	for (int i = 0; i < CTL_PENDING; i++)
+		pend[i].fd = -1, pend[i].len = 0;
 
 	if (!reply || !p || !who) {
 		SS_ERR("control: out of memory");
@@ -240,6 +296,20 @@ static void *ctl_main(void *arg)
 		p[n++] = (struct pollfd){ .fd = ctl->stop_fd, .events = POLLIN };
 		if (ctl->reg)
 			p[n++] = (struct pollfd){ .fd = ctl->reg->reclaim_fd, .events = POLLIN };
+		nfds_t first_pending = n;
+		uint64_t now = mono_ns(), next = UINT64_MAX;
+		for (int i = 0; i < CTL_PENDING; i++) {
+			if (pend[i].fd < 0)
+				continue;
+			if (pend[i].deadline_ns <= now) {
+				pending_drop(&pend[i]);
+				continue;
+			}
+			if (pend[i].deadline_ns < next)
+				next = pend[i].deadline_ns;
+			pidx[n - first_pending] = i;
+			p[n++] = (struct pollfd){ .fd = pend[i].fd, .events = POLLIN };
+		}
 		nfds_t first_app = n;
 		for (uint32_t i = 0; i < max_apps; i++) {
 			struct ss_app *a = &ctl->reg->apps[i];
@@ -248,7 +318,8 @@ static void *ctl_main(void *arg)
 			who[n] = a;
 			p[n++] = (struct pollfd){ .fd = a->sock_fd, .events = POLLIN };
 		}
-		if (poll(p, n, -1) < 0) {
+		int timeout = next == UINT64_MAX ? -1 : (int)((next - now) / 1000000ull + 1);
+		if (poll(p, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			SS_ERR("control: poll: %s", strerror(errno));
@@ -263,6 +334,9 @@ static void *ctl_main(void *arg)
 			hang_up_broken(ctl);
 			ss_app_reclaim(ctl->reg);
 		}
+		for (nfds_t i = first_pending; i < first_app; i++)
+			if (p[i].revents)
+				pending_read(ctl, &pend[pidx[i - first_pending]], reply);
 		/* An application's socket: anything but EOF is ignored. */
 		for (nfds_t i = first_app; i < n; i++) {
 			if (!p[i].revents)
@@ -275,10 +349,12 @@ static void *ctl_main(void *arg)
 		}
 		if (p[0].revents) {
 			int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0 && !serve_one(ctl, fd, reply))
-				close(fd);
+			if (fd >= 0)
+				pending_add(pend, fd);
 		}
 	}
+	for (int i = 0; i < CTL_PENDING; i++)
+		pending_drop(&pend[i]);
 out:
 	free(reply);
 	free(p);

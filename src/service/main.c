@@ -141,7 +141,8 @@ int main(int argc, char **argv)
 			"other queues are refused", nfp);
 	struct ss_app_limits alim = {
 		.max_apps = cfg.max_apps, .max_ctx = 64, .max_conns = cfg.max_app_conns,
-		.max_buf = cfg.max_buf, .atx_slots = 4096, .arx_slots = 8192,
+		.max_buf = cfg.max_buf, .max_region = cfg.max_app_mem,
+		.atx_slots = 4096, .arx_slots = 8192,
 	};
 	if ((rc = ss_app_reg_init(&reg, &alim, nfp)) != 0) {
 		SS_ERR("application registry: %s", strerror(-rc));

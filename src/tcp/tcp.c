@@ -31,7 +31,7 @@ void ss_tcp_params_default(struct ss_tcp_params *p)
 	p->fin_wait2_us = 60000000;
 	p->delack_us = 0;
 	p->challenge_ack_per_s = 1000;
-	p->tlp_min_us = 2000;
+	p->tlp_min_us = 10000; /* Linux's floor: fewer probes against delayed ACKs */
 }
 
 void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,

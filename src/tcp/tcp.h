@@ -130,7 +130,7 @@ struct ss_tcp_params {
 	uint32_t delack_us;        /* 0: ACK every burst (no delayed ACK); other
 				    * values are not implemented yet (treated as 0) */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
-	uint32_t tlp_min_us;       /* tail loss probe floor (2000); 0 disables probes */
+	uint32_t tlp_min_us;       /* tail loss probe floor (10000); 0 disables probes */
 };
 
 void ss_tcp_params_default(struct ss_tcp_params *p);

@@ -6,11 +6,23 @@ workload completed, 1 otherwise (the JSON says why).
 
   echo-client  --dst IP:PORT --conns N --bytes B [--seed S] [--timeout T]
       N concurrent connections each send B pseudo-random bytes and read them
-      back; every byte is compared.
+      back; every byte is compared.  Connection i sends the stream from
+      offset i * 7919 (B <= 1000003), so no two connections carry the same
+      bytes and data crossing between connections is caught.
   send         --dst IP:PORT --bytes B [--seed S]     stream B bytes, then FIN
   recv         --listen PORT [--timeout T]            accept one, read to EOF
   echo-server  --listen PORT [--count N]              echo N connections (threads)
   hold         --dst IP:PORT [--seconds T]            connect, read until RST/EOF
+  serve-send   --listen PORT --bytes B [--seed S]     accept one, stream B bytes,
+                                                      FIN, read to EOF
+  send-rst     --dst IP:PORT --bytes B [--seconds T]  stream B bytes, wait T s,
+                                                      then close with SO_LINGER 0 (RST)
+  recv-rst     --listen PORT --bytes B                accept one, read B bytes,
+                                                      then close with SO_LINGER 0 (RST)
+  fin-late     --dst IP:PORT [--seconds T]            connect, wait T s, shutdown
+                                                      (FIN), read to EOF
+
+Modes that listen print {"listening": PORT} on stderr once they do.
 
 The payload stream is a 1000003-byte random block (a prime length, so a
 segment placed at the wrong offset never matches) repeated; sha256 is over
@@ -25,6 +37,7 @@ import os
 import random
 import selectors
 import socket
+import struct
 import sys
 import threading
 import time
@@ -59,9 +72,17 @@ def out(obj, ok):
     sys.exit(0 if ok else 1)
 
 
+CONN_STRIDE = 7919
+
+
 def echo_client(a):
     dst = addr(a.dst)
-    want = bytes(next(stream_chunks(a.seed, a.bytes, chunk=a.bytes))) if a.bytes else b""
+    if a.bytes > BLOCK_LEN:
+        out({"error": "echo-client: --bytes must be <= %d" % BLOCK_LEN}, False)
+    blk = block(a.seed)
+    doubled = blk + blk
+    offs = [(i * CONN_STRIDE) % BLOCK_LEN for i in range(a.conns)]
+    wants = [doubled[o:o + a.bytes] for o in offs]
     sel = selectors.DefaultSelector()
     conns = {}
     errors = []
@@ -73,7 +94,8 @@ def echo_client(a):
             s.connect(dst)
         except BlockingIOError:
             pass
-        st = {"i": i, "sent": 0, "got": bytearray(), "connected": False}
+        st = {"i": i, "sent": 0, "got": bytearray(), "connected": False,
+              "want": wants[i]}
         conns[s] = st
         sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, st)
     deadline = t0 + a.timeout
@@ -81,6 +103,7 @@ def echo_client(a):
     while done < a.conns and time.monotonic() < deadline:
         for key, ev in sel.select(timeout=0.5):
             s, st = key.fileobj, key.data
+            want = st["want"]
             if ev & selectors.EVENT_WRITE:
                 err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                 if err:
@@ -91,7 +114,7 @@ def echo_client(a):
                     continue
                 if st["sent"] < len(want):
                     try:
-                        st["sent"] += s.send(want[st["sent"]:])
+                        st["sent"] += s.send(memoryview(want)[st["sent"]:])
                     except BlockingIOError:
                         pass
                     except OSError as e:
@@ -218,6 +241,113 @@ def echo_server(a):
     out({"results": results, "error": None if ok else "connection errors"}, ok)
 
 
+def _listen_accept(a):
+    ls = socket.socket()
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("0.0.0.0", a.listen))
+    ls.listen(1)
+    ls.settimeout(a.timeout)
+    print(json.dumps({"listening": a.listen}), file=sys.stderr, flush=True)
+    s, peer = ls.accept()
+    ls.close()
+    s.settimeout(a.timeout)
+    return s, peer
+
+
+def _rst_close(s):
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def _read_to_eof(s, h=None):
+    n = 0
+    buf = bytearray(1 << 20)
+    while True:
+        k = s.recv_into(buf)
+        if k == 0:
+            return n
+        if h is not None:
+            h.update(memoryview(buf)[:k])
+        n += k
+
+
+def serve_send(a):
+    try:
+        s, peer = _listen_accept(a)
+    except OSError as e:
+        out({"error": "accept: %s" % e}, False)
+    h = hashlib.sha256()
+    n = 0
+    err = None
+    extra = 0
+    t0 = time.monotonic()
+    try:
+        for c in stream_chunks(a.seed, a.bytes):
+            s.sendall(c)
+            h.update(c)
+            n += len(c)
+        s.shutdown(socket.SHUT_WR)
+        extra = _read_to_eof(s)
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e))
+    dt = time.monotonic() - t0
+    s.close()
+    out({"bytes": n, "sha256": h.hexdigest(), "seconds": round(dt, 3),
+         "received": extra, "error": err, "peer": "%s:%d" % peer}, err is None)
+
+
+def send_rst(a):
+    s = socket.create_connection(addr(a.dst), timeout=a.timeout)
+    n = 0
+    err = None
+    try:
+        for c in stream_chunks(a.seed, a.bytes):
+            s.sendall(c)
+            n += len(c)
+        time.sleep(a.seconds)
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e))
+    _rst_close(s)
+    out({"bytes": n, "error": err}, err is None)
+
+
+def recv_rst(a):
+    try:
+        s, peer = _listen_accept(a)
+    except OSError as e:
+        out({"error": "accept: %s" % e}, False)
+    n = 0
+    err = None
+    buf = bytearray(1 << 16)
+    try:
+        while n < a.bytes:
+            k = s.recv_into(buf, min(len(buf), a.bytes - n))
+            if k == 0:
+                err = "EOF"
+                break
+            n += k
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e))
+    _rst_close(s)
+    out({"bytes": n, "error": err, "peer": "%s:%d" % peer}, err is None)
+
+
+def fin_late(a):
+    s = socket.create_connection(addr(a.dst), timeout=a.timeout)
+    h = hashlib.sha256()
+    n = 0
+    err = None
+    try:
+        time.sleep(a.seconds)
+        s.shutdown(socket.SHUT_WR)
+        print(json.dumps({"shutdown": True}), file=sys.stderr, flush=True)
+        n = _read_to_eof(s, h)
+    except OSError as e:
+        err = errno.errorcode.get(e.errno, str(e))
+    s.close()
+    out({"bytes": n, "sha256": h.hexdigest(), "error": err}, err is None)
+
+
 def hold(a):
     s = socket.create_connection(addr(a.dst), timeout=a.seconds)
     got = 0
@@ -236,7 +366,10 @@ def hold(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["echo-client", "send", "recv", "echo-server", "hold"])
+    modes = {"echo-client": echo_client, "send": send, "recv": recv,
+             "echo-server": echo_server, "hold": hold, "serve-send": serve_send,
+             "send-rst": send_rst, "recv-rst": recv_rst, "fin-late": fin_late}
+    p.add_argument("mode", choices=sorted(modes))
     p.add_argument("--dst")
     p.add_argument("--listen", type=int)
     p.add_argument("--conns", type=int, default=1)
@@ -246,8 +379,7 @@ def main():
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--seconds", type=float, default=30.0)
     a = p.parse_args()
-    {"echo-client": echo_client, "send": send, "recv": recv, "echo-server": echo_server,
-     "hold": hold}[a.mode](a)
+    modes[a.mode](a)
 
 
 if __name__ == "__main__":

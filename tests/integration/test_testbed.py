@@ -324,6 +324,51 @@ def test_ecn_mark_above_and_rate(prefix_factory):
         tbmod.Testbed(p, ecn_all=True, ecn_mark_above=1000, rate=10)
 
 
+def test_reorder_setup_and_teardown(prefix_factory):
+    """reorder forces the switch; every switch port gets an HTB root (default
+    0: direct queue) with the slow class 1:2 and its pfifo; the nft rule picks
+    the class through skb->priority; the CLI flag does the same; down()
+    removes it all.  (test_tcp.py checks that Linux really sees reordering.)"""
+    p = prefix_factory()
+    with pytest.raises(tbmod.TestbedError, match="exclusive"):
+        tbmod.Testbed(p, reorder=1, rate=10)
+    for bad in (0, 0.01, 101, "x"):
+        with pytest.raises(tbmod.TestbedError):
+            tbmod.Testbed(p, reorder=bad)
+    tb = tbmod.Testbed(p, reorder=2.5)
+    assert tb.switch and tb.reorder_permille == 25
+    with tb:
+        rules = nft_ruleset(tb, p + "-sw")
+        assert "numgen random mod 1000 < 25 meta priority set %s" % tbmod.REORDER_CLASS \
+            in rules, rules
+        for port in (p + "-s0", p + "-s1"):
+            qd = json.loads(tbmod.run(["tc", "-j", "-n", p + "-sw", "qdisc", "show", "dev",
+                                       port]).stdout)
+            kinds = {q["kind"]: q for q in qd}
+            assert kinds["htb"]["root"] and kinds["htb"]["options"]["default"] in (0, "0"), qd
+            assert kinds["pfifo"]["parent"] == tbmod.REORDER_CLASS, qd
+            assert kinds["pfifo"]["options"]["limit"] == tbmod.REORDER_QUEUE, qd
+            cls = tbmod.run(["tc", "-n", p + "-sw", "class", "show", "dev", port]).stdout
+            assert re.findall(r"^class htb (\S+) .*rate 20Mbit", cls, re.M) == \
+                [tbmod.REORDER_CLASS], cls
+        st = tb.status()
+        assert sorted(st["qdiscs"]) == ["%s-sw/%s-s0" % (p, p), "%s-sw/%s-s1" % (p, p)], st
+    assert_clean(p)
+    res = cli_run("testbed", "up", "--prefix", p, "--reorder", "1", "--json")
+    try:
+        assert res.returncode == 0, res.stderr
+        st = json.loads(res.stdout)
+        assert st["switch"]["bridge"] == p + "-br" and len(st["qdiscs"]) == 2, st
+        assert "< 10 meta priority set" in nft_ruleset(tb, p + "-sw")
+    finally:
+        res = cli_run("testbed", "down", "--prefix", p)
+    assert res.returncode == 0, res.stderr
+    assert_clean(p)
+    res = cli_run("testbed", "up", "--prefix", p, "--reorder", "1", "--rate", "10")
+    assert res.returncode != 0 and "exclusive" in res.stderr, res.stderr
+    assert_clean(p)
+
+
 def test_ecn_mark_above_marks_once_the_virtual_queue_builds(prefix_factory):
     """A 100-frame burst of 1014-byte ECT frames toward the service at far
     above 10 Mbit/s: the first ones (5000 bytes of depth = 4 MTU frames) pass

@@ -1,0 +1,236 @@
+"""A hostile application next to a well-behaved one, and malformed attach
+requests: slipstreamd stays up, keeps serving the other application, hangs
+up on the hostile one and reclaims everything.
+
+hostile_app.py speaks the attach protocol itself (no libslipstream), then
+publishes hostile commands through a correctly advanced ring, then random
+command slots and impossible ring indices (see its docstring).
+"""
+
+import json
+import os
+import random
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import hostile_app
+from harness import PYTHON, counters_delta
+from test_tcp import (BUF, MiB, SS_BULK, SS_ECHO, Proc, assert_idle, gauges,  # noqa: F401
+                      port_new, procs, service, wait_listening)
+
+HOSTILE = Path(__file__).resolve().parent / "hostile_app.py"
+GOOD = b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=65536\n"
+
+
+def test_hostile_app_does_not_hurt_a_transfer(service, testbed, procs):
+    """Linux sends 256 MiB to ss-bulk recv while hostile_app.py attaches,
+    abuses its rings and gets disconnected, again and again for 5 s.  The
+    transfer completes with the right SHA-256; every hostile session was hung
+    up on (app_bad_ring = sessions), its commands rejected (app_cmd_errors),
+    and in the end no application, flow or memory is left."""
+    assert_idle(service)
+    peer = testbed.peer(1)
+    port, echo_port = port_new(), port_new()
+    n = 256 * MiB
+    before = service.stats()
+    echo = procs.peer(testbed, "echo-server", "--listen", echo_port, "--count", 100000,
+                      "--timeout", 60)
+    echo.wait_stderr('"listening"')
+    app = procs.app(service, SS_BULK, "recv", "--listen", port, "--buf", BUF, "--timeout", 30)
+    wait_listening(service)
+    hostile = Proc([PYTHON, HOSTILE, "--sock", service.ctl_path, "--seconds", 5,
+                    "--seed", os.getpid(), "--echo", "%s:%d" % (peer.ip, echo_port),
+                    "--avoid-port", port], "hostile_app")
+    procs.all.append(hostile)
+    time.sleep(0.5)                       # the hostile app is at work
+    assert hostile.alive(), hostile.describe()
+    sender = procs.peer(testbed, "send", "--dst", "%s:%d" % (testbed.service_ip, port),
+                        "--bytes", n, "--seed", 21, "--timeout", 60)
+    rc_s, doc_s = sender.wait_json(120)
+    hostile_during = hostile.alive()
+    rc_a, doc_a = app.wait_json(30)
+    rc_h, doc_h = hostile.wait_json(60)
+    assert rc_s == 0 and doc_s["error"] is None, sender.describe()
+    assert rc_a == 0 and doc_a["error"] is None, app.describe()
+    assert doc_a["bytes"] == n == doc_s["bytes"] and doc_a["sha256"] == doc_s["sha256"], \
+        (doc_s, doc_a)
+    assert hostile_during or doc_h["sessions"] >= 2, "no overlap with the transfer"
+    assert rc_h == 0, hostile.describe()
+    assert doc_h["sessions"] >= 3 and doc_h["disconnected"] == doc_h["sessions"], doc_h
+    assert doc_h["not_disconnected"] == 0 and doc_h["commands"] > 0, doc_h
+    assert service.alive(), service.logs()
+    echo.kill()
+    assert_idle(service, 10)
+    delta = counters_delta(before, service.stats())
+    print("hostile: %s; transfer %.2f s; service: %s" % (
+        doc_h, doc_a["seconds"], {k: v for k, v in delta.items() if k.startswith("app_")}))
+    assert delta.get("app_bad_ring") == doc_h["sessions"], (delta, doc_h)
+    assert delta.get("app_cmd_errors", 0) > 0, delta
+    assert delta.get("app_detached") == doc_h["sessions"] + 1, (delta, doc_h)
+    # Still serving: a fresh application works.
+    _echo_check(service, testbed, procs)
+
+
+def _echo_check(service, testbed, procs):
+    port = port_new()
+    echo = procs.app(service, SS_ECHO, "--port", port)
+    wait_listening(service)
+    client = procs.peer(testbed, "echo-client", "--dst", "%s:%d" % (testbed.service_ip, port),
+                        "--conns", 4, "--bytes", 30000)
+    rc, doc = client.wait_json(30)
+    assert rc == 0 and doc["n_errors"] == 0 and doc["done"] == 4, doc
+    echo.signal(15)
+    assert echo.wait(10) == 0, echo.describe()
+    assert_idle(service)
+
+
+def _ask(path, data, half_close=True, timeout=5.0):
+    """Sends data on a fresh control connection; returns (reply bytes, fds)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        try:
+            s.sendall(data)
+            if half_close:
+                s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass              # it may hang up before reading everything
+        return hostile_app.recv_line_fds(s, timeout)
+    finally:
+        s.close()
+
+
+rnd = random.Random(1234)
+MALFORMED = {
+    "bare": b"attach\n",
+    "version2": b"attach 2 contexts=1 conns=64 rxbuf=65536 txbuf=65536\n",
+    "version0": b"attach 0 contexts=1 conns=64 rxbuf=65536 txbuf=65536\n",
+    "contexts0": b"attach 1 contexts=0 conns=64 rxbuf=65536 txbuf=65536\n",
+    "contexts_huge": b"attach 1 contexts=100000 conns=64 rxbuf=65536 txbuf=65536\n",
+    "contexts_neg": b"attach 1 contexts=-1 conns=64 rxbuf=65536 txbuf=65536\n",
+    "conns0": b"attach 1 contexts=1 conns=0 rxbuf=65536 txbuf=65536\n",
+    "conns_huge": b"attach 1 contexts=1 conns=1000000000 rxbuf=65536 txbuf=65536\n",
+    "conns_overflow": b"attach 1 contexts=1 conns=99999999999999999999999 rxbuf=65536 "
+                      b"txbuf=65536\n",
+    "rxbuf_not_pow2": b"attach 1 contexts=1 conns=64 rxbuf=65535 txbuf=65536\n",
+    "txbuf_not_pow2": b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=3000\n",
+    "rxbuf_huge": b"attach 1 contexts=1 conns=64 rxbuf=1099511627776 txbuf=65536\n",
+    "txbuf_2g": b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=2147483648\n",
+    "bufs0": b"attach 1 contexts=1 conns=64 rxbuf=0 txbuf=0\n",
+    "bufs1": b"attach 1 contexts=1 conns=64 rxbuf=1 txbuf=1\n",
+    "missing_txbuf": b"attach 1 contexts=1 conns=64 rxbuf=65536\n",
+    "unknown_key": b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=65536 bogus=1\n",
+    "bad_number": b"attach 1 contexts=1x conns=64 rxbuf=65536 txbuf=65536\n",
+    "empty_number": b"attach 1 contexts= conns=64 rxbuf=65536 txbuf=65536\n",
+    "no_equals": b"attach 1 contexts conns=64 rxbuf=65536 txbuf=65536\n",
+    "empty_key": b"attach 1 =1 conns=64 rxbuf=65536 txbuf=65536\n",
+    "nul_inside": b"attach 1 contexts=1\x00 conns=64 rxbuf=65536 txbuf=65536\n",
+    "too_long": b"attach 1 " + b"contexts=1 " * 40 + b"conns=64 rxbuf=65536 txbuf=65536\n",
+    "attachx": b"attachx 1 contexts=1 conns=64 rxbuf=65536 txbuf=65536\n",
+    "empty_line": b"\n",
+    "garbage_10k": rnd.randbytes(10240) + b"\n",
+    "text_10k_no_newline": b"attach 1 " + b"A" * 10240,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_attach(service, name):
+    """Each malformed attach request gets {"ok": false, "error": ...} (or an
+    {"error": ...} tool answer when it is not an attach at all, or a closed
+    socket), never any fd, never an attached application, never a crash."""
+    before = service.stats()
+    data, fds = _ask(service.ctl_path, MALFORMED[name])
+    for fd in fds:
+        os.close(fd)
+    assert fds == [], "fds handed out for %r: %r" % (name, data)
+    if data:
+        doc = json.loads(data)
+        assert doc.get("ok") is not True and isinstance(doc.get("error"), str) \
+            and doc["error"], doc
+        if MALFORMED[name].startswith(b"attach ") or MALFORMED[name] == b"attach\n":
+            assert doc.get("ok") is False, doc
+    assert service.alive(), service.logs()
+    g = gauges(service)
+    assert g["apps"] == 0 and g["app_memory_bytes"] == 0, g
+    delta = counters_delta(before, service.stats())
+    assert not delta.get("app_detached"), delta
+
+
+def test_attach_after_malformed_still_works(service, testbed, procs):
+    """After all that, a well-formed attach by hand and a real app both work."""
+    data, fds = _ask(service.ctl_path, GOOD, half_close=False)
+    try:
+        doc = json.loads(data)
+        assert doc["ok"] is True and len(fds) == 4, (doc, fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert_idle(service)
+    _echo_check(service, testbed, procs)
+
+
+def _attach_once(service, line):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(service.ctl_path)
+    try:
+        s.sendall(line)
+        data, fds = hostile_app.recv_line_fds(s, 10)
+        for fd in fds:
+            os.close(fd)
+        return json.loads(data), len(fds)
+    finally:
+        s.close()
+
+
+def test_attach_memory_limit(service):
+    """--max-app-mem (default 4 GiB) bounds conns * (rxbuf + txbuf): exactly
+    the limit is served (a sparse region, reclaimed when the socket closes),
+    one ring size more is refused with a message naming the limit, and the
+    largest sizes the other limits allow (16384 connections with 4 MiB rings,
+    128 GiB) are refused the same way."""
+    doc, nfds = _attach_once(
+        service, b"attach 1 contexts=1 conns=1024 rxbuf=2097152 txbuf=2097152\n")
+    assert doc.get("ok") is True and nfds == 4, doc
+    assert_idle(service, 5)
+    for line in (b"attach 1 contexts=1 conns=1024 rxbuf=4194304 txbuf=2097152\n",
+                 b"attach 1 contexts=64 conns=16384 rxbuf=4194304 txbuf=4194304\n"):
+        doc, nfds = _attach_once(service, line)
+        assert doc.get("ok") is False and nfds == 0, doc
+        assert "max-app-mem" in doc.get("error", ""), doc
+    assert_idle(service, 5)
+
+
+def test_slow_control_client_does_not_stall_others(service):
+    """A local client that trickles an attach line one byte every 0.3 s must
+    not keep `stats` (or attaches, or reclaiming hung-up apps, all on the
+    same thread) waiting: stats answers within 1 s."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(service.ctl_path)
+    stop = threading.Event()
+
+    def trickle():
+        for b in b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=65536"[:14]:
+            if stop.wait(0.3):
+                return
+            try:
+                s.sendall(bytes([b]))
+            except OSError:
+                return
+    th = threading.Thread(target=trickle)
+    th.start()
+    try:
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        try:
+            service.query("stats", timeout=10)
+        finally:
+            took = time.monotonic() - t0
+    finally:
+        stop.set()
+        th.join(5)
+        s.close()
+    assert took < 1.0, "stats took %.1f s behind a slow control client" % took
