@@ -287,7 +287,8 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 		return -1;
 	ss_arp_cache_update(&h->arp, SH_PEER_IP, sh_peer_mac, 0, true);
 	struct ss_app_limits al = { .max_apps = 4, .max_ctx = 4, .max_conns = 1024,
-				    .max_buf = 1u << 20, .atx_slots = 64, .arx_slots = 64 };
+				    .max_buf = 1u << 20, .max_region = 1ull << 30,
+				    .atx_slots = 64, .arx_slots = 64 };
 	if (ss_app_reg_init(&h->reg, &al, 1) != 0)
 		return -1;
 	struct ss_stack_limits sl = { .max_flows = 256, .max_listeners = 8,
