@@ -27,6 +27,8 @@ const char ss_config_usage[] =
 	"  --max-listeners N     listening ports (default 64)\n"
 	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
+	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
+	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -48,6 +50,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_listeners = 64;
 	cfg->max_app_mem = 4ull << 30;
 	cfg->time_wait_ms = 60000;
+	cfg->delack_us = 1000;
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
 	cfg->eal_argv[0] = cfg->eal_store;
@@ -208,6 +211,11 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (errno || *end || end == val || v < (1u << 20) || v > (1ull << 40))
 			return fail(err, errlen, "max-app-mem: expected 1048576..1099511627776, got '%s'", val);
 		cfg->max_app_mem = v;
+	} else if (strcmp(key, "delack-us") == 0) {
+		if (parse_uint(val, 0, 500000, &n) != 0)
+			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",
+				    val);
+		cfg->delack_us = (uint32_t)n;
 	} else if (strcmp(key, "time-wait-ms") == 0) {
 		if (parse_uint(val, 0, 240000, &n) != 0)
 			return fail(err, errlen, "time-wait-ms: expected 0..240000, got '%s'", val);

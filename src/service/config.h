@@ -28,6 +28,7 @@ struct ss_config {
 	uint32_t max_listeners;
 	uint64_t max_app_mem;   /* shared memory one application may ask for */
 	uint32_t time_wait_ms;
+	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */
 	int eal_argc;
@@ -51,7 +52,8 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
- * max-app-conns, max-buf, max-listeners, time-wait-ms, log-level) plus "dpdk",
+ * max-app-conns, max-buf, max-listeners, max-app-mem, time-wait-ms, delack-us,
+ * log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */
 int ss_config_parse_text(struct ss_config *cfg, const char *text,

@@ -147,6 +147,8 @@ void tcp_state_set(struct ss_tcp_conn *c, enum ss_tcp_state st)
 		c->rto_deadline_us = 0;
 		c->persist_deadline_us = 0;
 		c->tw_deadline_us = 0;
+		c->delack_deadline_us = 0;
+		c->ack_pending = 0;
 		c->f.flags &= (uint8_t)~SS_TCPF_ACK_NOW;
 		c->events |= SS_TCP_EV_CLOSED;
 	}
@@ -273,7 +275,7 @@ static inline uint64_t tcp_min_deadline(uint64_t a, uint64_t b)
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
 {
 	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
-				      c->tw_deadline_us);
+				      tcp_min_deadline(c->tw_deadline_us, c->delack_deadline_us));
 	/* A probe only matters while the retransmission timer runs. */
 	return c->rto_deadline_us ? tcp_min_deadline(d, c->tlp_deadline_us) : d;
 }

@@ -127,8 +127,10 @@ struct ss_tcp_params {
 	uint8_t syn_retries;       /* SYN / SYN-ACK retransmissions (6) */
 	uint32_t time_wait_us;     /* 2*MSL; 60000000 like Linux */
 	uint32_t fin_wait2_us;     /* orphaned FIN_WAIT_2 timeout (60 s) */
-	uint32_t delack_us;        /* 0: ACK every burst (no delayed ACK); other
-				    * values are not implemented yet (treated as 0) */
+	uint32_t delack_us;        /* 0: ACK in-order data at the end of every burst;
+				    * else hold the ACK of less than two full
+				    * segments up to this long so the reply carries
+				    * it (RFC 1122 §4.2.3.2; RFC 9293 §3.8.6.3) */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
 	uint32_t tlp_min_us;       /* tail loss probe floor (10000); 0 disables probes */
 };
@@ -198,6 +200,9 @@ struct ss_tcp_conn {
 	uint64_t rtt_start_us;  /* when rtt_seq was sent */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
 	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
+	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
+	uint32_t last_ack_sent;       /* rcv_nxt carried by our last ACK */
+	uint8_t ack_pending;          /* in-order data not yet acknowledged */
 	uint8_t tlp_sent;             /* a probe is out since the last ACK advance */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */

@@ -27,7 +27,11 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
 	}
 	c->rx_new += len;
 	c->events |= SS_TCP_EV_RX;
-	f->flags |= SS_TCPF_ACK_NOW;
+	/* ss_tcp_output() decides: ACK now, or hold it for the reply. */
+	if (c->params->delack_us)
+		c->ack_pending = 1;
+	else
+		f->flags |= SS_TCPF_ACK_NOW;
 	return len;
 }
 

@@ -120,8 +120,12 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 	if (rc == 0) {
 		if (ss_seq_gt(edge, f->rcv_adv))
 			f->rcv_adv = edge;
-		if (flags & SS_TCP_ACK)
+		if (flags & SS_TCP_ACK) {
 			f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
+			c->ack_pending = 0;
+			c->delack_deadline_us = 0;
+			c->last_ack_sent = f->rcv_nxt;
+		}
 	}
 	return rc;
 }
@@ -302,6 +306,16 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			f->snd_max = f->snd_nxt;
 		if (flags & SS_TCP_FIN)
 			f->flags |= SS_TCPF_FIN_SENT;
+	}
+	if (c->ack_pending && !(f->flags & SS_TCPF_ACK_NOW)) {
+		/* RFC 1122 §4.2.3.2: ACK at least every second full-sized
+		 * segment; less than that waits up to delack_us for data to
+		 * ride on (a request's reply), then goes alone. */
+		if (f->rcv_nxt - c->last_ack_sent >= 2u * f->mss ||
+		    (c->delack_deadline_us && now_us >= c->delack_deadline_us))
+			f->flags |= SS_TCPF_ACK_NOW;
+		else if (!c->delack_deadline_us)
+			c->delack_deadline_us = now_us + c->params->delack_us;
 	}
 	if ((f->flags & SS_TCPF_ACK_NOW) && tcp_send_ack(c, now_us) == 0)
 		n++;

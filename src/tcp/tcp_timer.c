@@ -85,6 +85,13 @@ static void tcp_timer_persist(struct ss_tcp_conn *c, uint64_t now_us)
 
 void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us)
 {
+	if (c->delack_deadline_us && now_us >= c->delack_deadline_us) {
+		c->delack_deadline_us = 0;
+		if (c->ack_pending && c->f.state != SS_TCPS_CLOSED) {
+			c->f.flags |= SS_TCPF_ACK_NOW;
+			ss_tcp_output(c, now_us);
+		}
+	}
 	if (c->tw_deadline_us && now_us >= c->tw_deadline_us) {
 		c->tw_deadline_us = 0;
 		if (c->f.state == SS_TCPS_TIME_WAIT) {

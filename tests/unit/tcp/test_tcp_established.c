@@ -821,6 +821,49 @@ static void test_established_tail_loss_probe(void)
 	CHECK_EQ_U64(h.c.tlp_deadline_us, h.now + 2 * h.c.f.srtt_us + 40000);
 }
 
+/* Delayed ACK (RFC 1122 §4.2.3.2): a lone request waits for the reply to
+ * carry its ACK; two full segments are ACKed at once; alone, the ACK goes
+ * when delack_us runs out. */
+static void test_established_delayed_ack(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h.p.delack_us = 1000;
+	h_clear(&h);
+	/* 64-byte request: no ACK yet, a deadline instead. */
+	h_peer_send(&h, 64);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), h.now + 1000);
+	/* The reply carries the ACK: one segment in all. */
+	CHECK(h_app_send(&h, 64) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 64);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 64);
+	CHECK_EQ_U64(h.c.delack_deadline_us, 0);
+	/* No reply: the ACK leaves alone when the timer fires. */
+	h_peer_ack(&h, cfg.iss + 1 + 64, 65535);
+	h_clear(&h);
+	h_peer_send(&h, 100);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 0);
+	h.now += 1000;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 164);
+	/* Two full segments: ACK in the same burst. */
+	h_clear(&h);
+	h_peer_send(&h, MSS_TS);
+	h_peer_send(&h, MSS_TS);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 164 + 2 * MSS_TS);
+}
+
 int main(void)
 {
 	test_established_rx_in_order_burst();
@@ -845,5 +888,6 @@ int main(void)
 	test_established_sack_loss_one_dupack();
 	test_established_lost_retransmission();
 	test_established_tail_loss_probe();
+	test_established_delayed_ack();
 	return check_done("test_tcp_established");
 }

@@ -1,0 +1,245 @@
+/* linux_bulk.c - linux_bulk: one TCP stream of bulk data on Linux sockets, counted exactly and timed. */
+#include <errno.h>
+#include <getopt.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * send: write --bytes bytes (or for --seconds, whichever ends first) from
+ *       one --buf sized buffer, shutdown(SHUT_WR), then read until the
+ *       peer's FIN: the clock stops once the peer has everything.
+ * recv: read until the peer's FIN, then close.
+ * Either side may --connect or --listen (one connection, then exit; a
+ * "listening" line on stderr says when connect may start).  The clock
+ * starts when the connection is established.  No payload check: the tests
+ * do that; here only the byte count (exact) and the time matter.  One JSON
+ * line at the end:
+ *   {"mode":"send"|"recv","bytes":n,"seconds":t,"gbps":x,"error":null|"..."}
+ * Exit status 1 on a connection error, or when the sender's peer sent data.
+ */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_num(const char *s, unsigned long long *out)
+{
+	char *end;
+	unsigned long long mul = 1;
+
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	switch (*end) {
+	case '\0': break;
+	case 'k': case 'K': mul = 1ull << 10; end++; break;
+	case 'm': case 'M': mul = 1ull << 20; end++; break;
+	case 'g': case 'G': mul = 1ull << 30; end++; break;
+	default: return -1;
+	}
+	if (*end || (*out && mul > UINT64_MAX / *out))
+		return -1;
+	*out *= mul;
+	return 0;
+}
+
+static int parse_ip_port(const char *s, struct sockaddr_in *a)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	unsigned long long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	if (parse_num(colon + 1, &port) < 0 || !port || port > 65535 ||
+	    inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return -1;
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+/* The connected socket, or -1 with errno. */
+static int stream_open(const struct sockaddr_in *peer, int listen_mode)
+{
+	int one = 1, fd, lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (lfd < 0)
+		return -1;
+	if (!listen_mode) {
+		if (connect(lfd, (const struct sockaddr *)peer, sizeof(*peer)) == 0)
+			return lfd;
+		close(lfd);
+		return -1;
+	}
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)peer, sizeof(*peer)) < 0 || listen(lfd, 1) < 0) {
+		close(lfd);
+		return -1;
+	}
+	fprintf(stderr, "linux_bulk: listening on port %u\n", ntohs(peer->sin_port));
+	do
+		fd = accept(lfd, NULL, NULL);
+	while (fd < 0 && errno == EINTR && !stop);
+	close(lfd);
+	return fd;
+}
+
+/* Read until EOF; 0 or an errno.  *got counts the bytes read. */
+static int stream_drain(int fd, char *buf, size_t len, unsigned long long *got)
+{
+	for (;;) {
+		ssize_t n = recv(fd, buf, len, 0);
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR && !stop)
+				continue;
+			return errno;
+		}
+		*got += (unsigned long long)n;
+	}
+}
+
+static int stream_send(int fd, const char *buf, size_t len, unsigned long long bytes,
+		       double deadline, unsigned long long *sent)
+{
+	while (*sent < bytes && !stop && now_seconds() < deadline) {
+		size_t want = bytes - *sent < len ? (size_t)(bytes - *sent) : len;
+		ssize_t n = send(fd, buf, want, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno;
+		}
+		*sent += (unsigned long long)n;
+	}
+	return shutdown(fd, SHUT_WR) < 0 ? errno : 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: linux_bulk send|recv (--connect IP:PORT | --listen PORT)\n"
+		"                  [--bytes N[K|M|G]] [--seconds T] [--buf BYTES]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "connect", required_argument, NULL, 'C' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "bytes", required_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 'T' },
+		{ "buf", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct sockaddr_in peer = { .sin_family = AF_INET };
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned long long bytes = UINT64_MAX, seconds = 0, buflen = 1 << 20, v;
+	unsigned long long done = 0, extra = 0;
+	int sender, listen_mode = 0, have_peer = 0, opt, fd, error = 0;
+	double t0 = 0, t1;
+	char *buf;
+
+	if (argc < 2 || (strcmp(argv[1], "send") && strcmp(argv[1], "recv")))
+		usage();
+	sender = !strcmp(argv[1], "send");
+	optind = 2;
+	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'C':
+			if (parse_ip_port(optarg, &peer) < 0)
+				usage();
+			have_peer = 1;
+			break;
+		case 'L':
+			if (parse_num(optarg, &v) < 0 || !v || v > 65535)
+				usage();
+			peer.sin_port = htons((uint16_t)v);
+			peer.sin_addr.s_addr = htonl(INADDR_ANY);
+			listen_mode = have_peer = 1;
+			break;
+		case 'n':
+			if (parse_num(optarg, &bytes) < 0)
+				usage();
+			break;
+		case 'T':
+			if (parse_num(optarg, &seconds) < 0)
+				usage();
+			break;
+		case 'b':
+			if (parse_num(optarg, &buflen) < 0 || !buflen || buflen > (1u << 30))
+				usage();
+			break;
+		default: usage();
+		}
+	}
+	if (!have_peer || optind != argc || (sender && bytes == UINT64_MAX && !seconds))
+		usage();
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	buf = malloc(buflen);
+	if (!buf)
+		return 1;
+	memset(buf, 'b', buflen);
+
+	fd = stream_open(&peer, listen_mode);
+	if (fd < 0) {
+		error = errno;
+	} else {
+		t0 = now_seconds();
+		if (sender) {
+			error = stream_send(fd, buf, buflen, bytes,
+					    seconds ? t0 + (double)seconds : 1e300, &done);
+			if (!error)
+				error = stream_drain(fd, buf, buflen, &extra);
+			if (!error && extra)
+				error = EPROTO; /* the receiver is not supposed to talk */
+		} else {
+			error = stream_drain(fd, buf, buflen, &done);
+		}
+		close(fd);
+	}
+	if (stop && !error)
+		error = EINTR;
+	t1 = now_seconds();
+	double secs = t0 ? t1 - t0 : 0;
+	const char *en = error ? strerrorname_np(error) : NULL;
+
+	printf("{\"mode\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"gbps\":%.3f,\"error\":%s%s%s}\n",
+	       sender ? "send" : "recv", done, secs,
+	       secs > 0 ? (double)done * 8 / secs / 1e9 : 0.0,
+	       en ? "\"" : "", en ? en : "null", en ? "\"" : "");
+	fflush(stdout);
+	free(buf);
+	return error ? 1 : 0;
+}
