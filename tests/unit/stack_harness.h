@@ -35,6 +35,9 @@
 #define SH_FRAME_CAP 2048
 #define SH_PEER_RING (1u << 20)
 
+/* Event ring size for the next sh_init() (tests shrink it to force overflow). */
+static uint32_t sh_arx_slots = 64;
+
 static const uint8_t sh_svc_mac[6] = { 0x02, 0, 0, 0, 0, 1 };
 static const uint8_t sh_peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
 
@@ -288,7 +291,7 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 	ss_arp_cache_update(&h->arp, SH_PEER_IP, sh_peer_mac, 0, true);
 	struct ss_app_limits al = { .max_apps = 4, .max_ctx = 4, .max_conns = 1024,
 				    .max_buf = 1u << 20, .max_region = 1ull << 30,
-				    .atx_slots = 64, .arx_slots = 64 };
+				    .atx_slots = 64, .arx_slots = sh_arx_slots };
 	if (ss_app_reg_init(&h->reg, &al, 1) != 0)
 		return -1;
 	struct ss_stack_limits sl = { .max_flows = 256, .max_listeners = 8,

@@ -431,6 +431,52 @@ static void test_connect_arp(void)
 	sh_fini(&h);
 }
 
+/* More events than the app's event ring holds: connections wait on the
+ * context's pending list, byte counts keep adding up, nothing is lost. */
+static void test_event_ring_full(void)
+{
+	struct sh h;
+	sh_arx_slots = 8;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	sh_arx_slots = 64;
+	test_listen(&h, 7);
+	struct sh_peer_conn *p[6];
+	for (int i = 0; i < 6; i++) {
+		p[i] = sh_peer_new(&h, (uint16_t)(42000 + i), 7);
+		ss_tcp_connect(&p[i]->c, h.now_us);
+	}
+	/* Do not read events: six ACCEPTED do not fit with their data. */
+	sh_pump(&h, 16);
+	for (int i = 0; i < 6; i++) {
+		CHECK_EQ_U64(p[i]->c.f.state, SS_TCPS_ESTABLISHED);
+		peer_write(p[i], 0, 3000 + (uint32_t)i, 20 + (unsigned)i);
+		ss_tcp_output(&p[i]->c, h.now_us);
+	}
+	sh_pump(&h, 16);
+	CHECK(ctr(&h, SS_CTR_app_event_ring_waits) > 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_drop_app_event_ring_full), 0);
+	/* Drain a few at a time; every connection ends up announced with all
+	 * of its bytes. */
+	uint32_t bytes[16] = { 0 };
+	unsigned accepted = 0;
+	for (int round = 0; round < 50; round++) {
+		struct ss_shm_ev ev = { 0 };
+		for (int k = 0; k < 3 && sh_event(&h, &ev); k++) {
+			if (ev.type == SS_EV_ACCEPTED)
+				accepted++;
+			if (ev.type == SS_EV_RX && ev.conn < 16)
+				bytes[ev.conn] += ev.arg;
+		}
+		sh_pump(&h, 2);
+	}
+	CHECK_EQ_U64(accepted, 6);
+	uint64_t total = 0;
+	for (int i = 0; i < 16; i++)
+		total += bytes[i];
+	CHECK_EQ_U64(total, 6 * 3000 + 15);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	test_passive_echo();
@@ -438,6 +484,7 @@ int main(void)
 	test_peer_reset();
 	test_connect_refused();
 	test_connect_arp();
+	test_event_ring_full();
 	test_hostile_commands();
 	test_random_commands();
 	return check_done("test_stack");
