@@ -199,6 +199,7 @@ static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_tcp_ring dead = { s->dead_ring, sizeof(s->dead_ring) };
 	f->rx_head = f->rx_tail;
 	f->ooo_len = 0;
+	sc->tcp.ooo_n = 0; /* the intervals lived in the ring */
 	f->tx_tail = f->tx_head; /* released only once everything sent is acknowledged */
 	sc->tcp.rx = dead;
 	sc->tcp.tx = dead;

@@ -2,8 +2,8 @@
 #include "tcp/tcp_int.h"
 
 /* Copy in-order payload (seq == rcv_nxt, fits the ring) and absorb the
- * out-of-order interval once the hole before it is filled (TAS keeps one
- * interval in the ring beyond rx_tail).  Returns bytes made readable. */
+ * out-of-order intervals the copy reaches (kept in the ring beyond
+ * rx_tail, tcp_ooo.c).  Returns bytes made readable. */
 uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 {
 	struct ss_tcp_flow *f = &c->f;
@@ -13,18 +13,8 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
 	ss_tcp_ring_copy_in(&c->rx, f->rx_tail, data, len);
 	f->rx_tail += len;
 	f->rcv_nxt += len;
-	if (f->ooo_len && (int32_t)(f->rx_tail - f->ooo_start) >= 0) {
-		uint32_t ooo_end = f->ooo_start + f->ooo_len;
-
-		if ((int32_t)(ooo_end - f->rx_tail) > 0) {
-			uint32_t extra = ooo_end - f->rx_tail;
-
-			f->rx_tail += extra;
-			f->rcv_nxt += extra;
-			len += extra;
-		}
-		f->ooo_len = 0;
-	}
+	if (f->ooo_len && (int32_t)(f->rx_tail - f->ooo_start) >= 0)
+		len += tcp_ooo_absorb(c); /* the hole is filled: out of line */
 	c->rx_new += len;
 	c->events |= SS_TCP_EV_RX;
 	/* ss_tcp_output() decides: ACK now, or hold it for the reply. */

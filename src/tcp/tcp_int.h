@@ -70,6 +70,12 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg);
 uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len);
 
+/* tcp_ooo.c */
+void tcp_rx_ooo(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *data, uint32_t len);
+uint32_t tcp_ooo_absorb(struct ss_tcp_conn *c);
+void tcp_ooo_clear(struct ss_tcp_conn *c);
+void tcp_ooo_sack_blocks(const struct ss_tcp_conn *c, struct ss_tcp_opts *o);
+
 /* tcp_slow.c */
 void tcp_input_slow(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
 

@@ -113,6 +113,10 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 		s.hdr.opts.ts_val = tcp_tsval(c, now_us);
 		s.hdr.opts.ts_ecr = f->ts_recent;
 	}
+	/* SACK blocks on pure ACKs only: on a full data segment they would
+	 * push it past the MSS (the out-of-order ACKs are pure anyway). */
+	if ((flags & SS_TCP_ACK) && len == 0 && f->ooo_len)
+		tcp_ooo_sack_blocks(c, &s.hdr.opts);
 	s.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&s.hdr.opts));
 	s.tx_pos = tcp_tx_pos(c, seq);
 	s.len = len;

@@ -37,37 +37,6 @@ static void tcp_input_reset(struct ss_tcp_conn *c)
 	tcp_conn_drop(c, ECONNRESET, SS_TCP_EV_RESET);
 }
 
-/* Store a segment beyond rcv_nxt (already trimmed to the ring) in the one
- * out-of-order interval if it is the first or overlaps/abuts it; anything
- * else is dropped and counted (TAS policy: the sender resends it). */
-static void tcp_rx_ooo(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *data, uint32_t len)
-{
-	struct ss_tcp_flow *f = &c->f;
-	uint32_t off = seq - f->rcv_nxt; /* > 0, offset from rx_tail */
-
-	if (!len)
-		return;
-	if (f->ooo_len) {
-		uint32_t s = f->ooo_start - f->rx_tail, e = s + f->ooo_len;
-
-		if (off > e || off + len < s) {
-			c->st.drop_ooo_outside++;
-			return;
-		}
-		ss_tcp_ring_copy_in(&c->rx, f->rx_tail + off, data, len);
-		if (off < s)
-			s = off;
-		if (off + len > e)
-			e = off + len;
-		f->ooo_start = f->rx_tail + s;
-		f->ooo_len = e - s;
-		return;
-	}
-	ss_tcp_ring_copy_in(&c->rx, f->rx_tail + off, data, len);
-	f->ooo_start = f->rx_tail + off;
-	f->ooo_len = len;
-}
-
 /* RFC 9293 §3.10.7.4 eighth: an in-order FIN. */
 static void tcp_input_fin(struct ss_tcp_conn *c, uint64_t now_us)
 {

@@ -49,13 +49,24 @@ static inline const char *tcp_invariant_violation(const struct ss_tcp_conn *c)
 		if (f->tx_head != want)
 			return "tx_head does not match snd_una";
 	}
-	if (f->ooo_len) {
-		uint32_t off = f->ooo_start - f->rx_tail;
+	if (c->ooo_n > SS_TCP_OOO_MAX)
+		return "too many ooo intervals";
+	if ((c->ooo_n == 0) != (f->ooo_len == 0) ||
+	    (c->ooo_n && (f->ooo_start != c->ooo[0].start || f->ooo_len != c->ooo[0].len)))
+		return "hot ooo interval is not the lowest one";
+	for (unsigned i = 0; i < c->ooo_n; i++) {
+		uint32_t off = c->ooo[i].start - f->rx_tail;
 
+		if (c->ooo[i].len == 0)
+			return "empty ooo interval";
 		if (off == 0 || off >= c->rx.size)
 			return "ooo interval not beyond rx_tail";
-		if (f->ooo_start + f->ooo_len - f->rx_head > c->rx.size)
+		if (c->ooo[i].start + c->ooo[i].len - f->rx_head > c->rx.size)
 			return "ooo interval beyond ring";
+		/* sorted, disjoint and not touching: a gap before the next */
+		if (i + 1 < c->ooo_n &&
+		    (int32_t)(c->ooo[i + 1].start - (c->ooo[i].start + c->ooo[i].len)) <= 0)
+			return "ooo intervals overlap or touch";
 	}
 	if (f->state != SS_TCPS_SYN_SENT &&
 	    !ss_seq_leq(f->rcv_adv, f->rcv_nxt + (c->rx.size - (f->rx_tail - f->rx_head))))

@@ -84,7 +84,8 @@ static void test_established_rx_window_fill(void)
 	harness_free(&h);
 }
 
-/* One out-of-order interval kept, extended, then absorbed. */
+/* Out-of-order intervals kept (up to SS_TCP_OOO_MAX), merged, reported
+ * in SACK blocks (latest first, RFC 2018 §4), then absorbed in order. */
 static void test_established_rx_out_of_order(void)
 {
 	struct h_cfg cfg;
@@ -97,41 +98,70 @@ static void test_established_rx_out_of_order(void)
 	CHECK_EQ_U64(h.c.rx_new, 0);
 	CHECK_EQ_U64(h.c.f.ooo_start, 1000);
 	CHECK_EQ_U64(h.c.f.ooo_len, 1000);
-	CHECK_EQ_U64(h.nout, 1); /* immediate duplicate ACK */
+	CHECK_EQ_U64(h.nout, 1); /* immediate duplicate ACK, with SACK */
 	CHECK_EQ_U64(h.out[0].hdr.ack, base);
 	CHECK_EQ_U64(h.out[0].hdr.window, 16384);
-	/* Disjoint second interval: dropped and counted, still ACKed. */
+	CHECK_EQ_U64(h.out[0].hdr.opts.sack_count, 1);
+	CHECK_EQ_U64(h.out[0].hdr.opts.sack[0].left, base + 1000);
+	CHECK_EQ_U64(h.out[0].hdr.opts.sack[0].right, base + 2000);
+	/* Disjoint second interval: kept; its block comes first. */
 	h_peer_data_at(&h, 3000, 500, h.c.f.snd_max, 0);
-	CHECK_EQ_U64(h.c.st.drop_ooo_outside, 1);
-	CHECK_EQ_U64(h.c.f.ooo_len, 1000);
+	CHECK_EQ_U64(h.c.st.drop_ooo_outside, 0);
+	CHECK_EQ_U64(h.c.ooo_n, 2);
+	CHECK_EQ_U64(h.c.f.ooo_len, 1000); /* the lowest stays mirrored */
 	CHECK_EQ_U64(h.nout, 2);
-	/* Abutting the interval: merged. */
+	CHECK_EQ_U64(h.out[1].hdr.opts.sack_count, 2);
+	CHECK_EQ_U64(h.out[1].hdr.opts.sack[0].left, base + 3000);
+	CHECK_EQ_U64(h.out[1].hdr.opts.sack[0].right, base + 3500);
+	CHECK_EQ_U64(h.out[1].hdr.opts.sack[1].left, base + 1000);
+	/* Abutting the first: merged (not yet touching the second). */
 	h_peer_data_at(&h, 2000, 500, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(h.c.f.ooo_start, 1000);
 	CHECK_EQ_U64(h.c.f.ooo_len, 1500);
+	CHECK_EQ_U64(h.c.ooo_n, 2);
 	/* Overlapping its front: merged too. */
 	h_peer_data_at(&h, 800, 300, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(h.c.f.ooo_start, 800);
 	CHECK_EQ_U64(h.c.f.ooo_len, 1700);
 	CHECK_EQ_U64(h.nout, 4);
-	/* The hole is filled: everything up to 2500 is readable. */
+	/* The hole is filled: everything up to 2500 is readable; the
+	 * interval at 3000 stays. */
 	h_clear(&h);
 	h_peer_data_at(&h, 0, 800, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(h.c.rx_new, 2500);
 	CHECK_EQ_U64(h.c.f.rcv_nxt, base + 2500);
 	CHECK_EQ_U64(h.c.f.rx_tail, 2500);
-	CHECK_EQ_U64(h.c.f.ooo_len, 0);
+	CHECK_EQ_U64(h.c.ooo_n, 1);
+	CHECK_EQ_U64(h.c.f.ooo_start, 3000);
 	CHECK(h_rx_matches(&h, 0, 0, 2500));
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 1);
 	CHECK_EQ_U64(h.out[0].hdr.ack, base + 2500);
-	/* A segment that fills the hole partly and runs past the interval. */
+	/* A segment that fills the hole and runs past the interval. */
 	h_clear(&h);
-	h_peer_data_at(&h, 3000, 500, h.c.f.snd_max, 0);
 	h_peer_data_at(&h, 2500, 1200, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(h.c.rx_new, 1200);
 	CHECK_EQ_U64(h.c.f.ooo_len, 0);
+	CHECK_EQ_U64(h.c.ooo_n, 0);
 	CHECK(h_rx_matches(&h, 0, 0, 3700));
+	/* Five disjoint holes: four intervals kept, the fifth dropped. */
+	h_clear(&h);
+	for (uint32_t k = 0; k < 5; k++)
+		h_peer_data_at(&h, 4000 + 200 * k, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.ooo_n, SS_TCP_OOO_MAX);
+	CHECK_EQ_U64(h.c.st.drop_ooo_outside, 1);
+	/* A segment bridging two intervals merges them into one. */
+	h_peer_data_at(&h, 4100, 100, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.ooo_n, SS_TCP_OOO_MAX - 1);
+	CHECK_EQ_U64(h.c.f.ooo_start, 4000);
+	CHECK_EQ_U64(h.c.f.ooo_len, 300);
+	/* Filling the first hole absorbs only what is contiguous. */
+	h_clear(&h);
+	h_peer_data_at(&h, 3700, 300, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.rx_new, 600);
+	CHECK_EQ_U64(h.c.f.rx_tail, 4300);
+	CHECK_EQ_U64(h.c.ooo_n, 2);
+	CHECK(h_rx_matches(&h, 0, 0, 4300));
 	harness_free(&h);
 }
 
