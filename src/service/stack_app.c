@@ -335,7 +335,11 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	switch (cmd->op) {
 	case SS_CMD_TX:
 		if (ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
-			cmd_error(s, a, ctx, cmd, cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE);
+			/* A reset that beat the command explains it best (Linux:
+			 * ECONNRESET, then EPIPE); then a bad count; then shutdown. */
+			int err = sc->tcp.error ? sc->tcp.error
+				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE;
+			cmd_error(s, a, ctx, cmd, err);
 			return;
 		}
 		break;
