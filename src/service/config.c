@@ -29,6 +29,7 @@ const char ss_config_usage[] =
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
+	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -51,6 +52,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_app_mem = 4ull << 30;
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
+	cfg->ecn = true;
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
 	cfg->eal_argv[0] = cfg->eal_store;
@@ -211,6 +213,13 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (errno || *end || end == val || v < (1u << 20) || v > (1ull << 40))
 			return fail(err, errlen, "max-app-mem: expected 1048576..1099511627776, got '%s'", val);
 		cfg->max_app_mem = v;
+	} else if (strcmp(key, "ecn") == 0) {
+		if (strcmp(val, "on") == 0)
+			cfg->ecn = true;
+		else if (strcmp(val, "off") == 0)
+			cfg->ecn = false;
+		else
+			return fail(err, errlen, "ecn: expected on or off, got '%s'", val);
 	} else if (strcmp(key, "delack-us") == 0) {
 		if (parse_uint(val, 0, 500000, &n) != 0)
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",

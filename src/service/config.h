@@ -29,6 +29,7 @@ struct ss_config {
 	uint64_t max_app_mem;   /* shared memory one application may ask for */
 	uint32_t time_wait_ms;
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
+	bool ecn;               /* negotiate ECN (RFC 3168) */
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */
 	int eal_argc;
@@ -52,7 +53,7 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
- * max-app-conns, max-buf, max-listeners, max-app-mem, time-wait-ms, delack-us,
+ * max-app-conns, max-buf, max-listeners, max-app-mem, time-wait-ms, delack-us, ecn,
  * log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */

@@ -105,6 +105,8 @@
 	X(drop_tcp_no_ack)                                                       \
 	X(drop_tcp_syn_sent)                                                     \
 	X(tcp_tail_probes)                                                       \
+	X(tcp_ce_segs)                                                           \
+	X(tcp_ecn_reductions)                                                    \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
 	X(drop_no_mbuf)

@@ -212,6 +212,7 @@ static size_t tcp_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t cap,
 	    !ss_tcp_csum_ok(ip->src, ip->dst, l4, ip->payload_len))
 		return drop(ctx, SS_CTR_drop_tcp_bad_checksum);
 	ss_ctr_inc(ctx->ctr, SS_CTR_rx_tcp);
+	seg.ip_ecn = ip->tos & 3; /* RFC 3168 §5: the ECN field travels with the segment */
 	if (ctx->tcp_input && ctx->tcp_input(ctx->tcp_arg, frame, ip, &seg))
 		return 0;
 

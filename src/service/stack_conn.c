@@ -56,6 +56,7 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	struct ss_ipv4 ip = {
 		.total_len = (uint16_t)(SS_IPV4_HDR_MIN + n),
 		.id = s->ip_id++,
+		.tos = h.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
 		.frag = IP_DF,
 		.ttl = TTL,
 		.proto = SS_IPPROTO_TCP,
@@ -605,6 +606,8 @@ static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
 	DRAIN(rst_sent, tcp_rst_sent)
 	DRAIN(data_after_close, tcp_reset_data_after_close)
 	DRAIN(tail_probes, tcp_tail_probes)
+	DRAIN(ce_segs, tcp_ce_segs)
+	DRAIN(ecn_reductions, tcp_ecn_reductions)
 #undef DRAIN
 }
 

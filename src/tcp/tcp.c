@@ -57,6 +57,7 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	f->state = SS_TCPS_CLOSED;
 	f->snd_una = f->snd_nxt = f->snd_max = iss;
 	f->recover = iss;
+	c->ecn_recover = iss;
 	f->rto_us = p->rto_initial_us;
 	f->mss = p->mss;
 	/* RFC 7323 §2.3: the smallest shift that lets the whole ring be offered. */

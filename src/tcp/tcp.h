@@ -133,6 +133,7 @@ struct ss_tcp_params {
 				    * it (RFC 1122 §4.2.3.2; RFC 9293 §3.8.6.3) */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
 	uint32_t tlp_min_us;       /* tail loss probe floor (10000); 0 disables probes */
+	uint8_t ecn;               /* 1: negotiate ECN (RFC 3168) on SYN / SYN-ACK */
 };
 
 void ss_tcp_params_default(struct ss_tcp_params *p);
@@ -180,6 +181,8 @@ struct ss_tcp_conn_stats {
 	uint64_t rst_sent;
 	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
 	uint64_t tail_probes;                 /* RFC 8985 §7 loss probes sent */
+	uint64_t ce_segs;                     /* segments received with CE */
+	uint64_t ecn_reductions;              /* cwnd reductions for ECE */
 };
 
 struct ss_tcp_conn {
@@ -214,6 +217,11 @@ struct ss_tcp_conn {
 	uint32_t last_ack_sent;       /* rcv_nxt carried by our last ACK */
 	uint8_t ack_pending;          /* in-order data not yet acknowledged */
 	uint8_t tlp_sent;             /* a probe is out since the last ACK advance */
+	uint8_t ecn_ok;               /* ECN negotiated (RFC 3168 §6.1.1) */
+	uint8_t ece_pending;          /* CE seen: ECE on our ACKs until the peer's CWR */
+	uint8_t cwr_pending;          /* we reduced for ECE: CWR on the next new data */
+	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
+	uint32_t ce_bytes;            /* payload bytes received with CE (for the CC loop) */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	uint64_t last_challenge_us;

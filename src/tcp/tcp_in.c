@@ -114,6 +114,11 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
 	struct ss_tcp_flow *f = &c->f;
 	size_t len = seg->payload_len;
 
+	/* Rare: congestion signals (the segment's own fields first, so the
+	 * common case does not touch the cold ecn_ok). */
+	if ((seg->ip_ecn == SS_IP_ECN_CE || (seg->flags & (SS_TCP_ECE | SS_TCP_CWR))) &&
+	    c->ecn_ok && f->state != SS_TCPS_SYN_SENT)
+		tcp_ecn_input(c, seg);
 	if (f->state == SS_TCPS_ESTABLISHED &&
 	    (seg->flags & (SS_TCP_SYN | SS_TCP_FIN | SS_TCP_RST | SS_TCP_URG | SS_TCP_ACK)) ==
 		    SS_TCP_ACK &&

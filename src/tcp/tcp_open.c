@@ -72,6 +72,7 @@ int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t 
 	f->rcv_nxt = syn->seq + 1;
 	f->rcv_adv = f->rcv_nxt;
 	tcp_opts_negotiate(c, &syn->opts);
+	tcp_ecn_on_syn(c, syn);
 	/* The SYN's window is never scaled (RFC 7323 §2.2). */
 	f->snd_wnd = syn->window;
 	c->max_snd_wnd = f->snd_wnd;

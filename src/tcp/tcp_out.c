@@ -117,6 +117,7 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 	 * push it past the MSS (the out-of-order ACKs are pure anyway). */
 	if ((flags & SS_TCP_ACK) && len == 0 && f->ooo_len)
 		tcp_ooo_sack_blocks(c, &s.hdr.opts);
+	tcp_ecn_output(c, seq, len, &s.hdr);
 	s.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&s.hdr.opts));
 	s.tx_pos = tcp_tx_pos(c, seq);
 	s.len = len;
@@ -124,6 +125,8 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 	if (rc == 0) {
 		if (ss_seq_gt(edge, f->rcv_adv))
 			f->rcv_adv = edge;
+		if (s.hdr.flags & SS_TCP_CWR)
+			c->cwr_pending = 0;
 		if (flags & SS_TCP_ACK) {
 			f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
 			c->ack_pending = 0;
@@ -185,6 +188,11 @@ int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us)
 	s.hdr.seq = c->iss;
 	s.hdr.ack = synack ? f->rcv_nxt : 0;
 	s.hdr.flags = synack ? (SS_TCP_SYN | SS_TCP_ACK) : SS_TCP_SYN;
+	/* RFC 3168 §6.1.1: offer with ECE+CWR, accept with ECE. */
+	if (!synack && c->params->ecn)
+		s.hdr.flags |= SS_TCP_ECE | SS_TCP_CWR;
+	if (synack && c->ecn_ok)
+		s.hdr.flags |= SS_TCP_ECE;
 	s.hdr.window = (uint16_t)(free > 0xffff ? 0xffff : free);
 	s.hdr.opts.present = (uint8_t)(SS_TCP_OPTF_MSS |
 				       (offer & (SS_TCP_OPTF_WSCALE | SS_TCP_OPTF_SACK_PERM |

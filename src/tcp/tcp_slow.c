@@ -171,6 +171,8 @@ static void tcp_input_syn_sent(struct ss_tcp_conn *c, const struct ss_tcp *seg,
 	f->rcv_nxt = seg->seq + 1;
 	f->rcv_adv = f->rcv_nxt;
 	tcp_opts_negotiate(c, &seg->opts);
+	if (ack_ok)
+		tcp_ecn_on_synack(c, seg);
 	/* RFC 7323 §2.2: the window of a SYN or SYN-ACK is never scaled. */
 	f->snd_wnd = seg->window;
 	c->max_snd_wnd = f->snd_wnd;

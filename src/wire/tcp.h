@@ -71,7 +71,15 @@ struct ss_tcp {
 	const uint8_t *payload; /* points into the parsed buffer */
 	size_t payload_len;
 	struct ss_tcp_opts opts;
+	uint8_t ip_ecn;         /* not TCP: the ECN field of the carrying IP header
+				 * (RFC 3168 §5, SS_IP_ECN_*); ss_tcp_parse() sets 0 and
+				 * the caller fills it in, ss_tcp_build() ignores it */
 };
+
+#define SS_IP_ECN_NOT_ECT 0
+#define SS_IP_ECN_ECT1 1
+#define SS_IP_ECN_ECT0 2
+#define SS_IP_ECN_CE 3
 
 /* X(ENUM_SUFFIX, counter_name) */
 #define SS_TCP_STATUS_LIST(X)        \

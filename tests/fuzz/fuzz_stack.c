@@ -156,6 +156,7 @@ static void inject(struct reader *r)
 	if (ss_ipv4_parse(frame + 14, 20 + n, 0, &pip) != SS_IPV4_OK ||
 	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK)
 		return;
+	pseg.ip_ecn = (uint8_t)((o >> 3) & 3); /* any ECN codepoint, CE included */
 	h.st.now_us = h.now_us;
 	ss_stack_tcp_input(&h.st, frame, &pip, &pseg);
 }

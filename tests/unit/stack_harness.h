@@ -135,6 +135,7 @@ static inline int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss
 	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK ||
 	    !ss_tcp_csum_ok(pip.src, pip.dst, frame + 34, pip.payload_len))
 		return -1;
+	pseg.ip_ecn = seg->hdr.ip_ecn;
 	h->frames_to_stack++;
 	h->st.now_us = h->now_us;
 	if (!ss_stack_tcp_input(&h->st, frame, &pip, &pseg))
@@ -197,6 +198,7 @@ static inline unsigned sh_deliver(struct sh *h)
 				fprintf(stderr, "stack emitted a malformed frame\n");
 				abort();
 			}
+			seg.ip_ecn = ip.tos & 3;
 			if (memcmp(eth.dst, sh_peer_mac, 6) != 0) {
 				fprintf(stderr, "stack emitted a frame to the wrong MAC\n");
 				abort();
@@ -206,7 +208,8 @@ static inline unsigned sh_deliver(struct sh *h)
 				continue;
 			}
 			struct sh_peer_conn *p = sh_peer_find(h, &seg, ip.src);
-			if (!p && seg.flags == SS_TCP_SYN && seg.dport == h->peer_listen_port) {
+			if (!p && (seg.flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST | SS_TCP_FIN)) == SS_TCP_SYN &&
+			    seg.dport == h->peer_listen_port) {
 				p = sh_peer_new(h, seg.dport, seg.sport);
 				ss_tcp_accept_syn(&p->c, &seg, h->now_us);
 				continue;
@@ -286,6 +289,7 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 	h->out = calloc(SH_MAX_FRAMES, sizeof(*h->out));
 	h->now_us = 1000000;
 	ss_tcp_params_default(&h->params);
+	h->params.ecn = 1; /* both ends negotiate ECN: the marks travel too */
 	if (ss_arp_cache_init(&h->arp, 64) != 0)
 		return -1;
 	ss_arp_cache_update(&h->arp, SH_PEER_IP, sh_peer_mac, 0, true);

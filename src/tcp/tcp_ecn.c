@@ -1,0 +1,69 @@
+/* tcp_ecn.c - Explicit Congestion Notification (RFC 3168): negotiation, ECT marking, CE echo, the sender's reaction. */
+#include "tcp/tcp_int.h"
+
+/*
+ * Classic ECN, as Linux peers speak it: a SYN with ECE+CWR offers it, a
+ * SYN-ACK with ECE alone accepts (§6.1.1).  New data then goes out ECT(0)
+ * (never SYNs, pure ACKs or retransmissions, §6.1.4-5).  A receiver that
+ * sees CE sets ECE on its ACKs until a segment with CWR arrives (§6.1.3);
+ * it also ACKs at once so the sender learns as early as DCTCP wants, and
+ * counts the CE bytes for the congestion-control loop.  A sender that sees
+ * ECE halves its window at most once per window of data and says so with
+ * CWR on its next new segment (§6.1.2).
+ */
+
+void tcp_ecn_on_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn)
+{
+	c->ecn_ok = c->params->ecn &&
+		    (syn->flags & (SS_TCP_ECE | SS_TCP_CWR)) == (SS_TCP_ECE | SS_TCP_CWR);
+}
+
+void tcp_ecn_on_synack(struct ss_tcp_conn *c, const struct ss_tcp *synack)
+{
+	c->ecn_ok = c->params->ecn &&
+		    (synack->flags & (SS_TCP_ECE | SS_TCP_CWR)) == SS_TCP_ECE;
+}
+
+/* A segment in a synchronized state with CE, ECE or CWR (checked by the
+ * caller: the common segment has none of them). */
+void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (!c->ecn_ok || (seg->flags & SS_TCP_SYN))
+		return;
+	if (seg->flags & SS_TCP_CWR)
+		c->ece_pending = 0;
+	if (seg->ip_ecn == SS_IP_ECN_CE && seg->payload_len) {
+		c->st.ce_segs++;
+		c->ce_bytes += (uint32_t)seg->payload_len;
+		c->ece_pending = 1;
+		f->flags |= SS_TCPF_ACK_NOW;
+	}
+	if ((seg->flags & (SS_TCP_ECE | SS_TCP_ACK)) == (SS_TCP_ECE | SS_TCP_ACK) &&
+	    !(f->flags & SS_TCPF_IN_RECOVERY) && ss_seq_geq(seg->ack, c->ecn_recover) &&
+	    f->snd_max != f->snd_una) {
+		uint32_t flight = f->snd_max - f->snd_una;
+		uint32_t half = flight / 2 > 2u * f->mss ? flight / 2 : 2u * f->mss;
+
+		f->ssthresh = half;
+		f->cwnd = half;
+		c->ecn_recover = f->snd_max;
+		c->cwr_pending = 1;
+		c->st.ecn_reductions++;
+	}
+}
+
+/* Flags and IP ECN field for an outgoing non-SYN segment. */
+void tcp_ecn_output(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, struct ss_tcp *h)
+{
+	if (!c->ecn_ok)
+		return;
+	if ((h->flags & SS_TCP_ACK) && c->ece_pending)
+		h->flags |= SS_TCP_ECE;
+	if (len && ss_seq_geq(seq, c->f.snd_max)) {
+		h->ip_ecn = SS_IP_ECN_ECT0;
+		if (c->cwr_pending)
+			h->flags |= SS_TCP_CWR;
+	}
+}
