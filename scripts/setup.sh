@@ -19,6 +19,8 @@ PKGS=(
 	# test bed and integration tests
 	python3 python3-pytest python3-scapy iproute2 nftables ethtool iputils-ping
 	tcpdump procps
+	# real programs run under `slipstream run` and their Linux clients
+	redis-server redis-tools
 )
 
 missing=()
@@ -30,6 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup.sh: installing ${missing[*]}"
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# The tests start their own redis; the distribution's service is not needed.
+if command -v systemctl >/dev/null && systemctl is-enabled --quiet redis-server 2>/dev/null; then
+	systemctl disable --now redis-server >/dev/null 2>&1 || true
 fi
 
 configure() { # dir, then meson options; reconfigure if the dir exists

@@ -1,11 +1,11 @@
-"""`slipstream` command line: stats, arp, testbed."""
+"""`slipstream` command line: stats, arp, testbed, run."""
 
 import argparse
 import json
 import os
 import sys
 
-from . import VERSION, ctl, render, testbed
+from . import VERSION, ctl, render, run, testbed
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -103,6 +103,29 @@ def cmd_testbed(args):
     return EXIT_OK
 
 
+def _pow2(text):
+    v = int(text, 0)
+    if v <= 0 or v & (v - 1):
+        raise argparse.ArgumentTypeError("must be a power of two")
+    return v
+
+
+def _positive(text):
+    v = int(text, 0)
+    if v <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return v
+
+
+def cmd_run(args):
+    try:
+        run.run_exec(args)  # returns only on error
+    except run.RunError as e:
+        _err(str(e))
+        return 127
+    return EXIT_ERROR
+
+
 def parser_build():
     ap = argparse.ArgumentParser(
         prog="slipstream", description="Slipstream TCP service tool.")
@@ -165,6 +188,26 @@ def parser_build():
     p.add_argument("--no-kill", action="store_true",
                    help="down: leave processes running inside the namespaces")
     p.set_defaults(func=cmd_testbed)
+
+    p = sub.add_parser("run", help="run a program with its TCP sockets accelerated",
+                       description="Execute CMD with LD_PRELOAD set to the Slipstream "
+                       "shim: its IPv4 TCP sockets go through the service, everything "
+                       "else through the kernel.  The command replaces this process.",
+                       usage="slipstream run [OPTIONS] -- CMD [ARGS...]")
+    p.add_argument("--sock", metavar="PATH",
+                   help="service socket (default: $SLIPSTREAM_SOCK or %s)"
+                   % ctl.DEFAULT_CTL_PATH)
+    p.add_argument("--strict", action="store_true",
+                   help="fail socket() when the service is unreachable "
+                   "(default: warn once and use the kernel stack)")
+    p.add_argument("--conns", type=_positive, metavar="N",
+                   help="connection slots to ask for (default 4096)")
+    p.add_argument("--buf", type=_pow2, metavar="BYTES",
+                   help="receive and transmit ring per connection, power of two "
+                   "(default 65536)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
+                   help="the command and its arguments, after --")
+    p.set_defaults(func=cmd_run)
     return ap
 
 

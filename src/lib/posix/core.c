@@ -1,0 +1,642 @@
+/* core.c - POSIX layer core: libc resolution, fd table, attach on first use, event pump, blocking. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "posix/posix.h"
+
+struct ssp_real ssp_real;
+
+static void ssp_atfork_prepare(void);
+static void ssp_atfork_parent(void);
+static void ssp_atfork_child(void);
+
+struct ssp_layer ssp = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.evfd = -1,
+	.next_cookie = 1,
+	.cookies = { &ssp.cookies, &ssp.cookies },
+};
+
+/* ------------------------------------------------------------- libc */
+
+#define RESOLVE(name) \
+	do { \
+		void *p_ = dlsym(RTLD_NEXT, #name); \
+		if (p_) \
+			memcpy(&ssp_real.name, &p_, sizeof(p_)); \
+	} while (0)
+
+static void real_resolve(void)
+{
+	RESOLVE(socket); RESOLVE(bind); RESOLVE(listen); RESOLVE(accept4);
+	RESOLVE(connect); RESOLVE(close); RESOLVE(shutdown); RESOLVE(read);
+	RESOLVE(write); RESOLVE(readv); RESOLVE(writev); RESOLVE(recvfrom);
+	RESOLVE(sendto); RESOLVE(recvmsg); RESOLVE(sendmsg); RESOLVE(getsockopt);
+	RESOLVE(setsockopt); RESOLVE(getsockname); RESOLVE(getpeername);
+	RESOLVE(fcntl); RESOLVE(ioctl); RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3);
+	RESOLVE(epoll_create1); RESOLVE(epoll_ctl); RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait); RESOLVE(poll); RESOLVE(ppoll); RESOLVE(select);
+	RESOLVE(pselect);
+	pthread_atfork(ssp_atfork_prepare, ssp_atfork_parent, ssp_atfork_child);
+}
+
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+void ssp_real_init(void)
+{
+	pthread_once(&real_once, real_resolve);
+}
+
+/* ---------------------------------------------------------------- lock */
+
+void ssp_lock(void)
+{
+	pthread_mutex_lock(&ssp.lock);
+}
+
+void ssp_unlock(void)
+{
+	pthread_mutex_unlock(&ssp.lock);
+}
+
+static void ssp_atfork_prepare(void)
+{
+	ssp_lock();
+}
+
+static void ssp_atfork_parent(void)
+{
+	ssp_unlock();
+}
+
+/* The child shares the parent's region: it must never post a command or
+ * consume an event.  Accelerated fds stay in the table (so their numbers
+ * are not handed to libc as kernel sockets) but fail with EBADF. */
+static void ssp_atfork_child(void)
+{
+	pthread_mutex_init(&ssp.lock, NULL);
+	if (ssp.mode == SSP_M_ON)
+		ssp.mode = SSP_M_DEAD;
+}
+
+/* ------------------------------------------------------------ logging */
+
+#define LOG_KEYS 64
+static const char *log_keys[LOG_KEYS];
+static unsigned n_log_keys;
+
+void ssp_log_once(const char *key, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	for (unsigned i = 0; i < n_log_keys; i++)
+		if (log_keys[i] == key)
+			return;
+	if (n_log_keys < LOG_KEYS)
+		log_keys[n_log_keys++] = key;
+	n = snprintf(buf, sizeof(buf), "slipstream: ");
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (ssp_real.write && ssp_real.write(2, buf, (size_t)n) < 0)
+		return;
+}
+
+/* ------------------------------------------------------------ fd table */
+
+/*
+ * fd -> object.  Readers (the shim's routing test on every call) are
+ * lock-free: the table pointer and each entry are loaded with acquire and
+ * stored with release under the lock.  A grown table replaces the old one,
+ * which is never freed (readers may still hold it; growth doubles, so the
+ * waste is bounded by the final size) but stays linked from the new one.
+ */
+struct fdtab {
+	struct fdtab *prev;
+	size_t len;
+	struct ssp_file *ent[];
+};
+
+static struct fdtab *fdtab;
+
+struct ssp_file *ssp_fd_get(int fd)
+{
+	struct fdtab *t = __atomic_load_n(&fdtab, __ATOMIC_ACQUIRE);
+
+	if (!t || fd < 0 || (size_t)fd >= t->len)
+		return NULL;
+	return __atomic_load_n(&t->ent[fd], __ATOMIC_ACQUIRE);
+}
+
+struct ssp_sock *ssp_fd_sock(int fd)
+{
+	struct ssp_file *f = ssp_fd_get(fd);
+
+	return f && f->type == SSP_F_SOCK ? SSP_CONTAINER(f, struct ssp_sock, f) : NULL;
+}
+
+int ssp_fd_set(int fd, struct ssp_file *f)
+{
+	struct fdtab *t = fdtab, *nt;
+	size_t len;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!t || (size_t)fd >= t->len) {
+		struct rlimit rl;
+
+		if (!f)
+			return 0;
+		len = t ? t->len * 2 : 1024;
+		if (!t && getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur > len &&
+		    rl.rlim_cur < (1u << 24))
+			len = rl.rlim_cur;
+		while (len <= (size_t)fd)
+			len *= 2;
+		nt = calloc(1, sizeof(*nt) + len * sizeof(nt->ent[0]));
+		if (!nt) {
+			errno = ENOMEM;
+			return -1;
+		}
+		nt->len = len;
+		nt->prev = t;
+		if (t)
+			for (size_t i = 0; i < t->len; i++)
+				nt->ent[i] = t->ent[i];
+		__atomic_store_n(&fdtab, nt, __ATOMIC_RELEASE);
+		t = nt;
+	}
+	__atomic_store_n(&t->ent[fd], f, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* -------------------------------------------------------------- attach */
+
+static uint32_t env_u32(const char *name, uint32_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtoul(v, &end, 0);
+	if (*end || x == 0 || x > UINT32_MAX)
+		return def;
+	return (uint32_t)x;
+}
+
+int ssp_ready(void)
+{
+	struct ss_app_opts o;
+	char why[128] = "";
+	const char *strict;
+
+	if (ssp.mode == SSP_M_KERNEL && ssp.strict) {
+		errno = ssp.attach_err;
+		return -1;
+	}
+	if (ssp.mode == SSP_M_ON || ssp.mode == SSP_M_KERNEL)
+		return ssp.mode;
+	if (ssp.mode == SSP_M_DEAD) {
+		errno = EBADF;
+		return -1;
+	}
+	strict = getenv("SLIPSTREAM_STRICT");
+	ssp.strict = strict && strcmp(strict, "1") == 0;
+	memset(&o, 0, sizeof(o));
+	o.contexts = 1;
+	o.conns = env_u32("SLIPSTREAM_CONNS", 4096);
+	o.rxbuf = o.txbuf = env_u32("SLIPSTREAM_BUF", 65536);
+	o.errbuf = why;
+	o.errbuf_len = sizeof(why);
+	ssp.app = ss_app_attach(&o);
+	if (!ssp.app) {
+		const char *path = getenv("SLIPSTREAM_SOCK");
+
+		ssp.attach_err = errno;
+		fprintf(stderr, "slipstream: service not reachable at %s (%s%s%s): %s\n",
+			path && *path ? path : SS_DEFAULT_SOCK, strerror(errno),
+			*why ? ": " : "", why,
+			ssp.strict ? "failing (SLIPSTREAM_STRICT=1)" : "using the kernel stack");
+		ssp.mode = SSP_M_KERNEL;
+		if (ssp.strict) {
+			errno = ssp.attach_err;
+			return -1;
+		}
+		return ssp.mode;
+	}
+	ssp.ctx = ss_ctx_get(ssp.app, 0);
+	ssp.evfd = ss_ctx_fd(ssp.ctx);
+	ssp.rxbuf = ssp.app->rxbuf_size;
+	ssp.txbuf = ssp.app->txbuf_size;
+	ssp.mode = SSP_M_ON;
+	return ssp.mode;
+}
+
+/*
+ * The service's address, for bind() to a specific address and for
+ * getsockname() on sockets bound to INADDR_ANY: asked once with the
+ * control socket's "stats" command ("ip": "a.b.c.d/len").  0 when unknown.
+ */
+uint32_t ssp_service_ip(void)
+{
+	const char *path = getenv("SLIPSTREAM_SOCK");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static char buf[16384];
+	size_t len = 0;
+	int fd;
+
+	if (ssp.service_ip_tried)
+		return ssp.service_ip;
+	ssp.service_ip_tried = true;
+	if (!path || !*path)
+		path = SS_DEFAULT_SOCK;
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;
+	strcpy(sa.sun_path, path);
+	fd = ssp_real.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	if (ssp_real.connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    ssp_real.write(fd, "stats\n", 6) == 6) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+		while (len < sizeof(buf) - 1 && ssp_real.poll(&pfd, 1, 2000) > 0) {
+			ssize_t n = ssp_real.read(fd, buf + len, sizeof(buf) - 1 - len);
+
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+			if (memchr(buf, '\n', len))
+				break;
+		}
+	}
+	ssp_real.close(fd);
+	buf[len] = '\0';
+	{
+		const char *p = strstr(buf, "\"ip\": \"");
+		unsigned a, b, c, d;
+
+		if (p && sscanf(p + 7, "%u.%u.%u.%u", &a, &b, &c, &d) == 4 &&
+		    a < 256 && b < 256 && c < 256 && d < 256)
+			ssp.service_ip = a << 24 | b << 16 | c << 8 | d;
+	}
+	return ssp.service_ip;
+}
+
+/* ------------------------------------------------------------- sockets */
+
+struct ssp_sock *ssp_sock_new(void)
+{
+	struct ssp_sock *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->f.type = SSP_F_SOCK;
+	s->refs = 1;
+	ssp_list_init(&s->in_cookie);
+	ssp_list_init(&s->regs);
+	s->nodelay = true;
+	return s;
+}
+
+/* New readiness may exist: bump the edge sequence and queue every epoll
+ * registration of @s for a look by the next epoll_wait. */
+void ssp_sock_touch(struct ssp_sock *s)
+{
+	s->seq++;
+	for (struct ssp_link *l = s->regs.next; l != &s->regs; l = l->next) {
+		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+
+		if (!r->on_rd) {
+			r->on_rd = true;
+			ssp_list_add_tail(&r->ep->rdlist, &r->in_rd);
+		}
+	}
+}
+
+static void deferred_push(struct ss_conn *c, bool abort)
+{
+	if (ssp.n_deferred == ssp.cap_deferred) {
+		uint32_t cap = ssp.cap_deferred ? ssp.cap_deferred * 2 : 64;
+		struct ss_conn **q = realloc(ssp.deferred, cap * sizeof(*q));
+		bool *a = realloc(ssp.deferred_abort, cap * sizeof(*a));
+
+		if (q)
+			ssp.deferred = q;
+		if (a)
+			ssp.deferred_abort = a;
+		if (!q || !a) {
+			ssp_log_once("deferred", "out of memory queueing a close: connection leaks");
+			return;
+		}
+		ssp.cap_deferred = cap;
+	}
+	ssp.deferred[ssp.n_deferred] = c;
+	ssp.deferred_abort[ssp.n_deferred++] = abort;
+}
+
+void ssp_conn_release(struct ss_conn *c, bool abort)
+{
+	int rc;
+
+	ss_conn_set_user(c, NULL);
+	rc = abort ? ss_abort(c) : ss_close(c);
+	if (rc < 0 && errno == EAGAIN)
+		deferred_push(c, abort);
+}
+
+static void deferred_retry(void)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < ssp.n_deferred; i++) {
+		struct ss_conn *c = ssp.deferred[i];
+		bool abort = ssp.deferred_abort[i];
+		int rc = abort ? ss_abort(c) : ss_close(c);
+
+		if (rc < 0 && errno == EAGAIN) {
+			ssp.deferred[k] = c;
+			ssp.deferred_abort[k++] = abort;
+		}
+	}
+	ssp.n_deferred = k;
+}
+
+static void accq_free(struct ssp_sock *s)
+{
+	while (s->accq.n) {
+		struct ss_conn *c = s->accq.q[s->accq.head];
+
+		s->accq.head = (s->accq.head + 1) % s->accq.cap;
+		s->accq.n--;
+		ssp_conn_release(c, true);
+	}
+	free(s->accq.q);
+	s->accq.q = NULL;
+	s->accq.cap = 0;
+}
+
+static int accq_push(struct ssp_sock *s, struct ss_conn *c)
+{
+	struct ssp_accq *a = &s->accq;
+
+	if (a->n == a->cap) {
+		uint32_t cap = a->cap ? a->cap * 2 : 16;
+		struct ss_conn **q = malloc(cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		for (uint32_t i = 0; i < a->n; i++)
+			q[i] = a->q[(a->head + i) % a->cap];
+		free(a->q);
+		a->q = q;
+		a->head = 0;
+		a->cap = cap;
+	}
+	a->q[(a->head + a->n) % a->cap] = c;
+	a->n++;
+	return 0;
+}
+
+/* Last fd closed and no call still using @s: tear down. */
+static void sock_free(struct ssp_sock *s)
+{
+	if (ssp.mode == SSP_M_ON) {
+		switch (s->state) {
+		case SSP_S_LISTEN:
+			if (s->listen_done && !s->listen_err)
+				ss_listen_close(ssp.ctx, s->listener);
+			accq_free(s);
+			break;
+		case SSP_S_CONNECTED:
+			ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
+			break;
+		default:
+			break;
+		}
+		ss_flush(ssp.ctx);
+	}
+	/* A pending LISTENING/CONNECTED finds no socket and is undone in
+	 * ssp_event. */
+	if (!ssp_list_empty(&s->in_cookie))
+		ssp_list_del(&s->in_cookie);
+	free(s->accq.q);
+	free(s);
+}
+
+void ssp_sock_put(struct ssp_sock *s)
+{
+	if (--s->refs <= 0 && s->hold <= 0)
+		sock_free(s);
+}
+
+void ssp_sock_unhold(struct ssp_sock *s)
+{
+	if (--s->hold <= 0 && s->refs <= 0)
+		sock_free(s);
+}
+
+/* ------------------------------------------------------------- events */
+
+static struct ssp_sock *cookie_find(uint64_t cookie)
+{
+	for (struct ssp_link *l = ssp.cookies.next; l != &ssp.cookies; l = l->next) {
+		struct ssp_sock *s = SSP_CONTAINER(l, struct ssp_sock, in_cookie);
+
+		if (s->cookie == cookie)
+			return s;
+	}
+	return NULL;
+}
+
+static void ev_listening(const struct ss_event *e, struct ssp_sock *s)
+{
+	if (!s) {
+		if (!e->error && e->type == SS_EVENT_LISTENING)
+			ss_listen_close(ssp.ctx, e->listener);
+		return;
+	}
+	s->listen_done = true;
+	s->listen_err = e->error ? e->error : 0;
+	if (e->type == SS_EVENT_CMD_ERROR && !s->listen_err)
+		s->listen_err = EINVAL;
+	s->listener = e->listener;
+	/* A listener keeps its cookie: ACCEPTED events carry it. */
+	if (s->listen_err)
+		ssp_list_del(&s->in_cookie);
+	ssp_sock_touch(s);
+}
+
+static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
+{
+	if (!s) {
+		if (e->conn)
+			ssp_conn_release(e->conn, true);
+		return;
+	}
+	ssp_list_del(&s->in_cookie);
+	if (e->type == SS_EVENT_CONNECTED && !e->error && e->conn) {
+		s->state = SSP_S_CONNECTED;
+		s->conn = e->conn;
+		ss_conn_set_user(e->conn, s);
+	} else {
+		s->state = SSP_S_FAILED;
+		s->err = e->error ? e->error : ECONNREFUSED;
+	}
+	ssp_sock_touch(s);
+}
+
+static void ssp_event(const struct ss_event *e)
+{
+	struct ssp_sock *s;
+
+	switch (e->type) {
+	case SS_EVENT_LISTENING:
+		ev_listening(e, cookie_find(e->cookie));
+		return;
+	case SS_EVENT_CONNECTED:
+		ev_connected(e, cookie_find(e->cookie));
+		return;
+	case SS_EVENT_ACCEPTED:
+		s = cookie_find(e->cookie);
+		if (!s || s->state != SSP_S_LISTEN) {
+			/* Listener gone (closed): refuse. */
+			ssp_conn_release(e->conn, true);
+			return;
+		}
+		if (!e->conn)
+			return; /* the library ran out of memory and refused it */
+		if (accq_push(s, e->conn) < 0) {
+			ssp_conn_release(e->conn, true);
+			return;
+		}
+		ssp_sock_touch(s);
+		return;
+	case SS_EVENT_CMD_ERROR:
+		if (e->cmd_op == SS_OP_CONNECT) {
+			s = cookie_find(e->cookie);
+			if (s && s->state == SSP_S_CONNECTING)
+				ev_connected(e, s);
+			return;
+		}
+		if (e->cmd_op == SS_OP_LISTEN) {
+			s = cookie_find(e->cookie);
+			if (s)
+				ev_listening(e, s);
+			return;
+		}
+		ssp_log_once("cmd_error", "the service rejected a command (op %d): %s",
+			     e->cmd_op, strerror(e->error));
+		return;
+	case SS_EVENT_DATA:
+	case SS_EVENT_SENT:
+	case SS_EVENT_PEER_CLOSED:
+	case SS_EVENT_RESET:
+	case SS_EVENT_ERROR:
+		s = e->conn ? ss_conn_user(e->conn) : NULL;
+		if (!s)
+			return;
+		if (e->type == SS_EVENT_RESET || e->type == SS_EVENT_ERROR)
+			s->err = e->error;
+		ssp_sock_touch(s);
+		return;
+	case SS_EVENT_CLOSED:
+	default:
+		return;
+	}
+}
+
+void ssp_pump(void)
+{
+	struct ss_event ev[64];
+	int n;
+
+	if (ssp.mode != SSP_M_ON)
+		return;
+	do {
+		n = ss_poll(ssp.ctx, ev, 64);
+		for (int i = 0; i < n; i++)
+			ssp_event(&ev[i]);
+	} while (n == 64);
+	if (ssp.n_deferred)
+		deferred_retry();
+}
+
+/* ------------------------------------------------------------- waiting */
+
+int64_t ssp_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ssp_deadline(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : ssp_now_ms() + timeout_ms;
+}
+
+/* Milliseconds to @deadline_ms for poll(): -1 forever, 0 when passed. */
+int ssp_ms_left(int64_t deadline_ms)
+{
+	int64_t left;
+
+	if (deadline_ms < 0)
+		return -1;
+	left = deadline_ms - ssp_now_ms();
+	if (left <= 0)
+		return 0;
+	return left > 1000000000 ? 1000000000 : (int)left;
+}
+
+int ssp_block(int64_t deadline_ms, const sigset_t *mask)
+{
+	struct pollfd pfd = { .fd = ssp.evfd, .events = POLLIN };
+	int left, rc, err;
+
+	if (ss_ctx_arm(ssp.ctx)) {
+		ssp_pump();
+		return 0;
+	}
+	left = ssp_ms_left(deadline_ms);
+	if (left == 0) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	ssp_unlock();
+	if (mask) {
+		struct timespec ts = { left / 1000, (left % 1000) * 1000000L };
+
+		rc = ssp_real.ppoll(&pfd, 1, left < 0 ? NULL : &ts, mask);
+	} else {
+		rc = ssp_real.poll(&pfd, 1, left);
+	}
+	err = errno;
+	ssp_lock();
+	ssp_pump();
+	if (rc < 0 && err == EINTR) {
+		errno = EINTR;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,317 @@
+/* opt.c - POSIX layer socket options, names, fcntl and ioctl on accelerated sockets. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "posix/posix.h"
+
+static struct ssp_sock *opt_enter(int fd)
+{
+	struct ssp_sock *s;
+
+	ssp_lock();
+	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
+	if (!s) {
+		ssp_unlock();
+		errno = EBADF;
+	}
+	return s;
+}
+
+static int fail_unlock(int err)
+{
+	ssp_unlock();
+	errno = err;
+	return -1;
+}
+
+static int get_int(const void *val, socklen_t len, int *out)
+{
+	if (!val || len < (socklen_t)sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(out, val, sizeof(int));
+	return 0;
+}
+
+static int tv_to_ms(const void *val, socklen_t len, int *ms)
+{
+	struct timeval tv;
+	long long v;
+
+	if (!val || len < (socklen_t)sizeof(tv)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&tv, val, sizeof(tv));
+	if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000) {
+		errno = EDOM;
+		return -1;
+	}
+	v = (long long)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	*ms = v > 1000000000 ? 1000000000 : (int)v;
+	return 0;
+}
+
+int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	int v = 0;
+
+	if (!s)
+		return -1;
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_RCVTIMEO:
+			if (tv_to_ms(val, len, &s->rcvtimeo_ms) < 0)
+				return fail_unlock(errno);
+			goto ok;
+		case SO_SNDTIMEO:
+			if (tv_to_ms(val, len, &s->sndtimeo_ms) < 0)
+				return fail_unlock(errno);
+			goto ok;
+		case SO_LINGER: {
+			struct linger l;
+
+			if (!val || len < (socklen_t)sizeof(l))
+				return fail_unlock(EINVAL);
+			memcpy(&l, val, sizeof(l));
+			s->linger_on = l.l_onoff != 0;
+			s->linger_s = l.l_linger;
+			if (s->linger_on && l.l_linger != 0)
+				ssp_log_once("linger", "SO_LINGER with a timeout: close() does not wait");
+			goto ok;
+		}
+		default:
+			break;
+		}
+		if (get_int(val, len, &v) < 0)
+			return fail_unlock(errno);
+		switch (name) {
+		case SO_REUSEADDR: s->reuseaddr = v; goto ok;
+		case SO_REUSEPORT: s->reuseport = v; goto ok;
+		case SO_KEEPALIVE: s->keepalive = v; goto ok;
+		case SO_RCVBUF: case SO_SNDBUF: case SO_RCVBUFFORCE: case SO_SNDBUFFORCE:
+			/* The rings are sized at attach (SLIPSTREAM_BUF). */
+			goto ok;
+		case SO_OOBINLINE: case SO_PRIORITY: case SO_RCVLOWAT: case SO_SNDLOWAT:
+			goto ok;
+		default:
+			break;
+		}
+	} else if (level == IPPROTO_TCP) {
+		if (get_int(val, len, &v) < 0)
+			return fail_unlock(errno);
+		switch (name) {
+		case TCP_NODELAY: s->nodelay = v; goto ok; /* always on in the service */
+		case TCP_KEEPIDLE: s->keepidle = v; goto ok;
+		case TCP_KEEPINTVL: s->keepintvl = v; goto ok;
+		case TCP_KEEPCNT: s->keepcnt = v; goto ok;
+		case TCP_QUICKACK: case TCP_CORK: case TCP_USER_TIMEOUT:
+		case TCP_DEFER_ACCEPT: case TCP_FASTOPEN:
+			ssp_log_once("tcp_opt_ignored", "TCP option %d accepted and ignored", name);
+			goto ok;
+		default:
+			break;
+		}
+	} else if (level == IPPROTO_IP && (name == IP_TOS || name == IP_TTL)) {
+		ssp_log_once("ip_opt_ignored", "IP option %d accepted and ignored", name);
+		goto ok;
+	}
+	ssp_log_once("setsockopt", "setsockopt(level %d, option %d) not supported: ENOPROTOOPT",
+		     level, name);
+	return fail_unlock(ENOPROTOOPT);
+ok:
+	ssp_unlock();
+	return 0;
+}
+
+static void put_opt(void *val, socklen_t *len, const void *src, socklen_t n)
+{
+	if (*len > n)
+		*len = n;
+	memcpy(val, src, *len);
+}
+
+int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	int v;
+
+	if (!s)
+		return -1;
+	if (!val || !len)
+		return fail_unlock(EFAULT);
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_RCVTIMEO: case SO_SNDTIMEO: {
+			int ms = name == SO_RCVTIMEO ? s->rcvtimeo_ms : s->sndtimeo_ms;
+			struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+			put_opt(val, len, &tv, sizeof(tv));
+			goto ok;
+		}
+		case SO_LINGER: {
+			struct linger l = { s->linger_on, s->linger_s };
+
+			put_opt(val, len, &l, sizeof(l));
+			goto ok;
+		}
+		case SO_ERROR:
+			v = s->err;
+			s->err = 0;
+			break;
+		case SO_TYPE: v = SOCK_STREAM; break;
+		case SO_DOMAIN: v = AF_INET; break;
+		case SO_PROTOCOL: v = IPPROTO_TCP; break;
+		case SO_ACCEPTCONN: v = s->state == SSP_S_LISTEN; break;
+		case SO_REUSEADDR: v = s->reuseaddr; break;
+		case SO_REUSEPORT: v = s->reuseport; break;
+		case SO_KEEPALIVE: v = s->keepalive; break;
+		case SO_RCVBUF: v = (int)ssp.rxbuf; break;
+		case SO_SNDBUF: v = (int)ssp.txbuf; break;
+		default: goto unsupported;
+		}
+	} else if (level == IPPROTO_TCP) {
+		switch (name) {
+		case TCP_NODELAY: v = 1; break;
+		case TCP_KEEPIDLE: v = s->keepidle ? s->keepidle : 7200; break;
+		case TCP_KEEPINTVL: v = s->keepintvl ? s->keepintvl : 75; break;
+		case TCP_KEEPCNT: v = s->keepcnt ? s->keepcnt : 9; break;
+		case TCP_MAXSEG: v = 1460; break;
+		default: goto unsupported;
+		}
+	} else {
+		goto unsupported;
+	}
+	put_opt(val, len, &v, sizeof(v));
+ok:
+	ssp_unlock();
+	return 0;
+unsupported:
+	ssp_log_once("getsockopt", "getsockopt(level %d, option %d) not supported: ENOPROTOOPT",
+		     level, name);
+	return fail_unlock(ENOPROTOOPT);
+}
+
+static void name_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(ip),
+	};
+
+	put_opt(sa, len, &sin, sizeof(sin));
+}
+
+int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	uint32_t ip = 0;
+	uint16_t port = 0;
+
+	if (!s)
+		return -1;
+	if (!sa || !len)
+		return fail_unlock(EFAULT);
+	if (s->state == SSP_S_CONNECTED) {
+		ss_conn_endpoints(s->conn, &ip, &port, NULL, NULL);
+	} else if (s->bound) {
+		ip = s->bind_ip;
+		port = s->bind_port;
+	}
+	name_out(sa, len, ip, port);
+	ssp_unlock();
+	return 0;
+}
+
+int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	uint32_t ip;
+	uint16_t port;
+
+	if (!s)
+		return -1;
+	if (!sa || !len)
+		return fail_unlock(EFAULT);
+	if (s->state != SSP_S_CONNECTED)
+		return fail_unlock(ENOTCONN);
+	ss_conn_endpoints(s->conn, NULL, NULL, &ip, &port);
+	name_out(sa, len, ip, port);
+	ssp_unlock();
+	return 0;
+}
+
+/* F_DUPFD* are routed to ssp_dup by the shim; the rest of fcntl here. */
+int ssp_fcntl(int fd, int cmd, uintptr_t arg)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	int rc;
+
+	if (!s)
+		return -1;
+	switch (cmd) {
+	case F_GETFL:
+		rc = O_RDWR | (s->nonblock ? O_NONBLOCK : 0);
+		break;
+	case F_SETFL:
+		s->nonblock = (arg & O_NONBLOCK) != 0;
+		rc = 0;
+		break;
+	case F_GETFD:
+	case F_SETFD:
+		/* FD_CLOEXEC lives on the eventfd behind the number. */
+		rc = ssp_real.fcntl(fd, cmd, arg);
+		break;
+	default:
+		ssp_log_once("fcntl", "fcntl(cmd %d) on an accelerated socket: EINVAL", cmd);
+		return fail_unlock(EINVAL);
+	}
+	ssp_unlock();
+	return rc;
+}
+
+int ssp_ioctl(int fd, unsigned long req, void *arg)
+{
+	struct ssp_sock *s = opt_enter(fd);
+	int v;
+
+	if (!s)
+		return -1;
+	switch (req) {
+	case FIONREAD: {
+		struct iovec iov[2];
+
+		if (s->state == SSP_S_LISTEN)
+			return fail_unlock(EINVAL);
+		v = s->state == SSP_S_CONNECTED ? (int)ss_recv_peek(s->conn, iov) : 0;
+		memcpy(arg, &v, sizeof(v));
+		break;
+	}
+	case SIOCOUTQ:
+		v = s->state == SSP_S_CONNECTED ? (int)ss_send_queued(s->conn) : 0;
+		memcpy(arg, &v, sizeof(v));
+		break;
+	case FIONBIO:
+		memcpy(&v, arg, sizeof(v));
+		s->nonblock = v != 0;
+		break;
+	case FIOCLEX:
+	case FIONCLEX:
+		v = ssp_real.ioctl(fd, req, arg);
+		ssp_unlock();
+		return v;
+	default:
+		ssp_log_once("ioctl", "ioctl(0x%lx) on an accelerated socket: ENOTTY", req);
+		return fail_unlock(ENOTTY);
+	}
+	ssp_unlock();
+	return 0;
+}

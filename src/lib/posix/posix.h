@@ -1,0 +1,312 @@
+/* posix.h - the POSIX sockets layer of libslipstream: internal state shared by src/lib/posix/ and the preload shim. */
+#ifndef SS_LIB_POSIX_POSIX_H
+#define SS_LIB_POSIX_POSIX_H
+
+/*
+ * The layer turns TCP sockets (AF_INET, SOCK_STREAM) into library
+ * connections on ONE context of ONE attachment per process.  Every
+ * accelerated socket owns a real kernel fd (an eventfd that never becomes
+ * readable), so fd numbers stay unique and dup/fcntl/CLOEXEC keep working;
+ * ssp_fd_get() maps the number to the socket.
+ *
+ * Locking: one mutex (ssp.lock) around all layer state; every ssp_* entry
+ * point takes it, and blocking waits drop it while they sleep.  The layer
+ * never calls a libc function that the shim overrides while holding it,
+ * except on fds that are not in the table (the library's eventfds and
+ * attach socket), which the shim passes straight to libc without locking.
+ * Per-thread contexts come later: today several threads blocking in the
+ * layer at once may see a wake-up late (one context eventfd for all).
+ *
+ * fork(): the child must not touch the parent's shared region.  The child
+ * marks the layer dead: operations on accelerated fds fail with EBADF and
+ * close() just releases the fd number.
+ */
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "lib.h"
+
+/* ----------------------------------------------------------------- lists */
+
+struct ssp_link {
+	struct ssp_link *prev, *next;
+};
+
+#define SSP_CONTAINER(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+static inline void ssp_list_init(struct ssp_link *h)
+{
+	h->prev = h->next = h;
+}
+
+static inline bool ssp_list_empty(const struct ssp_link *h)
+{
+	return h->next == h;
+}
+
+static inline void ssp_list_add_tail(struct ssp_link *h, struct ssp_link *e)
+{
+	e->prev = h->prev;
+	e->next = h;
+	h->prev->next = e;
+	h->prev = e;
+}
+
+static inline void ssp_list_del(struct ssp_link *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->prev = e->next = e;
+}
+
+/* ---------------------------------------------------------- real libc */
+
+/* The libc functions the layer uses on kernel fds; resolved with
+ * dlsym(RTLD_NEXT) so that, when preloaded, they bypass the shim. */
+struct ssp_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*close)(int);
+	int (*shutdown)(int, int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+};
+
+extern struct ssp_real ssp_real;
+
+/* ssp_real_init - resolve ssp_real (idempotent, thread-safe). */
+void ssp_real_init(void);
+
+/* ------------------------------------------------------------- objects */
+
+enum ssp_file_type { SSP_F_SOCK = 1, SSP_F_EPOLL };
+
+/* First member of every object the fd table points to. */
+struct ssp_file {
+	uint8_t type; /* enum ssp_file_type */
+};
+
+enum ssp_state {
+	SSP_S_NEW,        /* socket(), maybe bind() */
+	SSP_S_LISTEN,     /* listen() succeeded */
+	SSP_S_CONNECTING, /* ss_connect posted, CONNECTED not yet seen */
+	SSP_S_CONNECTED,  /* sock->conn set (the connection may be dead inside) */
+	SSP_S_FAILED,     /* connect failed: sock->err tells why */
+};
+
+/* Accepted connections waiting for accept(): a growable FIFO. */
+struct ssp_accq {
+	struct ss_conn **q;
+	uint32_t head, n, cap;
+};
+
+struct ssp_sock {
+	struct ssp_file f;
+	int refs;               /* fds mapping to this socket */
+	int hold;               /* calls using it while the lock is dropped */
+	uint8_t state;          /* enum ssp_state */
+	bool nonblock;          /* O_NONBLOCK (per open file: shared by dups) */
+	bool bound;
+	bool shut_rd, shut_wr;
+	bool listen_done;       /* LISTENING (or its CMD_ERROR) arrived */
+	int listen_err;
+	int err;                /* pending SO_ERROR, cleared when reported */
+	uint32_t bind_ip;       /* host order */
+	uint16_t bind_port;
+	uint32_t listener;      /* service listener id */
+	uint64_t cookie;        /* listen/connect cookie (0: none) */
+	struct ssp_link in_cookie; /* on ssp.cookies while cookie != 0 */
+	struct ss_conn *conn;
+	struct ssp_accq accq;
+	uint32_t seq;           /* bumped by every event: edge-triggered epoll */
+	struct ssp_link regs;   /* struct ssp_epreg.in_sock */
+
+	/* socket options (stored; most are fixed behaviour in the service) */
+	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
+	int linger_s;
+	int keepidle, keepintvl, keepcnt;
+	int rcvtimeo_ms, sndtimeo_ms; /* 0: none */
+};
+
+/* One epoll set that holds accelerated fds (a real kernel epoll fd). */
+struct ssp_ep {
+	struct ssp_file f;
+	int epfd;
+	bool has_ctx;           /* the context eventfd is in the kernel set */
+	struct ssp_link regs;   /* struct ssp_epreg.in_ep */
+	struct ssp_link rdlist; /* struct ssp_epreg.in_rd: may be ready */
+};
+
+struct ssp_epreg {
+	struct ssp_ep *ep;
+	struct ssp_sock *sock;
+	int fd;
+	uint32_t events;
+	epoll_data_t data;
+	uint32_t seen_seq;      /* sock->seq when last reported (EPOLLET) */
+	bool disabled;          /* EPOLLONESHOT fired */
+	bool on_rd;
+	struct ssp_link in_sock, in_ep, in_rd;
+};
+
+/* epoll_data value marking the context eventfd in kernel epoll sets. */
+#define SSP_EP_CTX_MARK 0x55535350435458ffull
+
+enum ssp_mode {
+	SSP_M_UNSET,    /* no accelerated socket asked for yet */
+	SSP_M_ON,       /* attached */
+	SSP_M_KERNEL,   /* service unreachable: everything goes to libc */
+	SSP_M_DEAD,     /* forked child: accelerated fds are unusable */
+};
+
+struct ssp_layer {
+	pthread_mutex_t lock;
+	int mode;               /* enum ssp_mode */
+	bool strict;            /* SLIPSTREAM_STRICT=1 */
+	int attach_err;
+	struct ss_app *app;
+	struct ss_ctx *ctx;
+	int evfd;
+	uint32_t rxbuf, txbuf;
+	uint32_t service_ip;    /* host order, 0 until known */
+	bool service_ip_tried;
+	uint64_t next_cookie;
+	struct ssp_link cookies; /* sockets waiting for LISTENING/CONNECTED */
+	struct ss_conn **deferred; /* close/abort that found the queue full */
+	uint32_t n_deferred, cap_deferred;
+	bool *deferred_abort;
+};
+
+extern struct ssp_layer ssp;
+
+/* ----------------------------------------------------------- core.c */
+
+void ssp_lock(void);
+void ssp_unlock(void);
+
+/* ssp_fd_get - the object behind @fd or NULL; lock-free (the answer may
+ * be stale if another thread closes @fd concurrently, as with any fd). */
+struct ssp_file *ssp_fd_get(int fd);
+/* ssp_fd_set - install @f (NULL removes).  Caller holds the lock. */
+int ssp_fd_set(int fd, struct ssp_file *f);
+/* ssp_fd_sock - the socket behind @fd, NULL when @fd is not one. */
+struct ssp_sock *ssp_fd_sock(int fd);
+/* ssp_fd_busy - true when @fd needs the layer (socket or epoll set). */
+static inline bool ssp_fd_busy(int fd)
+{
+	return ssp_fd_get(fd) != NULL;
+}
+
+/* ssp_ready - attach on first use.  Returns SSP_M_ON or SSP_M_KERNEL, or
+ * -1 with errno (strict mode).  Caller holds the lock. */
+int ssp_ready(void);
+/* ssp_pump - take every pending event and apply it.  Lock held. */
+void ssp_pump(void);
+/* ssp_block - sleep until events arrive or @deadline_ms (monotonic ms,
+ * -1: none).  Drops the lock while sleeping.  Returns 0 (events or a
+ * spurious wake: re-check), or -1 with errno EINTR or ETIMEDOUT. */
+int ssp_block(int64_t deadline_ms, const sigset_t *mask);
+int64_t ssp_now_ms(void);
+int64_t ssp_deadline(int timeout_ms);
+int ssp_ms_left(int64_t deadline_ms);
+
+void ssp_sock_touch(struct ssp_sock *s);
+/* ssp_sock_put - drop an fd reference; ssp_sock_unhold - end a call that
+ * set s->hold++ before dropping the lock.  The last of both frees @s. */
+void ssp_sock_put(struct ssp_sock *s);
+void ssp_sock_unhold(struct ssp_sock *s);
+struct ssp_sock *ssp_sock_new(void);
+/* Close or abort @c now or, when the command queue is full, later. */
+void ssp_conn_release(struct ss_conn *c, bool abort);
+uint32_t ssp_service_ip(void);
+
+/* ssp_log_once - one stderr line per distinct @key (a string literal). */
+void ssp_log_once(const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ssp_sock_poll - Linux poll bits (POLLIN, POLLOUT, ...) of @s now. */
+uint32_t ssp_sock_poll(const struct ssp_sock *s);
+
+/* ----------------------------------------------- the POSIX entry points */
+/* Each returns what the libc function returns and sets errno likewise.
+ * Calls on fds that are not accelerated are not expected here, except
+ * where noted (the shim routes those to libc). */
+
+int ssp_socket(int domain, int type, int protocol);   /* -2: not ours, use libc */
+int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len);
+int ssp_listen(int fd, int backlog);
+int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags);
+int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len);
+int ssp_shutdown(int fd, int how);
+int ssp_close(int fd);                /* also epoll fds in the table */
+/* ssp_fd_forget - @fd is about to be replaced (dup2 onto it): drop it
+ * from the layer without closing the number. */
+void ssp_fd_forget(int fd);
+int ssp_dup(int oldfd, int newfd, int flags, bool exact); /* dup/dup2/dup3/F_DUPFD */
+
+ssize_t ssp_recvmsg(int fd, struct msghdr *msg, int flags);
+ssize_t ssp_sendmsg(int fd, const struct msghdr *msg, int flags);
+ssize_t ssp_recv(int fd, void *buf, size_t len, int flags,
+		 struct sockaddr *sa, socklen_t *salen);
+ssize_t ssp_send(int fd, const void *buf, size_t len, int flags);
+ssize_t ssp_readv(int fd, const struct iovec *iov, int n);
+ssize_t ssp_writev(int fd, const struct iovec *iov, int n);
+
+int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
+int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len);
+int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len);
+int ssp_fcntl(int fd, int cmd, uintptr_t arg);
+int ssp_ioctl(int fd, unsigned long req, void *arg);
+
+/* epoll.c: @epfd may be any epoll fd (a set without accelerated fds is
+ * passed to libc). */
+int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		   const sigset_t *mask);
+void ssp_ep_free(struct ssp_ep *ep);
+void ssp_ep_drop_fd(struct ssp_sock *s, int fd);
+
+/* poll.c: @fds may mix accelerated and kernel fds. */
+int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
+int ssp_select(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms,
+	       const sigset_t *mask);
+
+#endif /* SS_LIB_POSIX_POSIX_H */

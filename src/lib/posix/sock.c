@@ -1,0 +1,590 @@
+/* sock.c - POSIX layer control plane: socket, bind, listen, accept, connect, shutdown, close, dup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "posix/posix.h"
+
+#define LISTEN_WAIT_MS 5000
+#define EPHEMERAL_LO 32768
+#define EPHEMERAL_HI 60999
+
+/* Take the lock and find the socket behind @fd; NULL (lock released,
+ * errno set) when @fd is not an accelerated socket. */
+static struct ssp_sock *sock_enter(int fd)
+{
+	struct ssp_sock *s;
+
+	ssp_lock();
+	if (ssp.mode == SSP_M_DEAD) {
+		ssp_unlock();
+		errno = EBADF;
+		return NULL;
+	}
+	s = ssp_fd_sock(fd);
+	if (!s) {
+		ssp_unlock();
+		errno = ssp_fd_get(fd) ? ENOTSOCK : EBADF;
+		return NULL;
+	}
+	return s;
+}
+
+static int fail_unlock(int err)
+{
+	ssp_unlock();
+	errno = err;
+	return -1;
+}
+
+/* Post a control command, making room in the command queue if needed. */
+static int post_retry(int (*post)(void *), void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (post(arg) == 0)
+			return 0;
+		if (errno != EAGAIN)
+			return -1;
+		ssp_pump();
+		if (i > 10)
+			usleep(100);
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+static bool may_bind_low_port(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (geteuid() == 0)
+		return true;
+	if (syscall(SYS_capget, &h, d) != 0)
+		return false;
+	return d[CAP_NET_BIND_SERVICE / 32].effective & (1u << (CAP_NET_BIND_SERVICE % 32));
+}
+
+static int addr_in(const struct sockaddr *sa, socklen_t len, uint32_t *ip,
+		   uint16_t *port)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)sa;
+
+	if (!sa || len < (socklen_t)sizeof(struct sockaddr_in)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sa->sa_family != AF_INET) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	*ip = ntohl(sin->sin_addr.s_addr);
+	*port = ntohs(sin->sin_port);
+	return 0;
+}
+
+/* Addresses the service cannot reach but the kernel can. */
+static bool kernel_only(uint32_t ip)
+{
+	return (ip >> 24) == 127;
+}
+
+/* ------------------------------------------------------------- socket */
+
+int ssp_socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct ssp_sock *s;
+	int fd, mode;
+
+	if (domain != AF_INET || base != SOCK_STREAM ||
+	    (protocol != 0 && protocol != IPPROTO_TCP))
+		return -2;
+	ssp_lock();
+	if (ssp.mode == SSP_M_DEAD) {
+		ssp_unlock();
+		return -2;
+	}
+	mode = ssp_ready();
+	if (mode < 0) {
+		ssp_unlock();
+		return -1;
+	}
+	if (mode != SSP_M_ON) {
+		ssp_unlock();
+		return -2;
+	}
+	fd = eventfd(0, EFD_NONBLOCK | (type & SOCK_CLOEXEC ? EFD_CLOEXEC : 0));
+	if (fd < 0) {
+		ssp_unlock();
+		return -1;
+	}
+	s = ssp_sock_new();
+	if (!s || ssp_fd_set(fd, &s->f) < 0) {
+		int err = errno;
+
+		free(s);
+		ssp_real.close(fd);
+		return fail_unlock(err);
+	}
+	s->nonblock = type & SOCK_NONBLOCK;
+	ssp_unlock();
+	return fd;
+}
+
+/*
+ * Give @fd back to the kernel stack (loopback, which the service cannot
+ * reach): a kernel socket with the options set so far replaces the
+ * eventfd under the same number.  Only for a fresh socket with one fd and
+ * no epoll registration.  Lock held; @s is freed on success.
+ */
+static int sock_demote(int fd, struct ssp_sock *s)
+{
+	int one = 1, kfd, cloexec;
+
+	if (s->state != SSP_S_NEW || s->refs != 1 || s->hold ||
+	    !ssp_list_empty(&s->regs)) {
+		ssp_log_once("demote", "loopback on a socket already in use: not supported");
+		errno = EADDRNOTAVAIL;
+		return -1;
+	}
+	kfd = ssp_real.socket(AF_INET, SOCK_STREAM, 0);
+	if (kfd < 0)
+		return -1;
+	if (s->reuseaddr)
+		ssp_real.setsockopt(kfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s->reuseport)
+		ssp_real.setsockopt(kfd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	if (s->keepalive)
+		ssp_real.setsockopt(kfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	if (s->nodelay)
+		ssp_real.setsockopt(kfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	cloexec = ssp_real.fcntl(fd, F_GETFD) & FD_CLOEXEC;
+	if (ssp_real.dup3(kfd, fd, cloexec ? O_CLOEXEC : 0) < 0) {
+		int err = errno;
+
+		ssp_real.close(kfd);
+		errno = err;
+		return -1;
+	}
+	ssp_real.close(kfd);
+	if (s->nonblock)
+		ssp_real.fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
+	ssp_fd_set(fd, NULL);
+	ssp_sock_put(s);
+	return 0;
+}
+
+/* --------------------------------------------------------------- bind */
+
+int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct ssp_sock *s = sock_enter(fd);
+	uint32_t ip;
+	uint16_t port;
+
+	if (!s)
+		return -1;
+	if (addr_in(sa, len, &ip, &port) < 0)
+		return fail_unlock(errno);
+	if (s->bound || s->state != SSP_S_NEW)
+		return fail_unlock(EINVAL);
+	if (kernel_only(ip)) {
+		if (sock_demote(fd, s) < 0)
+			return fail_unlock(errno);
+		ssp_unlock();
+		return ssp_real.bind(fd, sa, len);
+	}
+	if (ip != INADDR_ANY && ip != ssp_service_ip())
+		return fail_unlock(EADDRNOTAVAIL);
+	if (port && port < 1024 && !may_bind_low_port())
+		return fail_unlock(EACCES);
+	s->bound = true;
+	s->bind_ip = ip;
+	s->bind_port = port;
+	ssp_unlock();
+	return 0;
+}
+
+/* ------------------------------------------------------------- listen */
+
+struct listen_arg {
+	uint16_t port;
+	uint32_t backlog;
+	uint64_t cookie;
+};
+
+static int post_listen(void *arg)
+{
+	struct listen_arg *a = arg;
+
+	return ss_listen(ssp.ctx, a->port, a->backlog, a->cookie);
+}
+
+/* One listen attempt on s->bind_port; lock held.  0 or -1 with errno. */
+static int listen_once(struct ssp_sock *s, int backlog)
+{
+	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
+	struct listen_arg a = { s->bind_port, (uint32_t)backlog, ssp.next_cookie++ };
+
+	s->cookie = a.cookie;
+	s->listen_done = false;
+	s->listen_err = 0;
+	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	if (post_retry(post_listen, &a) < 0) {
+		ssp_list_del(&s->in_cookie);
+		return -1;
+	}
+	ss_flush(ssp.ctx);
+	s->hold++;
+	while (!s->listen_done) {
+		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
+			break;
+	}
+	s->hold--;
+	if (!s->listen_done) {
+		/* The service never answered: a late LISTENING is undone. */
+		ssp_list_del(&s->in_cookie);
+		s->cookie = 0;
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	if (s->listen_err) {
+		s->cookie = 0;
+		errno = s->listen_err;
+		return -1;
+	}
+	return 0;
+}
+
+int ssp_listen(int fd, int backlog)
+{
+	struct ssp_sock *s = sock_enter(fd);
+	bool pick;
+	int rc = -1;
+
+	if (!s)
+		return -1;
+	if (s->state == SSP_S_LISTEN) {
+		ssp_unlock();
+		return 0; /* Linux lets listen() change the backlog: ignored */
+	}
+	if (s->state != SSP_S_NEW)
+		return fail_unlock(EINVAL);
+	if (backlog <= 0)
+		backlog = 1;
+	if (backlog > 65535)
+		backlog = 65535;
+	pick = !s->bound || s->bind_port == 0;
+	for (int tries = 0; tries < (pick ? 64 : 1); tries++) {
+		if (pick)
+			s->bind_port = (uint16_t)(EPHEMERAL_LO +
+				(uint32_t)random() % (EPHEMERAL_HI - EPHEMERAL_LO + 1));
+		rc = listen_once(s, backlog);
+		if (rc == 0 || errno != EADDRINUSE)
+			break;
+	}
+	if (rc < 0) {
+		if (pick)
+			s->bind_port = 0;
+		return fail_unlock(errno);
+	}
+	s->bound = true;
+	s->state = SSP_S_LISTEN;
+	ssp_unlock();
+	return 0;
+}
+
+/* ------------------------------------------------------------- accept */
+
+static void addr_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_port = htons(port),
+		.sin_addr.s_addr = htonl(ip),
+	};
+	socklen_t n;
+
+	if (!sa || !len)
+		return;
+	n = *len < (socklen_t)sizeof(sin) ? *len : (socklen_t)sizeof(sin);
+	memcpy(sa, &sin, n);
+	*len = sizeof(sin);
+}
+
+int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	struct ssp_sock *s = sock_enter(fd), *ns;
+	struct ss_conn *c;
+	int64_t deadline;
+	int nfd;
+
+	if (!s)
+		return -1;
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return fail_unlock(EINVAL);
+	if (s->state != SSP_S_LISTEN)
+		return fail_unlock(EINVAL);
+	deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
+	s->hold++;
+	while (!s->accq.n && s->state == SSP_S_LISTEN) {
+		ssp_pump();
+		if (s->accq.n)
+			break;
+		if (s->nonblock || s->refs <= 0) {
+			errno = EAGAIN;
+			goto fail;
+		}
+		if (ssp_block(deadline, NULL) < 0) {
+			if (errno == ETIMEDOUT)
+				errno = EAGAIN;
+			goto fail;
+		}
+	}
+	if (!s->accq.n) {
+		errno = EINVAL;
+		goto fail;
+	}
+	nfd = eventfd(0, EFD_NONBLOCK | (flags & SOCK_CLOEXEC ? EFD_CLOEXEC : 0));
+	if (nfd < 0)
+		goto fail;
+	ns = ssp_sock_new();
+	if (!ns || ssp_fd_set(nfd, &ns->f) < 0) {
+		int err = errno;
+
+		free(ns);
+		ssp_real.close(nfd);
+		errno = err;
+		goto fail;
+	}
+	c = s->accq.q[s->accq.head];
+	s->accq.head = (s->accq.head + 1) % s->accq.cap;
+	s->accq.n--;
+	ns->state = SSP_S_CONNECTED;
+	ns->conn = c;
+	ns->nonblock = flags & SOCK_NONBLOCK;
+	ns->bound = true;
+	ns->keepalive = s->keepalive;
+	ns->nodelay = s->nodelay;
+	ns->linger_on = s->linger_on;
+	ns->linger_s = s->linger_s;
+	ss_conn_set_user(c, ns);
+	ss_conn_endpoints(c, &ns->bind_ip, &ns->bind_port, NULL, NULL);
+	if (sa && len) {
+		uint32_t rip;
+		uint16_t rport;
+
+		ss_conn_endpoints(c, NULL, NULL, &rip, &rport);
+		addr_out(sa, len, rip, rport);
+	}
+	ssp_sock_unhold(s);
+	ssp_unlock();
+	return nfd;
+fail: {
+		int err = errno;
+
+		ssp_sock_unhold(s);
+		return fail_unlock(err);
+	}
+}
+
+/* ------------------------------------------------------------ connect */
+
+struct connect_arg {
+	uint32_t ip;
+	uint16_t port;
+	uint64_t cookie;
+};
+
+static int post_connect(void *arg)
+{
+	struct connect_arg *a = arg;
+
+	return ss_connect(ssp.ctx, a->ip, a->port, a->cookie);
+}
+
+int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct ssp_sock *s = sock_enter(fd);
+	struct connect_arg a;
+	int64_t deadline;
+	int err;
+
+	if (!s)
+		return -1;
+	switch (s->state) {
+	case SSP_S_CONNECTING:
+		return fail_unlock(EALREADY);
+	case SSP_S_CONNECTED:
+		return fail_unlock(EISCONN);
+	case SSP_S_LISTEN:
+		return fail_unlock(EINVAL);
+	case SSP_S_FAILED:
+		if (s->err) {
+			/* The result of the last non-blocking connect. */
+			err = s->err;
+			s->err = 0;
+			return fail_unlock(err);
+		}
+		s->state = SSP_S_NEW;
+		break;
+	default:
+		break;
+	}
+	if (addr_in(sa, len, &a.ip, &a.port) < 0)
+		return fail_unlock(errno);
+	if (a.port == 0)
+		return fail_unlock(ECONNREFUSED);
+	if (kernel_only(a.ip) || a.ip == INADDR_ANY) {
+		if (sock_demote(fd, s) < 0)
+			return fail_unlock(errno);
+		ssp_unlock();
+		return ssp_real.connect(fd, sa, len);
+	}
+	if (s->bound && s->bind_port)
+		ssp_log_once("connect_bind", "connect() after bind(): the local port is chosen by the service");
+	a.cookie = s->cookie = ssp.next_cookie++;
+	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	if (post_retry(post_connect, &a) < 0) {
+		err = errno;
+		ssp_list_del(&s->in_cookie);
+		return fail_unlock(err == EAGAIN ? ENOBUFS : err);
+	}
+	s->state = SSP_S_CONNECTING;
+	s->err = 0;
+	ss_flush(ssp.ctx);
+	if (s->nonblock)
+		return fail_unlock(EINPROGRESS);
+	deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
+	s->hold++;
+	while (s->state == SSP_S_CONNECTING) {
+		if (ssp_block(deadline, NULL) < 0) {
+			err = errno == ETIMEDOUT ? EINPROGRESS : errno;
+			ssp_sock_unhold(s);
+			return fail_unlock(err);
+		}
+	}
+	ssp_sock_unhold(s);
+	if (s->state == SSP_S_FAILED) {
+		err = s->err;
+		s->err = 0;
+		return fail_unlock(err);
+	}
+	ssp_unlock();
+	return 0;
+}
+
+/* ----------------------------------------------------------- shutdown */
+
+static int post_shutdown(void *arg)
+{
+	return ss_shutdown(arg);
+}
+
+int ssp_shutdown(int fd, int how)
+{
+	struct ssp_sock *s = sock_enter(fd);
+
+	if (!s)
+		return -1;
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return fail_unlock(EINVAL);
+	if (s->state != SSP_S_CONNECTED)
+		return fail_unlock(ENOTCONN);
+	if (how != SHUT_WR)
+		s->shut_rd = true;
+	if (how != SHUT_RD && !s->shut_wr) {
+		s->shut_wr = true;
+		if (ss_conn_error(s->conn) == 0 && post_retry(post_shutdown, s->conn) < 0 &&
+		    errno == EAGAIN)
+			ssp_log_once("shutdown", "shutdown(): command queue stuck, FIN not sent");
+		ss_flush(ssp.ctx);
+	}
+	ssp_sock_touch(s);
+	ssp_unlock();
+	return 0;
+}
+
+/* -------------------------------------------------------- close, dup */
+
+/* Drop @fd from the layer (lock held): its epoll registrations, its
+ * reference.  The number itself is closed (or replaced) by the caller. */
+static void fd_drop(int fd, struct ssp_file *f)
+{
+	ssp_fd_set(fd, NULL);
+	if (f->type == SSP_F_EPOLL) {
+		ssp_ep_free(SSP_CONTAINER(f, struct ssp_ep, f));
+		return;
+	}
+	ssp_ep_drop_fd(SSP_CONTAINER(f, struct ssp_sock, f), fd);
+	ssp_sock_put(SSP_CONTAINER(f, struct ssp_sock, f));
+}
+
+int ssp_close(int fd)
+{
+	struct ssp_file *f;
+	int rc;
+
+	ssp_lock();
+	f = ssp_fd_get(fd);
+	if (f)
+		fd_drop(fd, f);
+	rc = ssp_real.close(fd);
+	ssp_unlock();
+	return rc;
+}
+
+void ssp_fd_forget(int fd)
+{
+	struct ssp_file *f;
+
+	ssp_lock();
+	f = ssp_fd_get(fd);
+	if (f)
+		fd_drop(fd, f);
+	ssp_unlock();
+}
+
+int ssp_dup(int oldfd, int newfd, int flags, bool exact)
+{
+	struct ssp_file *f, *g;
+	int nfd;
+
+	ssp_lock();
+	f = ssp_fd_get(oldfd);
+	if (exact) {
+		if (oldfd == newfd) {
+			ssp_unlock();
+			if (flags) {
+				errno = EINVAL;
+				return -1;
+			}
+			return ssp_real.fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
+		}
+		g = ssp_fd_get(newfd);
+		nfd = ssp_real.dup3(oldfd, newfd, flags);
+		if (nfd >= 0 && g)
+			fd_drop(newfd, g);
+	} else {
+		nfd = ssp_real.fcntl(oldfd, flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD,
+				     newfd);
+	}
+	if (nfd >= 0 && f) {
+		if (f->type == SSP_F_SOCK) {
+			if (ssp_fd_set(nfd, f) == 0)
+				(SSP_CONTAINER(f, struct ssp_sock, f))->refs++;
+		} else {
+			ssp_log_once("dup_epoll", "dup() of an epoll fd: the copy sees kernel fds only");
+		}
+	}
+	ssp_unlock();
+	return nfd;
+}
