@@ -415,7 +415,21 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 
 			ms = v < 0 ? 0 : v > 1000000000 ? 1000000000 : (int)v;
 		}
-		return ssp_select(nfds, r, w, e, ms, NULL);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int rc = ssp_select(nfds, r, w, e, ms, NULL);
+		if (tv && rc >= 0) {
+			/* Linux writes back the time not slept. */
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			long long left = (long long)tv->tv_sec * 1000000 + tv->tv_usec -
+					 ((long long)(t1.tv_sec - t0.tv_sec) * 1000000 +
+					  (t1.tv_nsec - t0.tv_nsec) / 1000);
+			if (left < 0 || rc == 0)
+				left = 0;
+			tv->tv_sec = left / 1000000;
+			tv->tv_usec = left % 1000000;
+		}
+		return rc;
 	}
 	return REAL(select)(nfds, r, w, e, tv);
 }

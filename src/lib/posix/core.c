@@ -314,7 +314,7 @@ struct ssp_sock *ssp_sock_new(void)
 	s->refs = 1;
 	ssp_list_init(&s->in_cookie);
 	ssp_list_init(&s->regs);
-	s->nodelay = true;
+	s->nodelay = false; /* as Linux reports it; the service never delays segments */
 	return s;
 }
 

@@ -382,7 +382,7 @@ uint32_t ssp_sock_poll(const struct ssp_sock *s)
 	}
 	if (ss_recv_peek((struct ss_conn *)(uintptr_t)c, iov) || c->peer_fin || s->shut_rd)
 		m |= POLLIN;
-	if (c->peer_fin)
+	if (c->peer_fin || s->shut_rd)
 		m |= POLLRDHUP;
 	if ((c->peer_fin || s->shut_rd) && s->shut_wr)
 		m |= POLLHUP;

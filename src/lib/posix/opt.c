@@ -179,7 +179,7 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		}
 	} else if (level == IPPROTO_TCP) {
 		switch (name) {
-		case TCP_NODELAY: v = 1; break;
+		case TCP_NODELAY: v = s->nodelay; break; /* what was set; segments never wait */
 		case TCP_KEEPIDLE: v = s->keepidle ? s->keepidle : 7200; break;
 		case TCP_KEEPINTVL: v = s->keepintvl ? s->keepintvl : 75; break;
 		case TCP_KEEPCNT: v = s->keepcnt ? s->keepcnt : 9; break;
@@ -207,7 +207,11 @@ static void name_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t 
 		.sin_addr.s_addr = htonl(ip),
 	};
 
-	put_opt(sa, len, &sin, sizeof(sin));
+	/* Truncated to the caller's buffer, but *len says the full size (as
+	 * Linux's getsockname/getpeername do). */
+	socklen_t cap = *len;
+	memcpy(sa, &sin, cap < sizeof(sin) ? cap : sizeof(sin));
+	*len = sizeof(sin);
 }
 
 int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)

@@ -87,7 +87,7 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		if (ready) {
 			ssp_unlock();
 			kr = real_poll(k, n, 0, NULL);
-			rc = ready + (kr > 0 ? merge(fds, n, k) : 0);
+			rc = ready + (kr >= 0 ? merge(fds, n, k) : 0); /* clears stale kernel revents too */
 			break;
 		}
 		left = ssp_ms_left(deadline);

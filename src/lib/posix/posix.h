@@ -160,6 +160,7 @@ struct ssp_sock {
 
 	/* socket options (stored; most are fixed behaviour in the service) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
+	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */
 	int linger_s;
 	int keepidle, keepintvl, keepcnt;
 	int rcvtimeo_ms, sndtimeo_ms; /* 0: none */

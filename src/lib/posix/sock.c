@@ -424,6 +424,13 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	case SSP_S_CONNECTING:
 		return fail_unlock(EALREADY);
 	case SSP_S_CONNECTED:
+		/* Linux: the first connect() after a non-blocking one completed
+		 * returns 0; only later ones say EISCONN. */
+		if (s->nb_connect) {
+			s->nb_connect = false;
+			ssp_unlock();
+			return 0;
+		}
 		return fail_unlock(EISCONN);
 	case SSP_S_LISTEN:
 		return fail_unlock(EINVAL);
@@ -461,8 +468,10 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	s->state = SSP_S_CONNECTING;
 	s->err = 0;
 	ss_flush(ssp.ctx);
-	if (s->nonblock)
+	if (s->nonblock) {
+		s->nb_connect = true;
 		return fail_unlock(EINPROGRESS);
+	}
 	deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
 	s->hold++;
 	while (s->state == SSP_S_CONNECTING) {

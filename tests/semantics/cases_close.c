@@ -1,0 +1,268 @@
+/* cases_close.c - half-close, shutdown, resets, SIGPIPE, SO_LINGER and close. */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sc.h"
+
+/* The peer's "end" for tag must be want. */
+static void peer_end_check(const char *tag, const char *want, long want_bytes)
+{
+	char end[32];
+	long bytes = sc_peer_wait(tag, SC_WAIT_MS, end, sizeof(end));
+
+	if (strcmp(end, want) != 0)
+		sc_fail(__FILE__, __LINE__, "the peer's connection %s ended \"%s\", want \"%s\"",
+			tag, end, want);
+	if (want_bytes >= 0 && bytes != want_bytes)
+		sc_fail(__FILE__, __LINE__, "the peer received %ld bytes, want %ld", bytes,
+			want_bytes);
+}
+
+/* Wait for the peer's reset to arrive (POLLERR). */
+static void reset_wait(int fd)
+{
+	int ev = sc_poll_until(fd, POLLIN, POLLERR, SC_WAIT_MS);
+
+	if (!(ev & POLLERR))
+		sc_fail(__FILE__, __LINE__, "no POLLERR after the peer's RST (revents 0x%x)", ev);
+}
+
+/* Our SHUT_WR: the echo comes back, then EOF; sending now is EPIPE. */
+static void shutdown_wr(void)
+{
+	int fd = sc_peer_open("ECHO\n");
+	uint8_t out[100], in[100];
+
+	sc_pattern_fill(out, sizeof(out), 0);
+	sc_send_all(fd, out, sizeof(out));
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	sc_recv_exact(fd, in, sizeof(in), SC_WAIT_MS);
+	sc_pattern_check(in, sizeof(in), 0);
+	sc_recv_eof(fd, SC_WAIT_MS);
+	SC_ERR(send(fd, out, 1, MSG_NOSIGNAL), EPIPE);
+	SC_EQ(sc_sigpipe_count, 0);
+	SC_ERR(send(fd, out, 1, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	/* Both directions are closed now: the socket is no longer connected. */
+	SC_ERR(shutdown(fd, SHUT_WR), ENOTCONN);
+}
+
+/* The peer's FIN: data, then 0 (again and again); we can still send. */
+static void peer_fin(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SEND 100\nFIN %s\n", sc_tag(tag, sizeof(tag), 0));
+	uint8_t buf[100];
+
+	sc_recv_exact(fd, buf, sizeof(buf), SC_WAIT_MS);
+	sc_pattern_check(buf, sizeof(buf), 0);
+	sc_recv_eof(fd, SC_WAIT_MS);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	SC_EQ(read(fd, buf, sizeof(buf)), 0);
+	SC_EQ(send(fd, buf, 50, MSG_NOSIGNAL), 50);
+	SC_EQ(send(fd, buf, 50, MSG_NOSIGNAL), 50);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "eof", 100);
+}
+
+/* SHUT_RD: recv returns 0 at once, poll says readable; sending works. */
+static void shutdown_rd(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SINK %s\n", sc_tag(tag, sizeof(tag), 0));
+	uint8_t buf[100];
+	double t0;
+
+	SC_EQ(shutdown(fd, SHUT_RD), 0);
+	t0 = sc_now_ms();
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	SC_RANGE(sc_now_ms() - t0, 0, 100);
+	SC_EQ(sc_poll1(fd, POLLIN | POLLOUT | POLLRDHUP, 0), POLLIN | POLLOUT | POLLRDHUP);
+	memset(buf, 'x', sizeof(buf));
+	SC_EQ(send(fd, buf, sizeof(buf), MSG_NOSIGNAL), 100);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "eof", 100);
+}
+
+static void shutdown_notconn(void)
+{
+	int fd = sc_tcp_socket(0), pfd[2];
+
+	SC_ERR(shutdown(fd, SHUT_WR), ENOTCONN);
+	SC_ERR(shutdown(fd, SHUT_RD), ENOTCONN);
+	SC_ERR(shutdown(fd, SHUT_RDWR), ENOTCONN);
+	SC_ERR(shutdown(-1, SHUT_RDWR), EBADF);
+	SC_OK(pipe(pfd));
+	sc_track(pfd[0]);
+	sc_track(pfd[1]);
+	SC_ERR(shutdown(pfd[0], SHUT_RDWR), ENOTSOCK);
+	fd = sc_peer_open("SINK -\n");
+	SC_ERR(shutdown(fd, 3), EINVAL);
+	SC_ERR(shutdown(fd, -1), EINVAL);
+}
+
+/* SHUT_RDWR on a live connection: the peer sees EOF, we see POLLHUP. */
+static void shutdown_rdwr(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SINK %s\n", sc_tag(tag, sizeof(tag), 0));
+	char c;
+
+	SC_EQ(send(fd, "abc", 3, 0), 3);
+	SC_EQ(shutdown(fd, SHUT_RDWR), 0);
+	peer_end_check(tag, "eof", 3);
+	SC_EQ(recv(fd, &c, 1, 0), 0);
+	SC_TRUE(sc_poll1(fd, POLLIN, SC_WAIT_MS) & POLLHUP);
+}
+
+/* The peer resets: a blocking recv says ECONNRESET, then 0. */
+static void peer_reset_recv(void)
+{
+	int fd = sc_peer_open("SLEEP 100\nRST\n");
+	char buf[16];
+
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ECONNRESET);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	SC_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+}
+
+/* Data that arrived before the reset stays readable; then the reset shows. */
+static void peer_reset_after_data(void)
+{
+	int fd = sc_peer_open("SEND 100\nSLEEP 200\nRST\n");
+	uint8_t buf[200];
+
+	reset_wait(fd);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 100);
+	sc_pattern_check(buf, 100, 0);
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ECONNRESET);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+}
+
+/* The first send after a reset reports it (no SIGPIPE), the next is EPIPE. */
+static void reset_send_first(void)
+{
+	int fd = sc_peer_open("RST\n");
+	char buf[16] = "x";
+
+	reset_wait(fd);
+	SC_ERR(send(fd, buf, 1, 0), ECONNRESET);
+	SC_EQ(sc_sigpipe_count, 0);
+	SC_ERR(send(fd, buf, 1, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	SC_ERR(write(fd, buf, 1), EPIPE);
+	SC_EQ(sc_sigpipe_count, 2);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+}
+
+/* After the reset was read: send raises SIGPIPE and fails with EPIPE. */
+static void reset_sigpipe(void)
+{
+	int fd = sc_peer_open("RST\n");
+	char buf[16] = "x";
+	struct iovec v = { buf, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+
+	reset_wait(fd);
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ECONNRESET);
+	SC_ERR(send(fd, buf, 1, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	SC_ERR(sendmsg(fd, &m, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 2);
+	SC_ERR(writev(fd, &v, 1), EPIPE);
+	SC_EQ(sc_sigpipe_count, 3);
+}
+
+/* MSG_NOSIGNAL: EPIPE without the signal. */
+static void reset_nosignal(void)
+{
+	int fd = sc_peer_open("RST\n");
+	char buf[16] = "x";
+	struct iovec v = { buf, 1 };
+	struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
+
+	reset_wait(fd);
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ECONNRESET);
+	SC_ERR(send(fd, buf, 1, MSG_NOSIGNAL), EPIPE);
+	SC_ERR(sendmsg(fd, &m, MSG_NOSIGNAL), EPIPE);
+	SC_ERR(sendto(fd, buf, 1, MSG_NOSIGNAL, NULL, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 0);
+}
+
+/* SO_LINGER {1, 0}: close() resets the connection. */
+static void linger_zero_close(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SINK %s\n", sc_tag(tag, sizeof(tag), 0));
+	struct linger lg = { 1, 0 }, got = { 9, 9 };
+	socklen_t len = sizeof(got);
+
+	sc_peer_ready(tag);
+	SC_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	SC_EQ(getsockopt(fd, SOL_SOCKET, SO_LINGER, &got, &len), 0);
+	SC_EQ(len, sizeof(got));
+	SC_EQ(got.l_onoff, 1);
+	SC_EQ(got.l_linger, 0);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "reset", 0);
+}
+
+/* A plain close sends everything queued, then FIN. */
+static void close_flushes(void)
+{
+	enum { N = 400000 };
+	char tag[128];
+	int fd = sc_peer_open("SINK %s\n", sc_tag(tag, sizeof(tag), 0));
+	uint8_t *buf = malloc(N);
+
+	SC_TRUE(buf != NULL);
+	sc_pattern_fill(buf, N, 0);
+	sc_send_all(fd, buf, N);
+	free(buf);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "eof", N);
+}
+
+/* close() with unread received data resets the connection (RFC 2525 2.17). */
+static void close_unread_rst(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SEND 100\nSINK %s\n", sc_tag(tag, sizeof(tag), 0));
+
+	sc_wait_bytes(fd, 100, SC_WAIT_MS);
+	sc_peer_ready(tag);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "reset", 0);
+}
+
+/* close() twice: EBADF the second time. */
+static void close_twice(void)
+{
+	int fd = sc_peer_open("SINK -\n");
+
+	SC_EQ(sc_close(fd), 0);
+	SC_ERR(close(fd), EBADF);
+}
+
+const struct sc_case sc_cases_close[] = {
+	{ "shutdown_wr", shutdown_wr },
+	{ "peer_fin", peer_fin },
+	{ "shutdown_rd", shutdown_rd },
+	{ "shutdown_notconn", shutdown_notconn },
+	{ "shutdown_rdwr", shutdown_rdwr },
+	{ "peer_reset_recv", peer_reset_recv },
+	{ "peer_reset_after_data", peer_reset_after_data },
+	{ "reset_send_first", reset_send_first },
+	{ "reset_sigpipe", reset_sigpipe },
+	{ "reset_nosignal", reset_nosignal },
+	{ "linger_zero_close", linger_zero_close },
+	{ "close_flushes", close_flushes },
+	{ "close_unread_rst", close_unread_rst },
+	{ "close_twice", close_twice },
+	{ NULL, NULL },
+};
