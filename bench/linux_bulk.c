@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /*
  * send: write --bytes bytes (or for --seconds, whichever ends first) from
  *       one --buf sized buffer, shutdown(SHUT_WR), then read until the
@@ -32,54 +34,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
-}
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int parse_num(const char *s, unsigned long long *out)
-{
-	char *end;
-	unsigned long long mul = 1;
-
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': mul = 1ull << 10; end++; break;
-	case 'm': case 'M': mul = 1ull << 20; end++; break;
-	case 'g': case 'G': mul = 1ull << 30; end++; break;
-	default: return -1;
-	}
-	if (*end || (*out && mul > UINT64_MAX / *out))
-		return -1;
-	*out *= mul;
-	return 0;
-}
-
-static int parse_ip_port(const char *s, struct sockaddr_in *a)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	unsigned long long port;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	if (parse_num(colon + 1, &port) < 0 || !port || port > 65535 ||
-	    inet_pton(AF_INET, host, &a->sin_addr) != 1)
-		return -1;
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)port);
-	return 0;
 }
 
 /* The connected socket, or -1 with errno. */
@@ -163,7 +117,7 @@ int main(int argc, char **argv)
 	};
 	struct sockaddr_in peer = { .sin_family = AF_INET };
 	struct sigaction sa = { .sa_handler = on_signal };
-	unsigned long long bytes = UINT64_MAX, seconds = 0, buflen = 1 << 20, v;
+	uint64_t bytes = UINT64_MAX, seconds = 0, buflen = 1 << 20, v;
 	unsigned long long done = 0, extra = 0;
 	int sender, listen_mode = 0, have_peer = 0, opt, fd, error = 0;
 	double t0 = 0, t1;
@@ -176,27 +130,27 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'C':
-			if (parse_ip_port(optarg, &peer) < 0)
+			if (parse_sockaddr(optarg, &peer) < 0)
 				usage();
 			have_peer = 1;
 			break;
 		case 'L':
-			if (parse_num(optarg, &v) < 0 || !v || v > 65535)
+			if (parse_range(optarg, 1, 65535, &v) < 0)
 				usage();
 			peer.sin_port = htons((uint16_t)v);
 			peer.sin_addr.s_addr = htonl(INADDR_ANY);
 			listen_mode = have_peer = 1;
 			break;
 		case 'n':
-			if (parse_num(optarg, &bytes) < 0)
+			if (parse_count(optarg, &bytes) < 0)
 				usage();
 			break;
 		case 'T':
-			if (parse_num(optarg, &seconds) < 0)
+			if (parse_count(optarg, &seconds) < 0)
 				usage();
 			break;
 		case 'b':
-			if (parse_num(optarg, &buflen) < 0 || !buflen || buflen > (1u << 30))
+			if (parse_range(optarg, 1, 1u << 30, &buflen) < 0)
 				usage();
 			break;
 		default: usage();

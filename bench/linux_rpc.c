@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /*
  * K non-blocking connections in one level-triggered epoll set, one request
  * of --size bytes in flight on each: send it, wait until --size bytes came
@@ -31,7 +33,6 @@
  */
 
 #define EV_BATCH 256
-#define SUB 16
 #define MAX_SIZE 65536
 #define CONNECT_LIMIT_NS (10ull * 1000000000u)
 
@@ -47,50 +48,12 @@ struct rpc_conn {
 };
 
 static volatile sig_atomic_t stop;
-static uint64_t hist[64 * SUB];
+static uint64_t hist[LAT_BUCKETS];
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static unsigned hist_bucket(uint64_t v)
-{
-	unsigned b = 63 - (unsigned)__builtin_clzll(v | 1);
-
-	if (b < 4)
-		return (unsigned)v; /* exact below 16 */
-	return b * SUB + (unsigned)((v >> (b - 4)) & (SUB - 1));
-}
-
-static uint64_t hist_value(unsigned i)
-{
-	unsigned b = i / SUB, s = i % SUB;
-
-	if (b < 4)
-		return i;
-	return ((uint64_t)(SUB + s) << (b - 4)) + ((uint64_t)1 << (b - 4)) / 2;
-}
-
-static double hist_pct(uint64_t total, double pct)
-{
-	uint64_t want = (uint64_t)((double)total * pct), seen = 0;
-
-	for (unsigned i = 0; i < 64 * SUB; i++) {
-		seen += hist[i];
-		if (seen > want)
-			return (double)hist_value(i) / 1000.0;
-	}
-	return 0;
 }
 
 /* Fill the next request: a byte pattern unique to (connection, sequence). */
@@ -173,34 +136,6 @@ static int conn_open(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, rc->fd, &ev) < 0 ? errno : 0;
 }
 
-static int parse_ip_port(const char *s, struct sockaddr_in *a)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	char *end;
-	unsigned long port;
-
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -1;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || !port || port > 65535 || inet_pton(AF_INET, host, &a->sin_addr) != 1)
-		return -1;
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)port);
-	return 0;
-}
-
-static int parse_num(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno || end == s || *end || *s == '-' || *out > max ? -1 : 0;
-}
-
 static void usage(void)
 {
 	fprintf(stderr,
@@ -225,31 +160,31 @@ int main(int argc, char **argv)
 	struct epoll_event evs[EV_BATCH];
 	struct rpc_conn *rcs;
 	static uint8_t buf[MAX_SIZE];
-	unsigned long k = 1, size = 64, seconds = 10, warmup = 1;
+	uint64_t k = 1, size = 64, seconds = 10, warmup = 1;
 	uint64_t requests = 0, opened = 0, t_start = 0, t_end, t_measure = 0;
 	int ep, error = 0, opt, have_peer = 0;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'C':
-			if (parse_ip_port(optarg, &to) < 0)
+			if (parse_sockaddr(optarg, &to) < 0)
 				usage();
 			have_peer = 1;
 			break;
 		case 'k':
-			if (parse_num(optarg, 65536, &k) < 0 || !k)
+			if (parse_range(optarg, 1, 65536, &k) < 0)
 				usage();
 			break;
 		case 'z':
-			if (parse_num(optarg, MAX_SIZE, &size) < 0 || !size)
+			if (parse_range(optarg, 1, MAX_SIZE, &size) < 0)
 				usage();
 			break;
 		case 'T':
-			if (parse_num(optarg, 86400, &seconds) < 0 || !seconds)
+			if (parse_range(optarg, 1, 86400, &seconds) < 0)
 				usage();
 			break;
 		case 'W':
-			if (parse_num(optarg, 86400, &warmup) < 0)
+			if (parse_range(optarg, 0, 86400, &warmup) < 0)
 				usage();
 			break;
 		default: usage();
@@ -321,7 +256,7 @@ int main(int argc, char **argv)
 					error = reply_recv(rc, size, buf, &done);
 			}
 			if (!error && done) {
-				hist[hist_bucket(now_ns() - rc->sent_at)]++;
+				lat_add(hist, now_ns() - rc->sent_at);
 				requests++;
 				error = req_start(rc, size);
 			}
@@ -346,9 +281,10 @@ int main(int argc, char **argv)
 
 	printf("{\"conns\":%lu,\"size\":%lu,\"seconds\":%.3f,\"requests\":%llu,"
 	       "\"rps\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"error\":%s%s%s}\n",
-	       k, size, secs, (unsigned long long)requests,
+	       (unsigned long)k, (unsigned long)size, secs, (unsigned long long)requests,
 	       secs > 0 ? (double)requests / secs : 0.0,
-	       hist_pct(requests, 0.50), hist_pct(requests, 0.99),
+	       (double)lat_pct(hist, requests, 0.50) / 1000.0,
+	       (double)lat_pct(hist, requests, 0.99) / 1000.0,
 	       en ? "\"" : "", en ? en : "null", en ? "\"" : "");
 	fflush(stdout);
 	for (unsigned long i = 0; i < k; i++) {

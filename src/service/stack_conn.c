@@ -196,14 +196,7 @@ static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 /* The connection stops using the app's rings (app closed or gone). */
 static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
 {
-	struct ss_tcp_flow *f = &sc->tcp.f;
-	struct ss_tcp_ring dead = { s->dead_ring, sizeof(s->dead_ring) };
-	f->rx_head = f->rx_tail;
-	f->ooo_len = 0;
-	sc->tcp.ooo_n = 0; /* the intervals lived in the ring */
-	f->tx_tail = f->tx_head; /* released only once everything sent is acknowledged */
-	sc->tcp.rx = dead;
-	sc->tcp.tx = dead;
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ s->dead_ring, sizeof(s->dead_ring) });
 }
 
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc)

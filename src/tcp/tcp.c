@@ -273,6 +273,17 @@ static inline uint64_t tcp_min_deadline(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	f->rx_head = f->rx_tail;
+	tcp_ooo_clear(c);
+	f->tx_tail = f->tx_head;
+	c->rx = spare;
+	c->tx = spare;
+}
+
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
 {
 	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),

@@ -306,6 +306,13 @@ void ss_tcp_close(struct ss_tcp_conn *c, uint64_t now_us);
 /* Abort: emit RST (in synchronized states) and go to CLOSED. */
 void ss_tcp_abort(struct ss_tcp_conn *c, uint64_t now_us);
 
+/* The caller takes the rings back (the application let the connection
+ * go): what they held is forgotten (unread and out-of-order data, the
+ * transmit queue — empty by then in every state that allows it) and
+ * @spare, at least 4 KiB, stands in for both from now on; the engine
+ * writes nothing into it (data after close is answered with RST). */
+void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare);
+
 /* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2), or
  * 0 when none is armed. */
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);

@@ -39,6 +39,24 @@ void tcp_opts_negotiate(struct ss_tcp_conn *c, const struct ss_tcp_opts *o)
 	tcp_cc_init(c);
 }
 
+/* Our SYN or SYN-ACK goes out: it takes sequence number iss, is timed
+ * for the first RTT sample when @time_it (Karn: a resent one is not), and
+ * the retransmission timer covers it. */
+static void tcp_open_send_syn(struct ss_tcp_conn *c, bool time_it, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	f->snd_una = c->iss;
+	f->snd_nxt = f->snd_max = c->iss + 1;
+	if (time_it) {
+		f->flags |= SS_TCPF_RTT_TIMING;
+		f->rtt_seq = c->iss;
+		c->rtt_start_us = now_us;
+	}
+	tcp_send_syn(c, now_us);
+	tcp_rto_arm(c, now_us);
+}
+
 int ss_tcp_connect(struct ss_tcp_conn *c, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
@@ -46,16 +64,8 @@ int ss_tcp_connect(struct ss_tcp_conn *c, uint64_t now_us)
 	if (f->state != SS_TCPS_CLOSED || c->events & SS_TCP_EV_CLOSED)
 		return -1;
 	f->state = SS_TCPS_SYN_SENT;
-	f->snd_una = c->iss;
-	f->snd_nxt = f->snd_max = c->iss + 1;
-	/* Time the SYN when timestamps may be off (Karn: only if not resent). */
-	if (!(f->flags & SS_TCPF_RTT_TIMING)) {
-		f->flags |= SS_TCPF_RTT_TIMING;
-		f->rtt_seq = c->iss;
-		c->rtt_start_us = now_us;
-	}
-	tcp_send_syn(c, now_us);
-	tcp_rto_arm(c, now_us);
+	/* Timestamps may be refused: time the SYN itself. */
+	tcp_open_send_syn(c, true, now_us);
 	return 0;
 }
 
@@ -79,15 +89,8 @@ int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t 
 	f->snd_wl1 = syn->seq;
 	f->snd_wl2 = c->iss;
 	f->state = SS_TCPS_SYN_RCVD;
-	f->snd_una = c->iss;
-	f->snd_nxt = f->snd_max = c->iss + 1;
-	if (!(f->flags & SS_TCPF_TS)) {
-		f->flags |= SS_TCPF_RTT_TIMING;
-		f->rtt_seq = c->iss;
-		c->rtt_start_us = now_us;
-	}
-	/* Data on the SYN is not accepted (no TFO): the peer resends it. */
-	tcp_send_syn(c, now_us);
-	tcp_rto_arm(c, now_us);
+	/* Data on the SYN is not accepted (no TFO): the peer resends it.
+	 * Without timestamps the SYN-ACK is timed for the first sample. */
+	tcp_open_send_syn(c, !(f->flags & SS_TCPF_TS), now_us);
 	return 0;
 }

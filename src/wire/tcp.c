@@ -252,8 +252,9 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 	len = hdr_len + h->payload_len;
 
 	/* Payload first: it may already be in @buf, even where the header
-	 * goes; memmove copes with the overlap. */
-	if (h->payload_len)
+	 * goes; memmove copes with the overlap.  Already in place (the
+	 * service copies it there from the transmit ring): nothing to move. */
+	if (h->payload_len && h->payload != buf + hdr_len)
 		memmove(buf + hdr_len, h->payload, h->payload_len);
 
 	ss_wr16(buf, h->sport);

@@ -140,25 +140,8 @@ static void inject(struct reader *r)
 	seg.payload = payload;
 	seg.payload_len = len;
 
-	uint8_t frame[2048];
-	size_t n = ss_tcp_build(frame + 34, sizeof(frame) - 34, &seg, SH_PEER_IP, SH_SVC_IP);
-	if (n == 0)
-		return;
-	struct ss_ipv4 ip = { .total_len = (uint16_t)(20 + n), .ttl = 64, .proto = 6,
-			      .src = SH_PEER_IP, .dst = SH_SVC_IP };
-	ss_ipv4_build(frame + 14, 20, &ip);
-	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
-	memcpy(eth.dst, sh_svc_mac, 6);
-	memcpy(eth.src, sh_peer_mac, 6);
-	ss_eth_build(frame, 14, &eth);
-	struct ss_ipv4 pip;
-	struct ss_tcp pseg;
-	if (ss_ipv4_parse(frame + 14, 20 + n, 0, &pip) != SS_IPV4_OK ||
-	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK)
-		return;
-	pseg.ip_ecn = (uint8_t)((o >> 3) & 3); /* any ECN codepoint, CE included */
-	h.st.now_us = h.now_us;
-	ss_stack_tcp_input(&h.st, frame, &pip, &pseg);
+	seg.ip_ecn = (uint8_t)((o >> 3) & 3); /* any ECN codepoint, CE included */
+	sh_to_stack(&h, &seg);
 }
 
 static void hostile_cmd(struct reader *r)

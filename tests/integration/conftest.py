@@ -205,29 +205,9 @@ def service(testbed):
     killed, or exited non-zero, fails the last test's teardown with its logs.
     """
     _service_require()
-    svc = Service(testbed)
-    try:
-        svc.start()
-    except ServiceError as e:
-        svc.kill()
-        svc.cleanup()
-        pytest.fail(str(e), pytrace=False)
+    svc = harness.service_start(testbed)
     yield svc
-    died = None if svc.alive() else svc.proc.returncode
-    try:
-        try:
-            rc, _ = svc.stop()
-        except ServiceError as e:
-            pytest.fail(str(e), pytrace=False)
-        if died is not None:
-            pytest.fail("slipstreamd died during the tests (exit %s)\n%s"
-                        % (died, svc.logs()), pytrace=False)
-        if rc != 0:
-            pytest.fail("slipstreamd exited with %s on SIGTERM\n%s" % (rc, svc.logs()),
-                        pytrace=False)
-    finally:
-        svc.kill()
-        svc.cleanup()
+    harness.service_finish(svc)
 
 
 @pytest.fixture(scope="module")

@@ -165,6 +165,40 @@ class Service:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def service_start(tb, extra_args=None):
+    """A started Service in @tb; the test fails (with the logs) if it does not start."""
+    import pytest
+    svc = Service(tb, extra_args=extra_args)
+    try:
+        svc.start()
+    except ServiceError as e:
+        svc.kill()
+        svc.cleanup()
+        pytest.fail(str(e), pytrace=False)
+    return svc
+
+
+def service_finish(svc):
+    """Stop a service: SIGTERM, up to 10 s, then SIGKILL.  Fails the test
+    (with the logs) if it died earlier or did not exit 0 on SIGTERM."""
+    import pytest
+    died = None if svc.alive() else svc.proc.returncode
+    try:
+        try:
+            rc, _ = svc.stop()
+        except ServiceError as e:
+            pytest.fail(str(e), pytrace=False)
+        if died is not None:
+            pytest.fail("slipstreamd died during the tests (exit %s)\n%s"
+                        % (died, svc.logs()), pytrace=False)
+        if rc != 0:
+            pytest.fail("slipstreamd exited with %s on SIGTERM\n%s" % (rc, svc.logs()),
+                        pytrace=False)
+    finally:
+        svc.kill()
+        svc.cleanup()
+
+
 class PeerAgent:
     """peer_agent.py running in a peer namespace: injects and captures frames."""
 
@@ -272,6 +306,6 @@ def ping(tb, ns, dst, count, interval=0.2, wait=1):
     return int(m.group(1)), int(m.group(2)), res.stdout + res.stderr
 
 
-__all__ = ["Service", "ServiceError", "PeerAgent", "counters_delta", "counters_wait",
+__all__ = ["Service", "ServiceError", "service_start", "service_finish", "PeerAgent", "counters_delta", "counters_wait",
            "cli_run", "ping", "testbed", "ctl", "COUNTERS", "SERVICE_BIN", "PMD",
            "REPO", "PYTHON", "CLI"]

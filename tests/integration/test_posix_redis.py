@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from harness import CLI, ServiceError, Service
+from harness import CLI, service_finish, service_start
 from harness import testbed as tbmod
 
 REDIS = shutil.which("redis-server")
@@ -40,22 +40,15 @@ pytestmark = pytest.mark.skipif(
 def bed(prefix_new_fn):
     tb = tbmod.Testbed(prefix_new_fn(), peers=2)
     tb.up()
-    svc = Service(tb)
+    svc = None
     try:
-        svc.start()
-    except ServiceError as e:
-        svc.kill()
-        svc.cleanup()
-        tb.down()
-        pytest.fail(str(e), pytrace=False)
-    try:
+        svc = service_start(tb)
         yield tb, svc
     finally:
         try:
-            svc.stop()
+            if svc is not None:
+                service_finish(svc)
         finally:
-            svc.kill()
-            svc.cleanup()
             tb.down()
 
 

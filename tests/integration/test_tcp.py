@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 
 import tcp_peer
-from harness import BUILD, PYTHON, Service, ServiceError, counters_delta
+import harness
+from harness import BUILD, PYTHON, counters_delta, service_finish
 from harness import testbed as tbmod
 
 APPS = BUILD / "tools" / "apps"
@@ -165,33 +166,8 @@ def procs():
 # ---- the service --------------------------------------------------------
 
 def service_start(tb, extra_args=SERVICE_ARGS):
-    svc = Service(tb, extra_args=extra_args)
-    try:
-        svc.start()
-    except ServiceError as e:
-        svc.kill()
-        svc.cleanup()
-        pytest.fail(str(e), pytrace=False)
-    return svc
-
-
-def service_finish(svc):
-    """Stop a module's service; fail if it died or did not exit cleanly."""
-    died = None if svc.alive() else svc.proc.returncode
-    try:
-        try:
-            rc, _ = svc.stop()
-        except ServiceError as e:
-            pytest.fail(str(e), pytrace=False)
-        if died is not None:
-            pytest.fail("slipstreamd died during the tests (exit %s)\n%s"
-                        % (died, svc.logs()), pytrace=False)
-        if rc != 0:
-            pytest.fail("slipstreamd exited with %s on SIGTERM\n%s" % (rc, svc.logs()),
-                        pytrace=False)
-    finally:
-        svc.kill()
-        svc.cleanup()
+    """The harness's, with this file's 1 s TIME_WAIT."""
+    return harness.service_start(tb, extra_args)
 
 
 @pytest.fixture(scope="module")

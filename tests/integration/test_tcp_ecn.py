@@ -13,28 +13,16 @@ peer namespace sets CE on every ECT packet (`testbed --ecn-all`).
 import pytest
 
 from harness import counters_delta
-from harness import testbed as tbmod
 from test_tcp import (  # noqa: F401  (procs is a fixture)
-    Procs, bulk_linux_to_slipstream, bulk_slipstream_to_linux, procs, service_finish,
-    service_start)
+    _impaired_bed, bulk_linux_to_slipstream, bulk_slipstream_to_linux, procs)
 
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def ecn_bed(prefix_new_fn):
-    tb = tbmod.Testbed(prefix_new_fn(), ecn_all=True)
-    tb.up()
-    svc = None
-    try:
-        svc = service_start(tb)
-        yield tb, svc
-    finally:
-        try:
-            if svc is not None:
-                service_finish(svc)
-        finally:
-            tb.down()
+    for bed in _impaired_bed(prefix_new_fn, "ecn", ecn_all=True):
+        yield bed.tb, bed.svc
 
 
 def _peer_ecn(tb, value):

@@ -104,11 +104,44 @@ static inline void sh_frame_send(void *arg, void *handle, size_t len)
 	h->frames_from_stack++;
 }
 
-/* Peer engine emit: a frame to the stack, at once. */
+/*
+ * A segment from the peer (198.18.0.2) to the stack: built into a whole
+ * frame, put through the checks the fast path makes (IPv4, TCP, checksum),
+ * then handed to ss_stack_tcp_input() with @t->ip_ecn as its ECN field.
+ * Returns -1 if the frame could not be built or failed the checks.
+ */
+static inline int sh_to_stack(struct sh *h, const struct ss_tcp *t)
+{
+	uint8_t frame[SH_FRAME_CAP];
+	size_t n = ss_tcp_build(frame + 34, sizeof(frame) - 34, t, SH_PEER_IP, SH_SVC_IP);
+	if (n == 0)
+		return -1;
+	struct ss_ipv4 ip = { .total_len = (uint16_t)(20 + n), .ttl = 64, .proto = 6,
+			      .src = SH_PEER_IP, .dst = SH_SVC_IP };
+	ss_ipv4_build(frame + 14, 20, &ip);
+	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
+	memcpy(eth.dst, sh_svc_mac, 6);
+	memcpy(eth.src, sh_peer_mac, 6);
+	ss_eth_build(frame, 14, &eth);
+
+	struct ss_ipv4 pip;
+	struct ss_tcp pseg;
+	if (ss_ipv4_parse(frame + 14, 20 + n, 0, &pip) != SS_IPV4_OK ||
+	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK ||
+	    !ss_tcp_csum_ok(pip.src, pip.dst, frame + 34, pip.payload_len))
+		return -1;
+	pseg.ip_ecn = t->ip_ecn;
+	h->frames_to_stack++;
+	h->st.now_us = h->now_us;
+	if (!ss_stack_tcp_input(&h->st, frame, &pip, &pseg))
+		h->rsts_to_peer++; /* the fast path would answer with RST */
+	return 0;
+}
+
+/* Peer engine emit: its segment to the stack, at once. */
 static inline int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
 {
 	struct sh *h = arg;
-	uint8_t frame[SH_FRAME_CAP];
 	uint8_t pay[SH_FRAME_CAP];
 	struct ss_tcp t = seg->hdr;
 
@@ -117,30 +150,7 @@ static inline int sh_peer_emit(void *arg, struct ss_tcp_conn *c, const struct ss
 	ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, pay, seg->len);
 	t.payload = pay;
 	t.payload_len = seg->len;
-	size_t n = ss_tcp_build(frame + 34, sizeof(frame) - 34, &t, c->local_ip, c->remote_ip);
-	if (n == 0)
-		return -1;
-	struct ss_ipv4 ip = { .total_len = (uint16_t)(20 + n), .ttl = 64, .proto = 6,
-			      .src = c->local_ip, .dst = c->remote_ip };
-	ss_ipv4_build(frame + 14, 20, &ip);
-	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
-	memcpy(eth.dst, sh_svc_mac, 6);
-	memcpy(eth.src, sh_peer_mac, 6);
-	ss_eth_build(frame, 14, &eth);
-
-	/* Through the same checks the fast path makes, then the stack. */
-	struct ss_ipv4 pip;
-	struct ss_tcp pseg;
-	if (ss_ipv4_parse(frame + 14, 20 + n, 0, &pip) != SS_IPV4_OK ||
-	    ss_tcp_parse(frame + 34, pip.payload_len, &pseg) != SS_TCP_OK ||
-	    !ss_tcp_csum_ok(pip.src, pip.dst, frame + 34, pip.payload_len))
-		return -1;
-	pseg.ip_ecn = seg->hdr.ip_ecn;
-	h->frames_to_stack++;
-	h->st.now_us = h->now_us;
-	if (!ss_stack_tcp_input(&h->st, frame, &pip, &pseg))
-		h->rsts_to_peer++; /* the fast path would answer with RST */
-	return 0;
+	return sh_to_stack(h, &t);
 }
 
 static inline struct sh_peer_conn *sh_peer_find(struct sh *h, const struct ss_tcp *seg, uint32_t src)

@@ -22,7 +22,6 @@
  */
 
 #define EV_BATCH 256
-#define SUB 16
 
 struct rpc_conn {
 	struct ss_conn *c;
@@ -31,50 +30,12 @@ struct rpc_conn {
 };
 
 static volatile sig_atomic_t stop;
-static uint64_t hist[64 * SUB];
+static uint64_t hist[LAT_BUCKETS];
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static unsigned hist_bucket(uint64_t v)
-{
-	unsigned b = 63 - (unsigned)__builtin_clzll(v | 1);
-
-	if (b < 4)
-		return (unsigned)v; /* exact below 16 */
-	return b * SUB + (unsigned)((v >> (b - 4)) & (SUB - 1));
-}
-
-static uint64_t hist_value(unsigned i)
-{
-	unsigned b = i / SUB, s = i % SUB;
-
-	if (b < 4)
-		return i;
-	return ((uint64_t)(SUB + s) << (b - 4)) + ((uint64_t)1 << (b - 4)) / 2;
-}
-
-static double hist_pct(uint64_t total, double pct)
-{
-	uint64_t want = (uint64_t)((double)total * pct), seen = 0;
-
-	for (unsigned i = 0; i < 64 * SUB; i++) {
-		seen += hist[i];
-		if (seen > want)
-			return (double)hist_value(i) / 1000.0;
-	}
-	return 0;
 }
 
 static void send_req(struct rpc_conn *rc, const uint8_t *payload, size_t size)
@@ -219,7 +180,7 @@ int main(int argc, char **argv)
 				for (size_t got; (got = ss_recv(rc->c, sink, sizeof(sink))); ) {
 					rc->to_recv = got > rc->to_recv ? 0 : rc->to_recv - got;
 					if (!rc->to_recv && !rc->to_send) {
-						hist[hist_bucket(now_ns() - rc->sent_at)]++;
+						lat_add(hist, now_ns() - rc->sent_at);
 						requests++;
 						send_req(rc, payload, size);
 					}
@@ -251,7 +212,8 @@ int main(int argc, char **argv)
 	       "\"rps\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"error\":%s%s%s}\n",
 	       (unsigned long long)k, (unsigned long long)size, secs,
 	       (unsigned long long)requests, secs > 0 ? (double)requests / secs : 0.0,
-	       hist_pct(requests, 0.50), hist_pct(requests, 0.99),
+	       (double)lat_pct(hist, requests, 0.50) / 1000.0,
+	       (double)lat_pct(hist, requests, 0.99) / 1000.0,
 	       en ? "\"" : "", en ? en : "null", en ? "\"" : "");
 	fflush(stdout);
 	ss_app_detach(app);

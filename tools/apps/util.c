@@ -83,6 +83,72 @@ int parse_count(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_range(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (parse_count(s, &v) < 0 || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_sockaddr(const char *s, struct sockaddr_in *out)
+{
+	uint32_t ip;
+	uint16_t port;
+
+	if (parse_ip_port(s, &ip, &port) < 0)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	out->sin_family = AF_INET;
+	out->sin_addr.s_addr = htonl(ip);
+	out->sin_port = htons(port);
+	return 0;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#define LAT_SUB 16
+
+void lat_add(uint64_t hist[LAT_BUCKETS], uint64_t v)
+{
+	unsigned b = 63 - (unsigned)__builtin_clzll(v | 1);
+
+	if (b < 4)
+		hist[v]++; /* exact below 16 */
+	else
+		hist[b * LAT_SUB + (unsigned)((v >> (b - 4)) & (LAT_SUB - 1))]++;
+}
+
+/* The middle of bucket @i. */
+static uint64_t lat_value(unsigned i)
+{
+	unsigned b = i / LAT_SUB, s = i % LAT_SUB;
+
+	if (b < 4)
+		return i;
+	return ((uint64_t)(LAT_SUB + s) << (b - 4)) + ((uint64_t)1 << (b - 4)) / 2;
+}
+
+uint64_t lat_pct(const uint64_t hist[LAT_BUCKETS], uint64_t total, double pct)
+{
+	uint64_t want = (uint64_t)((double)total * pct), seen = 0;
+
+	for (unsigned i = 0; i < LAT_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen > want)
+			return lat_value(i);
+	}
+	return 0;
+}
+
 double now_seconds(void)
 {
 	struct timespec ts;

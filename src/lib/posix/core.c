@@ -66,6 +66,26 @@ void ssp_unlock(void)
 	pthread_mutex_unlock(&ssp.lock);
 }
 
+struct ssp_sock *ssp_sock_enter(int fd)
+{
+	struct ssp_sock *s;
+
+	ssp_lock();
+	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
+	if (!s) {
+		ssp_unlock();
+		errno = ssp.mode == SSP_M_ON && ssp_fd_get(fd) ? ENOTSOCK : EBADF;
+	}
+	return s;
+}
+
+int ssp_fail_unlock(int err)
+{
+	ssp_unlock();
+	errno = err;
+	return -1;
+}
+
 static void ssp_atfork_prepare(void)
 {
 	ssp_lock();

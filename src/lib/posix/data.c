@@ -55,19 +55,6 @@ static void iov_copy(const struct iovec *dst, int ndst, size_t dst_off,
 	}
 }
 
-static struct ssp_sock *data_enter(int fd)
-{
-	struct ssp_sock *s;
-
-	ssp_lock();
-	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
-	if (!s) {
-		ssp_unlock();
-		errno = EBADF;
-	}
-	return s;
-}
-
 static int timeout_err(void)
 {
 	return errno == ETIMEDOUT ? EAGAIN : errno;
@@ -90,16 +77,14 @@ static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline)
 	return 0;
 }
 
-/* Lock held, @s held.  The bytes copied, or -1 with errno. */
-static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int flags)
+/* The start every data call shares (lock held): flags we do not know,
+ * waiting out a connect in progress, an error left by a failed
+ * non-blocking connect.  0 to go on, -1 with errno. */
+static int io_begin(struct ssp_sock *s, int flags, int known, const char *key, bool nonblock,
+		    int64_t deadline)
 {
-	size_t want = iov_total(iov, n), got = 0;
-	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
-	int64_t deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
-	bool released = false;
-
-	if (flags & ~RECV_FLAGS) {
-		ssp_log_once("recv_flags", "recv flags 0x%x not supported", flags & ~RECV_FLAGS);
+	if (flags & ~known) {
+		ssp_log_once(key, "%s 0x%x not supported", key, flags & ~known);
 		errno = EOPNOTSUPP;
 		return -1;
 	}
@@ -110,6 +95,19 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 		s->err = 0;
 		return -1;
 	}
+	return 0;
+}
+
+/* Lock held, @s held.  The bytes copied, or -1 with errno. */
+static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int flags)
+{
+	size_t want = iov_total(iov, n), got = 0;
+	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	int64_t deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
+	bool released = false;
+
+	if (io_begin(s, flags, RECV_FLAGS, "recv flags", nonblock, deadline) < 0)
+		return -1;
 	if (s->state != SSP_S_CONNECTED) {
 		errno = ENOTCONN;
 		return -1;
@@ -190,18 +188,8 @@ static ssize_t sock_send(struct ssp_sock *s, const struct iovec *iov, int n, int
 	int64_t deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
 	int err = 0;
 
-	if (flags & ~SEND_FLAGS) {
-		ssp_log_once("send_flags", "send flags 0x%x not supported", flags & ~SEND_FLAGS);
-		errno = EOPNOTSUPP;
+	if (io_begin(s, flags, SEND_FLAGS, "send flags", nonblock, deadline) < 0)
 		return -1;
-	}
-	if (wait_connected(s, nonblock, deadline) < 0)
-		return -1;
-	if (s->state == SSP_S_FAILED && s->err) {
-		errno = s->err;
-		s->err = 0;
-		return -1;
-	}
 	if (s->state != SSP_S_CONNECTED) {
 		errno = s->state == SSP_S_FAILED ? EPIPE : ENOTCONN;
 		*sigpipe = errno == EPIPE;
@@ -257,20 +245,29 @@ static ssize_t sock_send(struct ssp_sock *s, const struct iovec *iov, int n, int
 	return -1;
 }
 
+/* Lock, the socket behind @fd held for a data call on @n iovecs; NULL
+ * with errno (and the lock released) otherwise. */
+static struct ssp_sock *iov_enter(int fd, int n)
+{
+	struct ssp_sock *s = ssp_sock_enter(fd);
+
+	if (s && (n < 0 || n > IOV_MAX)) {
+		ssp_fail_unlock(EINVAL);
+		return NULL;
+	}
+	if (s)
+		s->hold++;
+	return s;
+}
+
 static ssize_t recv_iov(int fd, const struct iovec *iov, int n, int flags)
 {
-	struct ssp_sock *s = data_enter(fd);
+	struct ssp_sock *s = iov_enter(fd, n);
 	ssize_t rc;
 	int err;
 
 	if (!s)
 		return -1;
-	if (n < 0 || n > IOV_MAX) {
-		ssp_unlock();
-		errno = EINVAL;
-		return -1;
-	}
-	s->hold++;
 	rc = sock_recv(s, iov, n, flags);
 	err = errno;
 	ssp_sock_unhold(s);
@@ -281,19 +278,13 @@ static ssize_t recv_iov(int fd, const struct iovec *iov, int n, int flags)
 
 static ssize_t send_iov(int fd, const struct iovec *iov, int n, int flags)
 {
-	struct ssp_sock *s = data_enter(fd);
+	struct ssp_sock *s = iov_enter(fd, n);
 	bool sigpipe = false;
 	ssize_t rc;
 	int err;
 
 	if (!s)
 		return -1;
-	if (n < 0 || n > IOV_MAX) {
-		ssp_unlock();
-		errno = EINVAL;
-		return -1;
-	}
-	s->hold++;
 	rc = sock_send(s, iov, n, flags, &sigpipe);
 	err = errno;
 	ssp_sock_unhold(s);

@@ -9,26 +9,6 @@
 
 #include "posix/posix.h"
 
-static struct ssp_sock *opt_enter(int fd)
-{
-	struct ssp_sock *s;
-
-	ssp_lock();
-	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
-	if (!s) {
-		ssp_unlock();
-		errno = EBADF;
-	}
-	return s;
-}
-
-static int fail_unlock(int err)
-{
-	ssp_unlock();
-	errno = err;
-	return -1;
-}
-
 static int get_int(const void *val, socklen_t len, int *out)
 {
 	if (!val || len < (socklen_t)sizeof(int)) {
@@ -60,7 +40,7 @@ static int tv_to_ms(const void *val, socklen_t len, int *ms)
 
 int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	int v = 0;
 
 	if (!s)
@@ -69,17 +49,17 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		switch (name) {
 		case SO_RCVTIMEO:
 			if (tv_to_ms(val, len, &s->rcvtimeo_ms) < 0)
-				return fail_unlock(errno);
+				return ssp_fail_unlock(errno);
 			goto ok;
 		case SO_SNDTIMEO:
 			if (tv_to_ms(val, len, &s->sndtimeo_ms) < 0)
-				return fail_unlock(errno);
+				return ssp_fail_unlock(errno);
 			goto ok;
 		case SO_LINGER: {
 			struct linger l;
 
 			if (!val || len < (socklen_t)sizeof(l))
-				return fail_unlock(EINVAL);
+				return ssp_fail_unlock(EINVAL);
 			memcpy(&l, val, sizeof(l));
 			s->linger_on = l.l_onoff != 0;
 			s->linger_s = l.l_linger;
@@ -91,7 +71,7 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			break;
 		}
 		if (get_int(val, len, &v) < 0)
-			return fail_unlock(errno);
+			return ssp_fail_unlock(errno);
 		switch (name) {
 		case SO_REUSEADDR: s->reuseaddr = v; goto ok;
 		case SO_REUSEPORT: s->reuseport = v; goto ok;
@@ -106,7 +86,7 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		}
 	} else if (level == IPPROTO_TCP) {
 		if (get_int(val, len, &v) < 0)
-			return fail_unlock(errno);
+			return ssp_fail_unlock(errno);
 		switch (name) {
 		case TCP_NODELAY: s->nodelay = v; goto ok; /* always on in the service */
 		case TCP_KEEPIDLE: s->keepidle = v; goto ok;
@@ -125,7 +105,7 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	}
 	ssp_log_once("setsockopt", "setsockopt(level %d, option %d) not supported: ENOPROTOOPT",
 		     level, name);
-	return fail_unlock(ENOPROTOOPT);
+	return ssp_fail_unlock(ENOPROTOOPT);
 ok:
 	ssp_unlock();
 	return 0;
@@ -140,13 +120,13 @@ static void put_opt(void *val, socklen_t *len, const void *src, socklen_t n)
 
 int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	int v;
 
 	if (!s)
 		return -1;
 	if (!val || !len)
-		return fail_unlock(EFAULT);
+		return ssp_fail_unlock(EFAULT);
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_RCVTIMEO: case SO_SNDTIMEO: {
@@ -196,7 +176,7 @@ ok:
 unsupported:
 	ssp_log_once("getsockopt", "getsockopt(level %d, option %d) not supported: ENOPROTOOPT",
 		     level, name);
-	return fail_unlock(ENOPROTOOPT);
+	return ssp_fail_unlock(ENOPROTOOPT);
 }
 
 static void name_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t port)
@@ -216,14 +196,14 @@ static void name_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t 
 
 int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	uint32_t ip = 0;
 	uint16_t port = 0;
 
 	if (!s)
 		return -1;
 	if (!sa || !len)
-		return fail_unlock(EFAULT);
+		return ssp_fail_unlock(EFAULT);
 	if (s->state == SSP_S_CONNECTED) {
 		ss_conn_endpoints(s->conn, &ip, &port, NULL, NULL);
 	} else if (s->bound) {
@@ -237,16 +217,16 @@ int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 
 int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	uint32_t ip;
 	uint16_t port;
 
 	if (!s)
 		return -1;
 	if (!sa || !len)
-		return fail_unlock(EFAULT);
+		return ssp_fail_unlock(EFAULT);
 	if (s->state != SSP_S_CONNECTED)
-		return fail_unlock(ENOTCONN);
+		return ssp_fail_unlock(ENOTCONN);
 	ss_conn_endpoints(s->conn, NULL, NULL, &ip, &port);
 	name_out(sa, len, ip, port);
 	ssp_unlock();
@@ -256,7 +236,7 @@ int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 /* F_DUPFD* are routed to ssp_dup by the shim; the rest of fcntl here. */
 int ssp_fcntl(int fd, int cmd, uintptr_t arg)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	int rc;
 
 	if (!s)
@@ -276,7 +256,7 @@ int ssp_fcntl(int fd, int cmd, uintptr_t arg)
 		break;
 	default:
 		ssp_log_once("fcntl", "fcntl(cmd %d) on an accelerated socket: EINVAL", cmd);
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	}
 	ssp_unlock();
 	return rc;
@@ -284,7 +264,7 @@ int ssp_fcntl(int fd, int cmd, uintptr_t arg)
 
 int ssp_ioctl(int fd, unsigned long req, void *arg)
 {
-	struct ssp_sock *s = opt_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	int v;
 
 	if (!s)
@@ -294,7 +274,7 @@ int ssp_ioctl(int fd, unsigned long req, void *arg)
 		struct iovec iov[2];
 
 		if (s->state == SSP_S_LISTEN)
-			return fail_unlock(EINVAL);
+			return ssp_fail_unlock(EINVAL);
 		v = s->state == SSP_S_CONNECTED ? (int)ss_recv_peek(s->conn, iov) : 0;
 		memcpy(arg, &v, sizeof(v));
 		break;
@@ -314,7 +294,7 @@ int ssp_ioctl(int fd, unsigned long req, void *arg)
 		return v;
 	default:
 		ssp_log_once("ioctl", "ioctl(0x%lx) on an accelerated socket: ENOTTY", req);
-		return fail_unlock(ENOTTY);
+		return ssp_fail_unlock(ENOTTY);
 	}
 	ssp_unlock();
 	return 0;

@@ -229,6 +229,12 @@ struct ssp_file *ssp_fd_get(int fd);
 int ssp_fd_set(int fd, struct ssp_file *f);
 /* ssp_fd_sock - the socket behind @fd, NULL when @fd is not one. */
 struct ssp_sock *ssp_fd_sock(int fd);
+/* ssp_sock_enter - take the lock and return the socket behind @fd; on
+ * failure the lock is released and errno is EBADF (not ours, or the layer
+ * is off) or ENOTSOCK (one of our epoll sets). */
+struct ssp_sock *ssp_sock_enter(int fd);
+/* ssp_fail_unlock - release the lock, set errno to @err, return -1. */
+int ssp_fail_unlock(int err);
 /* ssp_fd_busy - true when @fd needs the layer (socket or epoll set). */
 static inline bool ssp_fd_busy(int fd)
 {

@@ -18,32 +18,6 @@
 
 /* Take the lock and find the socket behind @fd; NULL (lock released,
  * errno set) when @fd is not an accelerated socket. */
-static struct ssp_sock *sock_enter(int fd)
-{
-	struct ssp_sock *s;
-
-	ssp_lock();
-	if (ssp.mode == SSP_M_DEAD) {
-		ssp_unlock();
-		errno = EBADF;
-		return NULL;
-	}
-	s = ssp_fd_sock(fd);
-	if (!s) {
-		ssp_unlock();
-		errno = ssp_fd_get(fd) ? ENOTSOCK : EBADF;
-		return NULL;
-	}
-	return s;
-}
-
-static int fail_unlock(int err)
-{
-	ssp_unlock();
-	errno = err;
-	return -1;
-}
-
 /* Post a control command, making room in the command queue if needed. */
 static int post_retry(int (*post)(void *), void *arg)
 {
@@ -132,7 +106,7 @@ int ssp_socket(int domain, int type, int protocol)
 
 		free(s);
 		ssp_real.close(fd);
-		return fail_unlock(err);
+		return ssp_fail_unlock(err);
 	}
 	s->nonblock = type & SOCK_NONBLOCK;
 	ssp_unlock();
@@ -186,26 +160,26 @@ static int sock_demote(int fd, struct ssp_sock *s)
 
 int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	struct ssp_sock *s = sock_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	uint32_t ip;
 	uint16_t port;
 
 	if (!s)
 		return -1;
 	if (addr_in(sa, len, &ip, &port) < 0)
-		return fail_unlock(errno);
+		return ssp_fail_unlock(errno);
 	if (s->bound || s->state != SSP_S_NEW)
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	if (kernel_only(ip)) {
 		if (sock_demote(fd, s) < 0)
-			return fail_unlock(errno);
+			return ssp_fail_unlock(errno);
 		ssp_unlock();
 		return ssp_real.bind(fd, sa, len);
 	}
 	if (ip != INADDR_ANY && ip != ssp_service_ip())
-		return fail_unlock(EADDRNOTAVAIL);
+		return ssp_fail_unlock(EADDRNOTAVAIL);
 	if (port && port < 1024 && !may_bind_low_port())
-		return fail_unlock(EACCES);
+		return ssp_fail_unlock(EACCES);
 	s->bound = true;
 	s->bind_ip = ip;
 	s->bind_port = port;
@@ -266,7 +240,7 @@ static int listen_once(struct ssp_sock *s, int backlog)
 
 int ssp_listen(int fd, int backlog)
 {
-	struct ssp_sock *s = sock_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	bool pick;
 	int rc = -1;
 
@@ -277,7 +251,7 @@ int ssp_listen(int fd, int backlog)
 		return 0; /* Linux lets listen() change the backlog: ignored */
 	}
 	if (s->state != SSP_S_NEW)
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	if (backlog <= 0)
 		backlog = 1;
 	if (backlog > 65535)
@@ -294,7 +268,7 @@ int ssp_listen(int fd, int backlog)
 	if (rc < 0) {
 		if (pick)
 			s->bind_port = 0;
-		return fail_unlock(errno);
+		return ssp_fail_unlock(errno);
 	}
 	s->bound = true;
 	s->state = SSP_S_LISTEN;
@@ -322,7 +296,7 @@ static void addr_out(struct sockaddr *sa, socklen_t *len, uint32_t ip, uint16_t 
 
 int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 {
-	struct ssp_sock *s = sock_enter(fd), *ns;
+	struct ssp_sock *s = ssp_sock_enter(fd), *ns;
 	struct ss_conn *c;
 	int64_t deadline;
 	int nfd;
@@ -330,9 +304,9 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	if (!s)
 		return -1;
 	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	if (s->state != SSP_S_LISTEN)
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
 	s->hold++;
 	while (!s->accq.n && s->state == SSP_S_LISTEN) {
@@ -392,7 +366,7 @@ fail: {
 		int err = errno;
 
 		ssp_sock_unhold(s);
-		return fail_unlock(err);
+		return ssp_fail_unlock(err);
 	}
 }
 
@@ -413,7 +387,7 @@ static int post_connect(void *arg)
 
 int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-	struct ssp_sock *s = sock_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 	struct connect_arg a;
 	int64_t deadline;
 	int err;
@@ -422,7 +396,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		return -1;
 	switch (s->state) {
 	case SSP_S_CONNECTING:
-		return fail_unlock(EALREADY);
+		return ssp_fail_unlock(EALREADY);
 	case SSP_S_CONNECTED:
 		/* Linux: the first connect() after a non-blocking one completed
 		 * returns 0; only later ones say EISCONN. */
@@ -431,15 +405,15 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 			ssp_unlock();
 			return 0;
 		}
-		return fail_unlock(EISCONN);
+		return ssp_fail_unlock(EISCONN);
 	case SSP_S_LISTEN:
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	case SSP_S_FAILED:
 		if (s->err) {
 			/* The result of the last non-blocking connect. */
 			err = s->err;
 			s->err = 0;
-			return fail_unlock(err);
+			return ssp_fail_unlock(err);
 		}
 		s->state = SSP_S_NEW;
 		break;
@@ -447,12 +421,12 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		break;
 	}
 	if (addr_in(sa, len, &a.ip, &a.port) < 0)
-		return fail_unlock(errno);
+		return ssp_fail_unlock(errno);
 	if (a.port == 0)
-		return fail_unlock(ECONNREFUSED);
+		return ssp_fail_unlock(ECONNREFUSED);
 	if (kernel_only(a.ip) || a.ip == INADDR_ANY) {
 		if (sock_demote(fd, s) < 0)
-			return fail_unlock(errno);
+			return ssp_fail_unlock(errno);
 		ssp_unlock();
 		return ssp_real.connect(fd, sa, len);
 	}
@@ -463,14 +437,14 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	if (post_retry(post_connect, &a) < 0) {
 		err = errno;
 		ssp_list_del(&s->in_cookie);
-		return fail_unlock(err == EAGAIN ? ENOBUFS : err);
+		return ssp_fail_unlock(err == EAGAIN ? ENOBUFS : err);
 	}
 	s->state = SSP_S_CONNECTING;
 	s->err = 0;
 	ss_flush(ssp.ctx);
 	if (s->nonblock) {
 		s->nb_connect = true;
-		return fail_unlock(EINPROGRESS);
+		return ssp_fail_unlock(EINPROGRESS);
 	}
 	deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
 	s->hold++;
@@ -478,14 +452,14 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		if (ssp_block(deadline, NULL) < 0) {
 			err = errno == ETIMEDOUT ? EINPROGRESS : errno;
 			ssp_sock_unhold(s);
-			return fail_unlock(err);
+			return ssp_fail_unlock(err);
 		}
 	}
 	ssp_sock_unhold(s);
 	if (s->state == SSP_S_FAILED) {
 		err = s->err;
 		s->err = 0;
-		return fail_unlock(err);
+		return ssp_fail_unlock(err);
 	}
 	ssp_unlock();
 	return 0;
@@ -500,14 +474,14 @@ static int post_shutdown(void *arg)
 
 int ssp_shutdown(int fd, int how)
 {
-	struct ssp_sock *s = sock_enter(fd);
+	struct ssp_sock *s = ssp_sock_enter(fd);
 
 	if (!s)
 		return -1;
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
-		return fail_unlock(EINVAL);
+		return ssp_fail_unlock(EINVAL);
 	if (s->state != SSP_S_CONNECTED)
-		return fail_unlock(ENOTCONN);
+		return ssp_fail_unlock(ENOTCONN);
 	if (how != SHUT_WR)
 		s->shut_rd = true;
 	if (how != SHUT_RD && !s->shut_wr) {
