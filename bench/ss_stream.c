@@ -118,6 +118,11 @@ static void handle(struct stream *s, const struct ss_event *ev)
 		else
 			fprintf(stderr, "ss-stream: listening\n");
 		break;
+	case SS_EVENT_BOUND:
+	case SS_EVENT_INHERITED:
+	case SS_EVENT_ADOPTED:
+	case SS_EVENT_MOVED:
+		break; /* bind and fork events: not used here */
 	case SS_EVENT_CMD_ERROR:
 		fail(s, ev->error);
 		break;

@@ -68,6 +68,10 @@ struct ss_app_opts {
 	int timeout_ms;         /* wait for the service's reply, 0: 5000, <0: forever */
 	char *errbuf;           /* optional: the service's refusal message */
 	size_t errbuf_len;
+	/* A forked child sharing its parent's sockets (the POSIX layer does
+	 * this): the parent's ss_app_id() and ss_app_token(); 0: none. */
+	uint32_t parent_app;
+	uint64_t parent_token;
 };
 
 /*
@@ -95,9 +99,11 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts);
  */
 void ss_app_detach(struct ss_app *app);
 
-/* ss_app_n_ctx - number of contexts.  ss_app_id - the service's id for us. */
+/* ss_app_n_ctx - number of contexts.  ss_app_id - the service's id for us.
+ * ss_app_token - the secret a forked child presents to share our sockets. */
 unsigned ss_app_n_ctx(const struct ss_app *app);
 uint32_t ss_app_id(const struct ss_app *app);
+uint64_t ss_app_token(const struct ss_app *app);
 
 /*
  * ss_ctx_get - context @i (0 <= i < ss_app_n_ctx()).
@@ -129,6 +135,28 @@ int ss_listen_close(struct ss_ctx *ctx, uint32_t listener);
 int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie);
 
 /*
+ * ss_bind - claim TCP @port (0: the service picks an ephemeral one) before
+ * listening or connecting from it.  @flags: SS_BIND_REUSEPORT lets other
+ * sockets that ask for it share the port (a flow hash spreads connections).
+ * The result arrives as SS_EVENT_BOUND with @cookie: ev.listener is the
+ * port entry, ev.local_port the port, ev.error EADDRINUSE (held by another
+ * socket), EACCES (below 1024 without CAP_NET_BIND_SERVICE), ENOBUFS (no
+ * free entry) or 0.  The entry is given up with ss_listen_close().
+ * ss_listen_bound - listen on entry @entry: SS_EVENT_LISTENING as ss_listen.
+ * ss_connect_bound - connect from entry @entry's port (the entry goes).
+ * ss_listen_arm - this application accepts from listener @listener: new
+ * connections of a listener shared with forked processes go, in turn, to
+ * the ones that armed it.
+ * Each returns 0, or -1 with errno EAGAIN (command queue full).
+ */
+#define SS_BIND_REUSEPORT 0x01
+int ss_bind(struct ss_ctx *ctx, uint16_t port, unsigned flags, uint64_t cookie);
+int ss_listen_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t backlog, uint64_t cookie);
+int ss_connect_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t ip, uint16_t port,
+		     uint64_t cookie);
+int ss_listen_arm(struct ss_ctx *ctx, uint32_t listener);
+
+/*
  * ss_flush - post every batched command and byte count, then ring the
  * service's doorbell if it sleeps.  ss_poll and ss_wait flush implicitly.
  * Returns 0 when everything is posted, or -1 with errno EAGAIN when the
@@ -150,6 +178,10 @@ enum ss_event_type {
 	SS_EVENT_ERROR,         /* conn, error (ETIMEDOUT, ...): connection is dead */
 	SS_EVENT_CLOSED,        /* conn: the handle dies (see the model above) */
 	SS_EVENT_CMD_ERROR,     /* a command was rejected: cmd_op, error, conn (may be NULL) */
+	SS_EVENT_BOUND,         /* listener (port entry), local_port, cookie, error */
+	SS_EVENT_INHERITED,     /* (fork) error; bytes = connections held */
+	SS_EVENT_ADOPTED,       /* (fork) conn, cookie, endpoints: the connection is ours */
+	SS_EVENT_MOVED,         /* (fork) conn: another process adopted it; the handle is dead */
 };
 
 struct ss_event {
@@ -168,6 +200,7 @@ struct ss_event {
 enum ss_op {
 	SS_OP_LISTEN = 1, SS_OP_LISTEN_CLOSE, SS_OP_CONNECT, SS_OP_SEND,
 	SS_OP_RECV_DONE, SS_OP_SHUTDOWN, SS_OP_CLOSE, SS_OP_ABORT,
+	SS_OP_BIND, SS_OP_LISTEN_ARM, SS_OP_INHERIT, SS_OP_ADOPT, SS_OP_RELEASE,
 };
 
 /*

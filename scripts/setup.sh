@@ -21,6 +21,8 @@ PKGS=(
 	tcpdump procps
 	# real programs run under `slipstream run` and their Linux clients
 	redis-server redis-tools
+	# tests/integration/test_posix_apps.py and bench/apps_compare.py
+	memcached nginx-light haproxy iperf3 sockperf wrk apache2-utils curl
 )
 
 missing=()
@@ -33,10 +35,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# The tests start their own redis; the distribution's service is not needed.
-if command -v systemctl >/dev/null && systemctl is-enabled --quiet redis-server 2>/dev/null; then
-	systemctl disable --now redis-server >/dev/null 2>&1 || true
-fi
+# The tests start their own servers; the distribution's services are not needed.
+for svc in redis-server memcached nginx haproxy; do
+	if command -v systemctl >/dev/null && systemctl is-enabled --quiet "$svc" 2>/dev/null; then
+		systemctl disable --now "$svc" >/dev/null 2>&1 ||
+			systemctl disable "$svc" >/dev/null 2>&1 || true
+	fi
+	# Without systemd as init, the package scripts start them through init.d.
+	if [ ! -d /run/systemd/system ] && [ -x "/etc/init.d/$svc" ]; then
+		"/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+	fi
+done
 
 configure() { # dir, then meson options; reconfigure if the dir exists
 	local dir=$1; shift

@@ -365,6 +365,7 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 		goto proto;
 
 	app->app_id = app->hdr->app_id;
+	app->token = rep->has_token ? rep->token : 0;
 	app->max_conns = app->hdr->max_conns;
 	app->rxbuf_size = app->hdr->rxbuf_size;
 	app->txbuf_size = app->hdr->txbuf_size;
@@ -396,7 +397,7 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts)
 	struct ss_app_opts o = { 0 };
 	struct ss_app *app;
 	struct ss_reply rep;
-	char req[128], *line;
+	char req[192], *line;
 	int fds[MAX_FDS], nfds = 0, e;
 
 	if (opts)
@@ -418,8 +419,14 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts)
 	app->sock = sock_connect(o.sock_path);
 	if (app->sock < 0)
 		goto fail;
-	snprintf(req, sizeof(req), "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u\n",
-		 o.contexts, o.conns, o.rxbuf, o.txbuf);
+	if (o.parent_token)
+		snprintf(req, sizeof(req),
+			 "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u parent=%u token=%llu\n",
+			 o.contexts, o.conns, o.rxbuf, o.txbuf, o.parent_app,
+			 (unsigned long long)o.parent_token);
+	else
+		snprintf(req, sizeof(req), "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u\n",
+			 o.contexts, o.conns, o.rxbuf, o.txbuf);
 	if (send_all(app->sock, req, strlen(req)) < 0)
 		goto fail;
 	if (recv_reply(app->sock, line, fds, &nfds, o.timeout_ms) < 0)
@@ -449,6 +456,12 @@ fail:
 	return NULL;
 }
 
+void ss_app_forget(struct ss_app *app)
+{
+	if (app)
+		app_free(app);
+}
+
 void ss_app_detach(struct ss_app *app)
 {
 	if (!app)
@@ -466,6 +479,11 @@ unsigned ss_app_n_ctx(const struct ss_app *app)
 uint32_t ss_app_id(const struct ss_app *app)
 {
 	return app->app_id;
+}
+
+uint64_t ss_app_token(const struct ss_app *app)
+{
+	return app->token;
 }
 
 struct ss_ctx *ss_ctx_get(struct ss_app *app, unsigned i)

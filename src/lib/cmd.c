@@ -158,3 +158,67 @@ int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie)
 
 	return ss_cmd_post(ctx, &cmd);
 }
+
+int ss_bind(struct ss_ctx *ctx, uint16_t port, unsigned flags, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_BIND, .port = port, .arg = flags & SS_BIND_REUSEPORT,
+		.cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_listen_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t backlog, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = entry, .arg = backlog,
+		.cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_connect_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t ip, uint16_t port,
+		     uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_CONNECT, .flags = SS_CMDF_BOUND, .conn = entry, .ip = ip,
+		.port = port, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_listen_arm(struct ss_ctx *ctx, uint32_t listener)
+{
+	struct ss_shm_cmd cmd = { .op = SS_CMD_LISTEN_ARM, .conn = listener };
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_inherit(struct ss_ctx *ctx)
+{
+	struct ss_shm_cmd cmd = { .op = SS_CMD_INHERIT };
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_adopt(struct ss_ctx *ctx, uint32_t owner_app, uint32_t slot, uint32_t gen,
+	     uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_ADOPT, .conn = slot, .gen = gen, .ip = owner_app, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_release(struct ss_ctx *ctx, uint32_t owner_app, uint32_t slot, uint32_t gen)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_RELEASE, .conn = slot, .gen = gen, .ip = owner_app,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}

@@ -14,7 +14,10 @@ _Static_assert(SAME_OP(SS_OP_LISTEN, SS_CMD_LISTEN) &&
 	       SAME_OP(SS_OP_CONNECT, SS_CMD_CONNECT) && SAME_OP(SS_OP_SEND, SS_CMD_TX) &&
 	       SAME_OP(SS_OP_RECV_DONE, SS_CMD_RX_DONE) &&
 	       SAME_OP(SS_OP_SHUTDOWN, SS_CMD_SHUTDOWN) &&
-	       SAME_OP(SS_OP_CLOSE, SS_CMD_CLOSE) && SAME_OP(SS_OP_ABORT, SS_CMD_ABORT),
+	       SAME_OP(SS_OP_CLOSE, SS_CMD_CLOSE) && SAME_OP(SS_OP_ABORT, SS_CMD_ABORT) &&
+	       SAME_OP(SS_OP_BIND, SS_CMD_BIND) && SAME_OP(SS_OP_LISTEN_ARM, SS_CMD_LISTEN_ARM) &&
+	       SAME_OP(SS_OP_INHERIT, SS_CMD_INHERIT) && SAME_OP(SS_OP_ADOPT, SS_CMD_ADOPT) &&
+	       SAME_OP(SS_OP_RELEASE, SS_CMD_RELEASE),
 	       "public op numbers match shm/abi.h");
 
 /*
@@ -88,6 +91,34 @@ static bool ev_open(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	return true;
 }
 
+/* ADOPTED: a connection moved in from another process of ours, with its
+ * stream positions (shm/abi.h).  false = bogus. */
+static bool ev_adopted(struct ss_ctx *ctx, const struct ss_shm_ev *e, struct ss_event *out)
+{
+	const struct ss_app *app = ctx->app;
+	struct ss_conn *c;
+
+	if (e->arg2 - e->arg > app->rxbuf_size || e->arg4 - e->arg3 > app->txbuf_size)
+		return false;
+	if (!ev_open(ctx, e, out))
+		return false;
+	c = out->conn;
+	if (!c)
+		return true; /* out of memory: ev_open refused it */
+	c->rx_head = e->arg;
+	c->rx_tail = e->arg2;
+	c->tx_acked = e->arg3;
+	c->tx_tail = e->arg4;
+	c->peer_fin = e->flags & SS_EVF_PEER_FIN;
+	c->shut_wr = e->flags & SS_EVF_SHUT_WR;
+	if (e->flags & SS_EVF_DEAD) {
+		c->state = CONN_DEAD;
+		c->error = e->error ? e->error : ECONNRESET;
+	}
+	out->error = 0;
+	return true;
+}
+
 /* Apply one event; returns 1 when @out holds an event for the application,
  * 0 when it was consumed internally, -1 when it was bogus. */
 static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
@@ -112,6 +143,29 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->type = SS_EVENT_ACCEPTED;
 		out->error = 0;
 		return ev_open(ctx, e, out) ? 1 : -1;
+	case SS_EV_BOUND:
+		out->type = SS_EVENT_BOUND;
+		out->listener = e->conn;
+		out->local_port = e->local_port;
+		return 1;
+	case SS_EV_INHERITED:
+		out->type = SS_EVENT_INHERITED;
+		out->bytes = e->arg2;
+		out->listener = e->arg;
+		return 1;
+	case SS_EV_ADOPTED:
+		out->type = SS_EVENT_ADOPTED;
+		return ev_adopted(ctx, e, out) ? 1 : -1;
+	case SS_EV_MOVED:
+		c = conn_lookup(ctx, e);
+		if (!c)
+			return -1;
+		out->type = SS_EVENT_MOVED;
+		out->conn = c;
+		c->state = CONN_DEAD;
+		c->error = EBADF;
+		ss_conn_bury(c);
+		return 1;
 	case SS_EV_CMD_ERROR:
 		out->type = SS_EVENT_CMD_ERROR;
 		out->cmd_op = e->arg < SS_CMD_OP_MAX ? (int)e->arg : 0;

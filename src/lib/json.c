@@ -243,6 +243,8 @@ int ss_reply_parse(const char *line, struct ss_reply *out)
 		} else if (!strcmp(key, "contexts")) {
 			rc = jp_uint_member(&j, &out->contexts,
 					    &out->has_contexts);
+		} else if (!strcmp(key, "token")) {
+			rc = jp_uint_member(&j, &out->token, &out->has_token);
 		} else if (!strcmp(key, "error") && *j.p == '"') {
 			rc = jp_string(&j, out->error, sizeof(out->error));
 		} else {

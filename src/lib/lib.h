@@ -72,6 +72,7 @@ struct ss_app {
 	size_t status_size;
 	const struct ss_shm_hdr *hdr; /* == region */
 	uint32_t app_id;
+	uint64_t token;         /* from the attach reply: a forked child presents it */
 	uint32_t max_conns, rxbuf_size, txbuf_size;
 	uint64_t buf_off;
 	unsigned n_ctx;
@@ -91,6 +92,15 @@ void ss_conn_bury(struct ss_conn *c);
 void ss_ctx_reap(struct ss_ctx *ctx);
 void ss_ctx_free_conns(struct ss_ctx *ctx);
 
+/* fork support (the POSIX layer): commands and the child's clean-up. */
+int ss_inherit(struct ss_ctx *ctx);
+int ss_adopt(struct ss_ctx *ctx, uint32_t owner_app, uint32_t slot, uint32_t gen,
+	     uint64_t cookie);
+int ss_release(struct ss_ctx *ctx, uint32_t owner_app, uint32_t slot, uint32_t gen);
+/* ss_app_forget - a forked child lets go of its parent's attachment: unmap
+ * and close its copies, post nothing (the parent still uses it). */
+void ss_app_forget(struct ss_app *app);
+
 /* attach.c: the region layout checks, shared with the tests. */
 int ss_region_validate(const void *region, uint64_t region_size,
 		       uint32_t n_ctx);
@@ -98,8 +108,8 @@ int ss_region_validate(const void *region, uint64_t region_size,
 /* json.c: the attach reply. */
 struct ss_reply {
 	int ok;                 /* 1, 0, or -1 when absent */
-	uint64_t app, region_size, contexts;
-	bool has_app, has_region_size, has_contexts;
+	uint64_t app, region_size, contexts, token;
+	bool has_app, has_region_size, has_contexts, has_token;
 	char error[128];
 };
 int ss_reply_parse(const char *line, struct ss_reply *out);

@@ -16,6 +16,10 @@ const char *ss_event_name(enum ss_event_type type)
 	case SS_EVENT_ERROR: return "ERROR";
 	case SS_EVENT_CLOSED: return "CLOSED";
 	case SS_EVENT_CMD_ERROR: return "CMD_ERROR";
+	case SS_EVENT_BOUND: return "BOUND";
+	case SS_EVENT_INHERITED: return "INHERITED";
+	case SS_EVENT_ADOPTED: return "ADOPTED";
+	case SS_EVENT_MOVED: return "MOVED";
 	}
 	return "?";
 }

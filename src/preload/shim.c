@@ -23,11 +23,13 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "posix/posix_ext.h"
 
 #define REAL(name) (__builtin_expect(ssp_real.name != NULL, 1) ? ssp_real.name \
 		    : (ssp_real_init(), ssp_real.name))
@@ -37,7 +39,11 @@
 __attribute__((constructor)) static void shim_init(void)
 {
 	ssp_real_init();
+	ssp_ext_init();
 }
+
+#define REAL_EXT(name) (__builtin_expect(ssp_real_ext.name != NULL, 1) ? ssp_real_ext.name \
+			: (ssp_ext_init(), ssp_real_ext.name))
 
 /* Fortified entry points (glibc's _FORTIFY_SOURCE): not in our headers. */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
@@ -222,6 +228,33 @@ ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (SOCK(fd))
 		return ssp_sendmsg(fd, msg, flags);
 	return REAL(sendmsg)(fd, msg, flags);
+}
+
+ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	if (SOCK(out_fd) || SOCK(in_fd))
+		return ssp_sendfile(out_fd, in_fd, offset, count);
+	return REAL_EXT(sendfile)(out_fd, in_fd, offset, count);
+}
+
+ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
+{
+	_Static_assert(sizeof(off64_t) == sizeof(off_t), "64-bit off_t expected");
+	return sendfile(out_fd, in_fd, (off_t *)offset, count);
+}
+
+int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *tmo)
+{
+	if (SOCK(fd))
+		return ssp_recvmmsg(fd, vec, vlen, flags, tmo);
+	return REAL_EXT(recvmmsg)(fd, vec, vlen, flags, tmo);
+}
+
+int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	if (SOCK(fd))
+		return ssp_sendmmsg(fd, vec, vlen, flags);
+	return REAL_EXT(sendmmsg)(fd, vec, vlen, flags);
 }
 
 /* ------------------------------------------------------ fd management */
@@ -440,4 +473,57 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 	if (sets_busy(nfds, r, w, e))
 		return ssp_select(nfds, r, w, e, ts_to_ms(ts), mask);
 	return REAL(pselect)(nfds, r, w, e, ts, mask);
+}
+
+/* ------------------------------------------------------------ signals */
+
+/* Every handler goes through the layer, which notes SA_RESTART for the
+ * blocking calls it emulates (src/lib/posix/sig.c). */
+
+int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+	return ssp_sigaction(sig, act, oact);
+}
+
+int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
+int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+	return ssp_sigaction(sig, act, oact);
+}
+
+sighandler_t signal(int sig, sighandler_t handler)
+{
+	return ssp_signal(sig, handler);
+}
+
+sighandler_t bsd_signal(int sig, sighandler_t handler); /* not declared under _GNU_SOURCE */
+sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return ssp_signal(sig, handler);
+}
+
+sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return ssp_signal(sig, handler);
+}
+
+sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return ssp_sysv_signal(sig, handler);
+}
+
+sighandler_t __sysv_signal(int sig, sighandler_t handler);
+sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	return ssp_sysv_signal(sig, handler);
+}
+
+sighandler_t sigset(int sig, sighandler_t disp)
+{
+	return ssp_sigset(sig, disp);
+}
+
+int siginterrupt(int sig, int flag)
+{
+	return ssp_siginterrupt(sig, flag);
 }

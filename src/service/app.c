@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -92,6 +95,11 @@ static void app_release(struct ss_app *a)
 	free(a->slot_conn);
 	a->slot_conn = NULL;
 	a->n_conns = a->n_listeners = 0;
+	free(a->inh); /* the fast path released the references (app_teardown) */
+	a->inh = NULL;
+	a->n_inh = a->cap_inh = 0;
+	a->inherited = false;
+	a->parent_token = 0;
 	a->cmd_errors = 0;
 	a->broken = false;
 }
@@ -118,9 +126,12 @@ void ss_app_reg_fini(struct ss_app_reg *r)
 
 struct attach_req {
 	unsigned long version, contexts, conns, rxbuf, txbuf;
+	unsigned long long parent, token;
+	bool has_parent;
 };
 
-/* "attach 1 contexts=C conns=N rxbuf=R txbuf=T" (keys in any order, all required). */
+/* "attach 1 contexts=C conns=N rxbuf=R txbuf=T [parent=ID token=T]" (keys in
+ * any order; parent and token come together, from a forked child). */
 static int parse_attach(const char *line, struct attach_req *q, char *why, size_t whylen)
 {
 	char buf[256];
@@ -142,10 +153,16 @@ static int parse_attach(const char *line, struct attach_req *q, char *why, size_
 		*eq = '\0';
 		char *end;
 		errno = 0;
-		unsigned long v = strtoul(eq + 1, &end, 10);
-		if (errno || *end || end == eq + 1)
+		unsigned long long v = strtoull(eq + 1, &end, 10);
+		if (errno || *end || end == eq + 1 || eq[1] == '-')
 			return snprintf(why, whylen, "bad number for %s", tok), -1;
-		if (strcmp(tok, "contexts") == 0)
+		if (strcmp(tok, "parent") == 0)
+			q->parent = v, seen |= 16;
+		else if (strcmp(tok, "token") == 0)
+			q->token = v, seen |= 32;
+		else if (v > ULONG_MAX)
+			return snprintf(why, whylen, "bad number for %s", tok), -1;
+		else if (strcmp(tok, "contexts") == 0)
 			q->contexts = v, seen |= 1;
 		else if (strcmp(tok, "conns") == 0)
 			q->conns = v, seen |= 2;
@@ -156,8 +173,11 @@ static int parse_attach(const char *line, struct attach_req *q, char *why, size_
 		else
 			return snprintf(why, whylen, "unknown attach field"), -1;
 	}
-	if (seen != 15)
+	if ((seen & 15) != 15)
 		return snprintf(why, whylen, "attach needs contexts, conns, rxbuf and txbuf"), -1;
+	if ((seen & 48) == 16 || (seen & 48) == 32)
+		return snprintf(why, whylen, "parent and token come together"), -1;
+	q->has_parent = (seen & 48) == 48;
 	return 0;
 }
 
@@ -278,6 +298,40 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	return a->slot_conn ? 0 : -ENOMEM;
 }
 
+/* CAP_NET_BIND_SERVICE (bit 10) in the effective set of @pid, read from
+ * /proc (the peer's credentials at attach, as Linux checks at bind time). */
+static bool app_cap_bind(pid_t pid)
+{
+	char path[64], line[256];
+	bool cap = false;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "CapEff:", 7) == 0) {
+			unsigned long long v = strtoull(line + 7, NULL, 16);
+			cap = (v >> 10) & 1;
+			break;
+		}
+	fclose(f);
+	return cap;
+}
+
+/* A random non-zero token for the attach reply. */
+static uint64_t app_token(void)
+{
+	uint64_t t = 0;
+
+	while (t == 0)
+		if (getrandom(&t, sizeof(t), 0) != (ssize_t)sizeof(t))
+			t = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	return t;
+}
+
 int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 {
 	struct attach_req q;
@@ -287,6 +341,16 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 	    check_limits(&r->lim, &q, why, sizeof(why)) != 0) {
 		refuse(r, fd, why);
 		return 0;
+	}
+	if (q.has_parent) {
+		/* A forked child: the parent must be attached, and the token
+		 * (which only the parent's process tree has seen) must match. */
+		struct ss_app *p = q.parent < r->lim.max_apps ? &r->apps[q.parent] : NULL;
+		if (!p || __atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != SS_APP_ACTIVE ||
+		    p->token != q.token || q.token == 0) {
+			refuse(r, fd, "parent is not attached or the token does not match");
+			return 0;
+		}
 	}
 	struct ss_app *a = NULL;
 	for (uint32_t i = 0; i < r->lim.max_apps; i++)
@@ -309,6 +373,10 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	a->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 ? cred.pid : 0;
+	a->cap_bind = app_cap_bind(a->pid);
+	a->token = app_token();
+	a->parent_id = q.has_parent ? (uint32_t)q.parent : 0;
+	a->parent_token = q.has_parent ? q.token : 0;
 
 	int fds[3 + 64];
 	unsigned nfds = 0;
@@ -319,8 +387,9 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 		fds[nfds++] = a->ctx[i].efd;
 	char msg[256];
 	snprintf(msg, sizeof(msg),
-		 "{\"ok\": true, \"app\": %u, \"region_size\": %llu, \"contexts\": %u}\n", a->id,
-		 (unsigned long long)a->region_size, a->n_ctx);
+		 "{\"ok\": true, \"app\": %u, \"region_size\": %llu, \"contexts\": %u, "
+		 "\"token\": %llu}\n", a->id,
+		 (unsigned long long)a->region_size, a->n_ctx, (unsigned long long)a->token);
 	/* Publish to the fast path before the app can send commands. */
 	a->sock_fd = fd;
 	__atomic_store_n(&a->state, SS_APP_ACTIVE, __ATOMIC_RELEASE);

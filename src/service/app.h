@@ -45,6 +45,10 @@ struct ss_app {
 	uint32_t state;           /* enum ss_app_state, atomic */
 	uint32_t id;
 	pid_t pid;
+	uint64_t token;           /* random, from the attach reply: proves parenthood */
+	bool cap_bind;            /* CAP_NET_BIND_SERVICE at attach: ports < 1024 */
+	uint32_t parent_id;       /* fork child: the parent's app id ... */
+	uint64_t parent_token;    /* ... and token (0: not a child) */
 
 	/* Slow path only. */
 	int sock_fd;
@@ -64,9 +68,19 @@ struct ss_app {
 	struct ss_idpool slots;   /* connection handles: slot + generation */
 	struct ss_sconn **slot_conn;
 	uint32_t n_conns;         /* live connections holding a slot */
-	uint32_t n_listeners;
+	uint32_t n_listeners;     /* port entries it is a member of */
+	struct ss_inh *inh;       /* inherited connection references (fork) */
+	uint32_t n_inh, cap_inh;
+	bool inherited;           /* SS_CMD_INHERIT done */
 	uint64_t cmd_errors;
 	bool broken;              /* corrupted its rings: being disconnected */
+};
+
+/* A reference to another app's connection, inherited across fork. */
+struct ss_inh {
+	uint32_t owner_id;
+	uint64_t owner_token;
+	uint32_t slot, gen;       /* the owner's handle */
 };
 
 struct ss_app_limits {

@@ -83,6 +83,10 @@
 	X(app_event_ring_waits)                                                  \
 	X(app_detached)                                                          \
 	X(app_bad_ring)                                                          \
+	X(app_inherits)                                                          \
+	X(app_adopts)                                                            \
+	X(app_inherit_listener_full)                                             \
+	X(app_inherit_failed)                                                    \
 	X(drop_tcp_seg_too_big)                                                  \
 	X(drop_tcp_listener_gone)                                                \
 	X(drop_tcp_backlog)                                                      \

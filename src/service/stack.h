@@ -65,18 +65,40 @@ struct ss_sconn {
 	uint8_t ev_connect_error;
 	uint32_t rx_pending, acked_pending;
 	uint64_t cookie;
+	uint16_t holds;          /* inherited references held by other apps (fork) */
+	uint8_t held_close;      /* owner closed (1) or aborted (2) while held */
 	struct ss_sconn *dirty_next;
 	struct ss_sconn *pend_next;
 	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
 };
 
-struct ss_listener {
-	struct ss_app *app;      /* NULL: free */
-	uint16_t port;
+/*
+ * A port entry: claimed by bind() (BOUND) and then listening (LISTEN), or
+ * listening at once.  Its members are the applications that hold the
+ * socket: the one that made it and the children it forked (SS_CMD_INHERIT).
+ * The entry lives while it has members.  New connections go, in turn, to
+ * the members that armed it (they accept from it), else to member 0.
+ */
+#define SS_LISTENER_MEMBERS 16
+
+enum ss_listener_state { SS_LST_FREE, SS_LST_BOUND, SS_LST_LISTEN };
+
+struct ss_lmember {
+	struct ss_app *app;
+	uint64_t cookie;         /* the member's own cookie, echoed in ACCEPTED */
 	uint16_t ctx;
+	bool armed;
+};
+
+struct ss_listener {
+	uint8_t state;           /* enum ss_listener_state */
+	bool reuseport;
+	uint8_t n_members;
+	uint8_t next;            /* round-robin position among armed members */
+	uint16_t port;
 	uint32_t backlog;
 	uint32_t n_syn;          /* connections in SYN_RCVD */
-	uint64_t cookie;
+	struct ss_lmember m[SS_LISTENER_MEMBERS];
 };
 
 struct ss_stack_limits {
@@ -102,6 +124,7 @@ struct ss_stack {
 	struct ss_sconn *conns;
 	struct ss_idpool conn_ids;
 	struct ss_listener *listeners;
+	uint32_t n_listeners;    /* gauge: port entries in use */
 
 	struct ss_app_reg *reg;
 	uint32_t reg_gen;        /* registry generation last synced */

@@ -7,9 +7,6 @@
 
 #include "service/log.h"
 
-#define BACKLOG_MAX 4096u
-#define BACKLOG_DEFAULT 128u
-
 /* ---- events --------------------------------------------------------------- */
 
 /* Free event slots in @cx's arx ring, or -1 if the app corrupted its index. */
@@ -44,20 +41,22 @@ static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 		SS_WARN("app %u: reclaim kick: %s", a->id, strerror(errno));
 }
 
-void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
-		       uint32_t conn, uint32_t gen, uint16_t error, uint32_t arg, uint64_t cookie)
+/* One event for @a's context @ctx, or NULL when it cannot be posted. */
+static struct ss_shm_ev *post_one(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
+				  uint32_t conn, uint32_t gen, uint16_t error, uint32_t arg,
+				  uint64_t cookie)
 {
 	struct ss_app_ctx *cx = &a->ctx[ctx];
 	int64_t fr = arx_free(a, cx);
 	if (fr < 0) {
 		app_mark_broken(s, a);
-		return;
+		return NULL;
 	}
 	if (fr == 0) {
 		/* Replies to commands cannot wait: the app sized its ring too
 		 * small for what it asked.  Counted; the app sees a gap. */
 		ss_ctr_inc(s->ctr, SS_CTR_drop_app_event_ring_full);
-		return;
+		return NULL;
 	}
 	struct ss_shm_ev *ev = arx_next(a, cx);
 	ev->type = type;
@@ -66,6 +65,29 @@ void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8
 	ev->error = error;
 	ev->arg = arg;
 	ev->cookie = cookie;
+	return ev;
+}
+
+void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
+		       uint32_t conn, uint32_t gen, uint16_t error, uint32_t arg, uint64_t cookie)
+{
+	post_one(s, a, ctx, type, conn, gen, error, arg, cookie);
+}
+
+void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
+		     uint32_t id, uint16_t error, uint32_t arg, uint16_t port, uint64_t cookie)
+{
+	struct ss_shm_ev *ev = post_one(s, a, ctx, type, id, 0, error, arg, cookie);
+	if (ev)
+		ev->local_port = port;
+}
+
+void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
+			  uint32_t held)
+{
+	struct ss_shm_ev *ev = post_one(s, a, ctx, SS_EV_INHERITED, 0, 0, 0, joined, 0);
+	if (ev)
+		ev->arg2 = held;
 }
 
 static void pending_add(struct ss_app *a, struct ss_sconn *sc)
@@ -100,6 +122,20 @@ static void ev_endpoints(const struct ss_sconn *sc, struct ss_shm_ev *ev)
 	ev->remote_port = sc->key.remote_port;
 	ev->rx_off = (uint64_t)(ss_app_rx_ring(a, sc->slot) - a->region);
 	ev->tx_off = (uint64_t)(ss_app_tx_ring(a, sc->slot) - a->region);
+}
+
+void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags)
+{
+	const struct ss_tcp_flow *f = &sc->tcp.f;
+	struct ss_shm_ev *ev = post_one(s, sc->app, sc->ctx, SS_EV_ADOPTED, 0, 0,
+					(uint16_t)sc->tcp.error, f->rx_head, sc->cookie);
+	if (!ev)
+		return;
+	ev_endpoints(sc, ev);
+	ev->flags = flags;
+	ev->arg2 = f->rx_tail;
+	ev->arg3 = f->tx_head;
+	ev->arg4 = f->tx_tail;
 }
 
 /* The app closed the handle and the rings are no longer needed. */
@@ -254,50 +290,6 @@ static void cmd_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 			  cmd->cookie);
 }
 
-static void cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
-		       const struct ss_shm_cmd *cmd)
-{
-	uint32_t free_idx = UINT32_MAX;
-	int err = 0;
-
-	if (cmd->port == 0)
-		err = EINVAL;
-	for (uint32_t i = 0; !err && i < s->lim.max_listeners; i++) {
-		if (s->listeners[i].app && s->listeners[i].port == cmd->port)
-			err = EADDRINUSE;
-		else if (!s->listeners[i].app && free_idx == UINT32_MAX)
-			free_idx = i;
-	}
-	if (!err && free_idx == UINT32_MAX)
-		err = ENOBUFS;
-	if (err) {
-		stack_post_simple(s, a, ctx, SS_EV_LISTEN, UINT32_MAX, 0, (uint16_t)err, 0,
-				  cmd->cookie);
-		return;
-	}
-	struct ss_listener *l = &s->listeners[free_idx];
-	l->app = a;
-	l->port = cmd->port;
-	l->ctx = ctx;
-	l->backlog = cmd->arg == 0 ? BACKLOG_DEFAULT : cmd->arg > BACKLOG_MAX ? BACKLOG_MAX : cmd->arg;
-	l->n_syn = 0;
-	l->cookie = cmd->cookie;
-	__atomic_store_n(&a->n_listeners, a->n_listeners + 1, __ATOMIC_RELAXED);
-	stack_post_simple(s, a, ctx, SS_EV_LISTEN, free_idx, 0, 0, l->backlog, cmd->cookie);
-}
-
-static void cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
-			     const struct ss_shm_cmd *cmd)
-{
-	if (cmd->conn >= s->lim.max_listeners || s->listeners[cmd->conn].app != a) {
-		cmd_error(s, a, ctx, cmd, EBADF);
-		return;
-	}
-	stack_listener_abort_syn(s, cmd->conn);
-	memset(&s->listeners[cmd->conn], 0, sizeof(s->listeners[cmd->conn]));
-	__atomic_store_n(&a->n_listeners, a->n_listeners - 1, __ATOMIC_RELAXED);
-}
-
 static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
 {
 	struct ss_sconn *sc = NULL;
@@ -306,13 +298,30 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	case SS_CMD_NOP:
 		return;
 	case SS_CMD_LISTEN:
-		cmd_listen(s, a, ctx, cmd);
+		stack_cmd_listen(s, a, ctx, cmd);
+		return;
+	case SS_CMD_BIND:
+		stack_cmd_bind(s, a, ctx, cmd);
+		return;
+	case SS_CMD_INHERIT:
+		stack_cmd_inherit(s, a, ctx);
 		return;
 	case SS_CMD_LISTEN_CLOSE:
-		cmd_listen_close(s, a, ctx, cmd);
-		return;
-	case SS_CMD_CONNECT: {
-		int rc = stack_conn_connect(s, a, ctx, cmd->ip, cmd->port, cmd->cookie);
+	case SS_CMD_LISTEN_ARM:
+	case SS_CMD_CONNECT:
+	case SS_CMD_ADOPT:
+	case SS_CMD_RELEASE: {
+		int rc;
+		if (cmd->op == SS_CMD_LISTEN_CLOSE)
+			rc = stack_cmd_listen_close(s, a, cmd->conn);
+		else if (cmd->op == SS_CMD_LISTEN_ARM)
+			rc = stack_cmd_listen_arm(s, a, cmd->conn);
+		else if (cmd->op == SS_CMD_ADOPT)
+			rc = stack_cmd_adopt(s, a, ctx, cmd);
+		else if (cmd->op == SS_CMD_RELEASE)
+			rc = stack_cmd_release(s, a, cmd);
+		else
+			rc = stack_conn_connect(s, a, ctx, cmd);
 		if (rc != 0)
 			cmd_error(s, a, ctx, cmd, -rc);
 		return;

@@ -225,6 +225,13 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 			 conn_emit, s);
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
+	stack_conn_set_handle(s, sc, a, slot, ctx);
+}
+
+void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
+			   uint32_t slot, uint16_t ctx)
+{
+	(void)s;
 	sc->app = a;
 	sc->slot = slot;
 	sc->gen = ss_idpool_gen(&a->slots, slot);
@@ -253,33 +260,18 @@ struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, 
 
 /* ---- receive -------------------------------------------------------------- */
 
-static bool listener_usable(const struct ss_listener *l)
-{
-	return l->app && __atomic_load_n(&l->app->state, __ATOMIC_ACQUIRE) == SS_APP_ACTIVE &&
-	       !l->app->broken;
-}
-
-static struct ss_listener *listener_find(struct ss_stack *s, uint16_t port, uint32_t *idx)
-{
-	for (uint32_t i = 0; i < s->lim.max_listeners; i++)
-		if (s->listeners[i].app && s->listeners[i].port == port) {
-			*idx = i;
-			return &s->listeners[i];
-		}
-	return NULL;
-}
-
 /* A SYN for a listening port: a connection in SYN_RCVD with a slot of the
  * listener's app, so data that follows the handshake has a ring to go to. */
 static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 			 const uint8_t *frame, const struct ss_ipv4 *ip, const struct ss_tcp *seg)
 {
-	struct ss_app *a = l->app;
+	struct ss_lmember *m = stack_listener_pick(l);
 
-	if (!listener_usable(l)) {
+	if (!m) {
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_listener_gone);
 		return;
 	}
+	struct ss_app *a = m->app;
 	if (l->n_syn >= l->backlog) {
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_backlog);
 		return;
@@ -295,11 +287,11 @@ static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
 		return;
 	}
-	conn_setup(s, sc, a, (uint32_t)slot, l->ctx, ip->src, seg->sport, seg->dport);
+	conn_setup(s, sc, a, (uint32_t)slot, m->ctx, ip->src, seg->sport, seg->dport);
 	memcpy(sc->peer_mac, frame + 6, 6);
 	sc->flags |= SC_PASSIVE;
 	sc->listener = (uint16_t)(li + 1);
-	sc->cookie = l->cookie;
+	sc->cookie = m->cookie;
 	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
 		stack_conn_release_slot(s, sc);
 		conn_free(s, sc);
@@ -331,7 +323,7 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 	}
 	if ((seg->flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST | SS_TCP_FIN)) == SS_TCP_SYN) {
 		uint32_t li;
-		struct ss_listener *l = listener_find(s, seg->dport, &li);
+		struct ss_listener *l = stack_listener_find(s, &k, &li);
 		if (l) {
 			ss_ctr_inc(s->ctr, SS_CTR_rx_tcp_syn);
 			passive_open(s, l, li, frame, ip, seg);
@@ -356,8 +348,7 @@ static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t 
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(SS_EPHEMERAL_LO + (start + i) % span);
 		struct ss_flow_key k = { s->ip, rip, p, rport };
-		uint32_t li;
-		if (!ss_flow_table_lookup(&s->flows, &k) && !listener_find(s, p, &li)) {
+		if (!ss_flow_table_lookup(&s->flows, &k) && !stack_port_in_use(s, p)) {
 			*out = p;
 			return 0;
 		}
@@ -404,18 +395,30 @@ static void active_start(struct ss_stack *s, struct ss_sconn *sc)
 	stack_conn_dirty(s, sc);
 }
 
-int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t ip,
-		       uint16_t port, uint64_t cookie)
+int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		       const struct ss_shm_cmd *cmd)
 {
-	uint16_t lport;
+	uint32_t ip = cmd->ip;
+	uint16_t port = cmd->port, lport;
 
 	if (port == 0 || addr_bad(s, ip))
 		return -EINVAL;
 	uint32_t hop = next_hop(s, ip);
 	if (hop == 0)
 		return -ENETUNREACH;
-	if (pick_port(s, ip, port, &lport) != 0)
+	if (cmd->flags & SS_CMDF_BOUND) {
+		/* bind() then connect(): from the bound port, which the
+		 * connection now holds instead of the entry. */
+		struct ss_flow_key k;
+		if (stack_port_take(s, a, cmd->conn, &lport) != 0)
+			return -EINVAL;
+		k = (struct ss_flow_key){ s->ip, ip, lport, port };
+		if (ss_flow_table_lookup(&s->flows, &k))
+			return -EADDRNOTAVAIL;
+	} else if (pick_port(s, ip, port, &lport) != 0) {
 		return -EADDRNOTAVAIL;
+	}
+	uint64_t cookie = cmd->cookie;
 	int64_t slot = ss_idpool_alloc(&a->slots);
 	if (slot < 0)
 		return -EMFILE;
@@ -480,6 +483,8 @@ static void arp_timeout(struct ss_stack *s, struct ss_sconn *sc)
 
 void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 {
+	if (stack_conn_close_held(s, sc, abort))
+		return; /* a forked process still holds it: the last one closes */
 	sc->flags |= SC_APP_CLOSED;
 	if (sc->flags & SC_ARP_WAIT) {
 		arp_wait_remove(s, sc);
@@ -516,9 +521,8 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 		stack_conn_release_slot(s, sc);
 		stack_conn_dirty(s, sc);
 	}
-	for (uint32_t i = 0; i < s->lim.max_listeners; i++)
-		if (s->listeners[i].app == a)
-			memset(&s->listeners[i], 0, sizeof(s->listeners[i]));
+	stack_listeners_app_gone(s, a);
+	stack_inh_app_gone(s, a);
 }
 
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t li)
@@ -685,7 +689,7 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g)
 {
 	g->flows = __atomic_load_n(&s->n_flows, __ATOMIC_RELAXED);
-	g->listeners = 0;
+	g->listeners = __atomic_load_n(&s->n_listeners, __ATOMIC_RELAXED);
 	g->apps = 0;
 	g->app_conns = 0;
 	if (s->reg)
@@ -695,6 +699,5 @@ void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g)
 				continue;
 			g->apps++;
 			g->app_conns += __atomic_load_n(&a->n_conns, __ATOMIC_RELAXED);
-			g->listeners += __atomic_load_n(&a->n_listeners, __ATOMIC_RELAXED);
 		}
 }

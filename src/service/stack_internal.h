@@ -18,8 +18,8 @@ static inline struct ss_sconn *sconn_of(struct ss_tcp_conn *c)
 void stack_conn_dirty(struct ss_stack *s, struct ss_sconn *sc);
 struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, uint32_t slot,
 					  uint32_t gen);
-int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t ip,
-		       uint16_t port, uint64_t cookie);
+int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		       const struct ss_shm_cmd *cmd);
 void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
@@ -27,6 +27,37 @@ void stack_conns_flush(struct ss_stack *s);
 void stack_timers_run(struct ss_stack *s);
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
+void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
+			   uint32_t slot, uint16_t ctx);
+
+/* stack_listen.c: port entries (bind/listen/SO_REUSEPORT/fork members). */
+bool stack_port_in_use(const struct ss_stack *s, uint16_t port);
+void stack_cmd_bind(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		    const struct ss_shm_cmd *cmd);
+void stack_cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		      const struct ss_shm_cmd *cmd);
+int stack_cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint32_t li);
+int stack_cmd_listen_arm(struct ss_stack *s, struct ss_app *a, uint32_t li);
+/* stack_port_take - connect() from bound entry @li: its port, and the entry goes. */
+int stack_port_take(struct ss_stack *s, struct ss_app *a, uint32_t li, uint16_t *port);
+/* stack_listener_find - the listening entry for a SYN to @k (SO_REUSEPORT: by flow hash). */
+struct ss_listener *stack_listener_find(struct ss_stack *s, const struct ss_flow_key *k,
+					uint32_t *idx);
+/* stack_listener_pick - the member that gets the next connection, NULL if none can. */
+struct ss_lmember *stack_listener_pick(struct ss_listener *l);
+unsigned stack_listeners_inherit(struct ss_stack *s, struct ss_app *parent,
+				 struct ss_app *child, uint16_t ctx, unsigned *full);
+void stack_listeners_app_gone(struct ss_stack *s, struct ss_app *a);
+
+/* stack_fork.c: connections shared across fork. */
+void stack_cmd_inherit(struct ss_stack *s, struct ss_app *a, uint16_t ctx);
+int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		    const struct ss_shm_cmd *cmd);
+int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_cmd *cmd);
+/* stack_conn_close_held - the owner closes @sc while others hold it:
+ * recorded for the last release; true when so (nothing else to do). */
+bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort);
+void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a);
 
 /* stack_app.c */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc);
@@ -34,5 +65,10 @@ void stack_pending_unlink(struct ss_stack *s, struct ss_sconn *sc);
 void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
 		       uint32_t conn, uint32_t gen, uint16_t error, uint32_t arg,
 		       uint64_t cookie);
+void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
+		     uint32_t id, uint16_t error, uint32_t arg, uint16_t port, uint64_t cookie);
+void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
+			  uint32_t held);
+void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags);
 
 #endif

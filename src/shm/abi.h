@@ -44,11 +44,40 @@
  * before a handle exists (EINVAL, ENETUNREACH, EADDRNOTAVAIL, EMFILE,
  * ENOBUFS) come this way too, with the command's cookie.
  *
- * Listening: SS_CMD_LISTEN takes a port no other listener holds (else
- * EADDRINUSE in SS_EV_LISTEN); accepted connections are announced on the
- * context that listened; the backlog bounds connections still in the
- * handshake (SYN_RCVD) for that listener; SYNs beyond it are dropped and
- * counted (drop_tcp_backlog), as Linux does when its queue is full.
+ * Ports: SS_CMD_BIND claims a port for a socket (port 0: the service picks
+ * one) and answers SS_EV_BOUND with the port's entry id in conn and the
+ * port in local_port; a port another entry holds is EADDRINUSE unless both
+ * asked for SS_BIND_REUSEPORT; ports below 1024 need CAP_NET_BIND_SERVICE
+ * in the attaching process (EACCES).  SS_CMD_LISTEN with SS_CMDF_BOUND
+ * turns entry conn into a listener; without it, it claims port and listens
+ * in one step.  SS_CMD_CONNECT with SS_CMDF_BOUND connects from entry
+ * conn's port and gives the entry up.  SS_CMD_LISTEN_CLOSE lets go of an
+ * entry in either state.
+ *
+ * Listening: accepted connections are announced on the context that
+ * listened; the backlog bounds connections still in the handshake
+ * (SYN_RCVD) for that listener; SYNs beyond it are dropped and counted
+ * (drop_tcp_backlog), as Linux does when its queue is full.  With
+ * SO_REUSEPORT several listeners share a port: a flow hash picks one.
+ *
+ * fork (a process and its children share sockets): the child attaches
+ * with "parent=ID token=T" (the parent's app id and the token from its
+ * attach reply), then sends SS_CMD_INHERIT.  The service answers
+ * SS_EV_INHERITED once the child is a member of every port entry the
+ * parent is a member of and holds a reference to every connection the
+ * parent holds.  A port entry lives while it has members.  New
+ * connections of a listener go to its members that asked for them
+ * (SS_CMD_LISTEN_ARM: the member accepts or polls the listener), in turn;
+ * to the oldest member while none has.  A connection lives on while any
+ * process holds it: the owner's SS_CMD_CLOSE/ABORT takes effect when the
+ * last inherited reference is dropped (SS_CMD_RELEASE, or the holder
+ * exiting).  SS_CMD_ADOPT (conn, gen and ip = the owner's handle and app
+ * id) moves the connection and its ring contents into the caller's
+ * region: SS_EV_ADOPTED carries the new handle and the four stream
+ * positions (arg rx consumed, arg2 rx received, arg3 tx acknowledged,
+ * arg4 tx queued) and flags (SS_EVF_*); the old owner gets SS_EV_MOVED for
+ * its handle, which is dead from then on, and every other inherited
+ * reference to it goes stale (EBADF).
  *
  * Rings are single-producer single-consumer with free-running 32-bit
  * indices; slot = index & (slots - 1).  Producer: write slot, then
@@ -118,12 +147,21 @@ enum ss_shm_cmd_op {
 	SS_CMD_SHUTDOWN,     /* conn, gen: no more sending (FIN after queued data) */
 	SS_CMD_CLOSE,        /* conn, gen: shutdown + no more receiving */
 	SS_CMD_ABORT,        /* conn, gen: RST now */
+	SS_CMD_BIND,         /* port (0: pick), arg SS_BIND_*, cookie -> SS_EV_BOUND */
+	SS_CMD_LISTEN_ARM,   /* conn = listener id: this app accepts from it */
+	SS_CMD_INHERIT,      /* (fork child) -> SS_EV_INHERITED */
+	SS_CMD_ADOPT,        /* conn, gen, ip = owner app id, cookie -> SS_EV_ADOPTED */
+	SS_CMD_RELEASE,      /* conn, gen, ip = owner app id: drop an inherited reference */
 	SS_CMD_OP_MAX
 };
 
+#define SS_CMDF_BOUND 0x01   /* LISTEN/CONNECT: conn names a bound port entry */
+#define SS_BIND_REUSEPORT 0x01
+
 struct ss_shm_cmd {
 	uint8_t op;
-	uint8_t pad_[3];
+	uint8_t flags;   /* SS_CMDF_* */
+	uint8_t pad_[2];
 	uint32_t conn;   /* connection slot or listener id */
 	uint32_t gen;    /* connection generation (stale handles are rejected) */
 	uint32_t arg;    /* bytes, backlog */
@@ -146,12 +184,20 @@ enum ss_shm_ev_type {
 	SS_EV_ERROR,      /* conn, gen, error (ETIMEDOUT, ...) */
 	SS_EV_CLOSED,     /* conn, gen: the handle is dead, the slot may be reused */
 	SS_EV_CMD_ERROR,  /* a command was rejected: op in arg, error, conn, gen */
+	SS_EV_BOUND,      /* cookie, conn = port entry id, local_port, error */
+	SS_EV_INHERITED,  /* error; arg = port entries joined, arg2 = connections held */
+	SS_EV_ADOPTED,    /* cookie, conn, gen, endpoints, buffers, positions, flags */
+	SS_EV_MOVED,      /* conn, gen: the handle is dead, another process adopted it */
 	SS_EV_TYPE_MAX
 };
 
+#define SS_EVF_PEER_FIN 0x01 /* ADOPTED: the peer's FIN was received */
+#define SS_EVF_SHUT_WR 0x02  /* ADOPTED: our FIN is queued or sent */
+#define SS_EVF_DEAD 0x04     /* ADOPTED: reset or timed out (error says which) */
+
 struct ss_shm_ev {
 	uint8_t type;
-	uint8_t pad_;
+	uint8_t flags;   /* SS_EVF_* */
 	uint16_t error;  /* errno value, 0 = none */
 	uint32_t conn;
 	uint32_t gen;
@@ -159,10 +205,10 @@ struct ss_shm_ev {
 	uint64_t cookie;
 	uint32_t local_ip, remote_ip;
 	uint16_t local_port, remote_port;
-	uint32_t pad2_;
+	uint32_t arg2;
 	uint64_t rx_off;  /* region offset of the receive ring (CONNECTED/ACCEPTED) */
 	uint64_t tx_off;  /* region offset of the transmit ring */
-	uint64_t pad3_;
+	uint32_t arg3, arg4;
 };
 
 _Static_assert(sizeof(struct ss_shm_cmd) == 32, "command slot is 32 bytes");

@@ -284,6 +284,19 @@ void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare)
 	c->tx = spare;
 }
 
+int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx)
+{
+	if (rx.size != c->rx.size || tx.size != c->tx.size)
+		return -1;
+	/* Positions are free-running and taken modulo the size: with equal
+	 * sizes every byte (in order, out of order, unsent) keeps its place. */
+	memcpy(rx.base, c->rx.base, rx.size);
+	memcpy(tx.base, c->tx.base, tx.size);
+	c->rx = rx;
+	c->tx = tx;
+	return 0;
+}
+
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
 {
 	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),

@@ -312,6 +312,10 @@ void ss_tcp_abort(struct ss_tcp_conn *c, uint64_t now_us);
  * @spare, at least 4 KiB, stands in for both from now on; the engine
  * writes nothing into it (data after close is answered with RST). */
 void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare);
+/* ss_tcp_rings_move - the connection's payload moves to rings @rx and @tx
+ * of the same sizes (another process adopted it): contents are copied,
+ * positions stay.  Returns 0, or -1 (nothing changed) if a size differs. */
+int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx);
 
 /* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2), or
  * 0 when none is armed. */

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -216,6 +217,294 @@ static void so_sndtimeo(void)
 	SC_RANGE(elapsed, 250, 1500);
 }
 
+/* send/write on a socket never connected: EPIPE and SIGPIPE (Linux's
+ * tcp_sendmsg), even for 0 bytes; recv/read: ENOTCONN. */
+static void send_unconnected(void)
+{
+	int fd = sc_tcp_socket(0);
+	char buf[4];
+
+	sc_sigpipe_count = 0;
+	SC_ERR(send(fd, "x", 1, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	SC_ERR(write(fd, "x", 1), EPIPE);
+	SC_ERR(send(fd, "x", 0, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 3);
+	SC_ERR(send(fd, "x", 1, MSG_NOSIGNAL), EPIPE);
+	SC_EQ(sc_sigpipe_count, 3);
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ENOTCONN);
+	SC_ERR(read(fd, buf, sizeof(buf)), ENOTCONN);
+}
+
+/* MSG_MORE is a hint: the bytes still leave (Linux sends a lone MSG_MORE
+ * segment after ~200 ms), in order with what follows. */
+static void send_more(void)
+{
+	int fd = sc_peer_open("ECHO\n");
+	uint8_t out[64], in[64];
+
+	sc_pattern_fill(out, sizeof(out), 0);
+	SC_EQ(send(fd, out, 10, MSG_MORE), 10);
+	sc_recv_exact(fd, in, 10, SC_WAIT_MS);
+	sc_pattern_check(in, 10, 0);
+	SC_EQ(send(fd, out + 10, 20, MSG_MORE | MSG_NOSIGNAL), 20);
+	SC_EQ(send(fd, out + 30, 34, 0), 34);
+	sc_recv_exact(fd, in, 54, SC_WAIT_MS);
+	sc_pattern_check(in, 54, 10);
+}
+
+/* An unlinked temporary file holding n pattern bytes; tracked. */
+static int pattern_file(size_t n)
+{
+	char path[] = "/tmp/sockcheck-sendfile-XXXXXX";
+	int f = sc_track((int)SC_OK(mkstemp(path)));
+	uint8_t *buf = malloc(n);
+
+	SC_TRUE(buf != NULL);
+	unlink(path);
+	sc_pattern_fill(buf, n, 0);
+	SC_EQ(write(f, buf, n), (long)n);
+	free(buf);
+	SC_EQ(lseek(f, 0, SEEK_SET), 0);
+	return f;
+}
+
+/* sendfile from a file: with an offset, *offset moves and the file
+ * position does not; without, the file position moves; at the end of
+ * the file what is left, then 0. */
+static void sendfile_file(void)
+{
+	int fd = sc_peer_open("ECHO\n"), f = pattern_file(30000);
+	static uint8_t in[8192];
+	off_t off = 1000;
+
+	SC_EQ(sendfile(fd, f, &off, 5000), 5000);
+	SC_EQ(off, 6000);
+	SC_EQ(lseek(f, 0, SEEK_CUR), 0);
+	sc_recv_exact(fd, in, 5000, SC_WAIT_MS);
+	sc_pattern_check(in, 5000, 1000);
+
+	SC_EQ(lseek(f, 200, SEEK_SET), 200);
+	SC_EQ(sendfile(fd, f, NULL, 3000), 3000);
+	SC_EQ(lseek(f, 0, SEEK_CUR), 3200);
+	sc_recv_exact(fd, in, 3000, SC_WAIT_MS);
+	sc_pattern_check(in, 3000, 200);
+
+	off = 29000;
+	SC_EQ(sendfile(fd, f, &off, 5000), 1000);
+	SC_EQ(off, 30000);
+	sc_recv_exact(fd, in, 1000, SC_WAIT_MS);
+	sc_pattern_check(in, 1000, 29000);
+	SC_EQ(sendfile(fd, f, &off, 5000), 0);
+	SC_EQ(off, 30000);
+	SC_EQ(sendfile(fd, f, NULL, 0), 0);
+	SC_EQ(lseek(f, 0, SEEK_CUR), 3200);
+	/* sendfile64 is the same call. */
+	off = 7;
+	SC_EQ(sendfile64(fd, f, &off, 3), 3);
+	SC_EQ(off, 10);
+	sc_recv_exact(fd, in, 3, SC_WAIT_MS);
+	sc_pattern_check(in, 3, 7);
+}
+
+/* sendfile's errors, in Linux's order. */
+static void sendfile_errors(void)
+{
+	int fd = sc_peer_open("SINK -\n"), f = pattern_file(100), p[2], wr, un;
+	char path[] = "/tmp/sockcheck-sendfile-XXXXXX";
+	off_t off = -1;
+
+	SC_ERR(sendfile(fd, f, &off, 10), EINVAL);
+	SC_EQ(off, -1);
+	SC_ERR(sendfile(fd, -1, NULL, 10), EBADF);
+	sc_close(sc_track((int)SC_OK(mkstemp(path))));
+	wr = sc_track((int)SC_OK(open(path, O_WRONLY)));
+	unlink(path);
+	SC_ERR(sendfile(fd, wr, NULL, 10), EBADF);
+	SC_EQ(pipe(p), 0);
+	sc_track(p[0]);
+	sc_track(p[1]);
+	off = 0;
+	SC_ERR(sendfile(fd, p[0], &off, 10), ESPIPE);
+	SC_ERR(sendfile(fd, p[0], NULL, 10), EINVAL);
+	SC_ERR(sendfile(fd, p[0], NULL, 0), EINVAL);
+	/* Never connected: 0 bytes is fine, more is EPIPE with SIGPIPE. */
+	un = sc_tcp_socket(0);
+	sc_sigpipe_count = 0;
+	SC_EQ(sendfile(un, f, NULL, 0), 0);
+	SC_ERR(sendfile(un, f, NULL, 10), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	SC_EQ(lseek(f, 0, SEEK_CUR), 0);
+}
+
+/* A non-blocking socket the peer does not read: sendfile sends what fits
+ * (the file position moves by exactly that), then EAGAIN; everything sent
+ * arrives. */
+static void sendfile_nonblock(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("HOLD 2000 %s\n", sc_tag(tag, sizeof(tag), 0));
+	char path[] = "/tmp/sockcheck-sendfile-XXXXXX";
+	int f = sc_track((int)SC_OK(mkstemp(path)));
+	size_t total = 0;
+	ssize_t r = 0;
+	char end[32];
+
+	unlink(path);
+	SC_EQ(ftruncate(f, 256 << 20), 0); /* sparse zeros */
+	SC_EQ(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	while (total < (256u << 20)) {
+		r = sendfile(fd, f, NULL, 1 << 20);
+		if (r < 0)
+			break;
+		SC_TRUE(r > 0);
+		total += (size_t)r;
+	}
+	SC_ERR(r, EAGAIN);
+	SC_TRUE(total > 0);
+	SC_TRUE(total < (256u << 20));
+	SC_EQ(lseek(f, 0, SEEK_CUR), (long)total);
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	SC_EQ((long)sc_peer_wait(tag, 2000 + SC_WAIT_MS, end, sizeof(end)), (long)total);
+	SC_TRUE(strcmp(end, "eof") == 0);
+}
+
+/* A socket as sendfile's source: no offset (ESPIPE), only into a pipe
+ * (EINVAL otherwise), where it reads what is there like recv. */
+static void sendfile_from_socket(void)
+{
+	int fd = sc_peer_open("SEND 100\nSINK -\n"), f = pattern_file(10), p[2];
+	uint8_t buf[200];
+	off_t off = 0;
+
+	SC_EQ(pipe(p), 0);
+	sc_track(p[0]);
+	sc_track(p[1]);
+	sc_wait_bytes(fd, 100, SC_WAIT_MS);
+	SC_ERR(sendfile(p[1], fd, &off, 50), ESPIPE);
+	SC_ERR(sendfile(f, fd, NULL, 50), EINVAL);
+	SC_ERR(sendfile(fd, fd, NULL, 50), EINVAL);
+	SC_ERR(sendfile(p[0], fd, NULL, 50), EBADF);
+	SC_EQ(sendfile(p[1], fd, NULL, 0), 0);
+	SC_EQ(sendfile(p[1], fd, NULL, 60), 60);
+	SC_EQ(sendfile(p[1], fd, NULL, 1000), 40);
+	SC_EQ(read(p[0], buf, sizeof(buf)), 100);
+	sc_pattern_check(buf, 100, 0);
+	SC_ERR(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+}
+
+static void mmsg_setup(struct mmsghdr *m, struct iovec *v, uint8_t (*buf)[8], int n)
+{
+	memset(m, 0, (size_t)n * sizeof(*m));
+	for (int i = 0; i < n; i++) {
+		v[i].iov_base = buf[i];
+		v[i].iov_len = 8;
+		m[i].msg_hdr.msg_iov = &v[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_len = 99;
+	}
+}
+
+/* recvmmsg on a stream socket: one recvmsg per entry, msg_len filled,
+ * the count returned; EAGAIN only when nothing came. */
+static void recvmmsg_stream(void)
+{
+	int fd = sc_peer_open("SEND 20\nSLEEP 300\nSEND 10\nSLEEP 100\nSEND 20\nSINK -\n");
+	uint8_t buf[4][8];
+	struct iovec v[4];
+	struct mmsghdr m[4];
+	struct timespec ts = { 0, 0 };
+	double t0;
+
+	sc_wait_bytes(fd, 20, SC_WAIT_MS);
+	mmsg_setup(m, v, buf, 4);
+	SC_EQ(recvmmsg(fd, m, 4, MSG_DONTWAIT, NULL), 3);
+	SC_EQ(m[0].msg_len, 8);
+	SC_EQ(m[1].msg_len, 8);
+	SC_EQ(m[2].msg_len, 4);
+	SC_EQ(m[3].msg_len, 99);
+	sc_pattern_check(buf[0], 8, 0);
+	sc_pattern_check(buf[1], 8, 8);
+	sc_pattern_check(buf[2], 4, 16);
+	SC_ERR(recvmmsg(fd, m, 4, MSG_DONTWAIT, NULL), EAGAIN);
+	SC_EQ(recvmmsg(fd, m, 0, 0, NULL), 0);
+	/* MSG_WAITFORONE: block for the first, then take what is there. */
+	mmsg_setup(m, v, buf, 4);
+	t0 = sc_now_ms();
+	SC_EQ(recvmmsg(fd, m, 4, MSG_WAITFORONE, NULL), 2);
+	SC_RANGE(sc_now_ms() - t0, 150, 2000);
+	SC_EQ(m[0].msg_len, 8);
+	SC_EQ(m[1].msg_len, 2);
+	SC_EQ(m[2].msg_len, 99);
+	sc_pattern_check(buf[0], 8, 20);
+	/* The timeout is looked at after each entry: zero ends after one. */
+	sc_wait_bytes(fd, 20, SC_WAIT_MS);
+	mmsg_setup(m, v, buf, 4);
+	SC_EQ(recvmmsg(fd, m, 4, 0, &ts), 1);
+	SC_EQ(m[0].msg_len, 8);
+	SC_EQ(ts.tv_sec, 0);
+	SC_EQ(ts.tv_nsec, 0);
+	ts.tv_sec = 5;
+	SC_EQ(recvmmsg(fd, m, 4, MSG_DONTWAIT, &ts), 2);
+	SC_EQ(m[0].msg_len, 8);
+	SC_EQ(m[1].msg_len, 4);
+	SC_EQ(ts.tv_sec, 4); /* the time left, written back */
+	sc_pattern_check(buf[1], 4, 46);
+	ts.tv_nsec = 1000000000L;
+	SC_ERR(recvmmsg(fd, m, 4, MSG_DONTWAIT, &ts), EINVAL);
+	ts.tv_sec = -1;
+	ts.tv_nsec = 0;
+	SC_ERR(recvmmsg(fd, m, 4, MSG_DONTWAIT, &ts), EINVAL);
+}
+
+/* At the end of the stream every entry gets 0 bytes. */
+static void recvmmsg_eof(void)
+{
+	int fd = sc_peer_open("SEND 4\nFIN -\n");
+	uint8_t buf[3][8];
+	struct iovec v[3];
+	struct mmsghdr m[3];
+
+	mmsg_setup(m, v, buf, 3);
+	SC_EQ(recvmmsg(fd, m, 3, 0, NULL), 3);
+	SC_EQ(m[0].msg_len, 4);
+	SC_EQ(m[1].msg_len, 0);
+	SC_EQ(m[2].msg_len, 0);
+	sc_pattern_check(buf[0], 4, 0);
+}
+
+/* sendmmsg on a stream socket: every entry sent, msg_len filled. */
+static void sendmmsg_stream(void)
+{
+	int fd = sc_peer_open("ECHO\n"), un = sc_tcp_socket(0);
+	uint8_t out[16], in[16];
+	struct iovec v[3] = { { out, 3 }, { out + 3, 0 }, { out + 3, 5 } };
+	struct mmsghdr m[3];
+
+	sc_pattern_fill(out, sizeof(out), 0);
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 3; i++) {
+		m[i].msg_hdr.msg_iov = &v[i];
+		m[i].msg_hdr.msg_iovlen = 1;
+		m[i].msg_len = 99;
+	}
+	SC_EQ(sendmmsg(fd, m, 3, 0), 3);
+	SC_EQ(m[0].msg_len, 3);
+	SC_EQ(m[1].msg_len, 0);
+	SC_EQ(m[2].msg_len, 5);
+	SC_EQ(sendmmsg(fd, m, 0, 0), 0);
+	SC_EQ(sendmmsg(fd, m, 1, MSG_MORE), 1);
+	sc_recv_exact(fd, in, 11, SC_WAIT_MS);
+	sc_pattern_check(in, 8, 0);
+	sc_pattern_check(in + 8, 3, 0);
+	/* Never connected: EPIPE (with SIGPIPE) as sendmsg. */
+	sc_sigpipe_count = 0;
+	SC_ERR(sendmmsg(un, m, 3, 0), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+	SC_ERR(sendmmsg(un, m, 3, MSG_NOSIGNAL), EPIPE);
+	SC_EQ(sc_sigpipe_count, 1);
+}
+
 const struct sc_case sc_cases_data[] = {
 	{ "recv_nonblock_eagain", recv_nonblock_eagain },
 	{ "recv_dontwait", recv_dontwait },
@@ -228,5 +517,14 @@ const struct sc_case sc_cases_data[] = {
 	{ "send_partial_nonblock", send_partial_nonblock },
 	{ "so_rcvtimeo", so_rcvtimeo },
 	{ "so_sndtimeo", so_sndtimeo },
+	{ "send_unconnected", send_unconnected },
+	{ "send_more", send_more },
+	{ "sendfile_file", sendfile_file },
+	{ "sendfile_errors", sendfile_errors },
+	{ "sendfile_nonblock", sendfile_nonblock },
+	{ "sendfile_from_socket", sendfile_from_socket },
+	{ "recvmmsg_stream", recvmmsg_stream },
+	{ "recvmmsg_eof", recvmmsg_eof },
+	{ "sendmmsg_stream", sendmmsg_stream },
 	{ NULL, NULL },
 };

@@ -1,5 +1,6 @@
 /* cases_epoll.c - epoll: level and edge triggering, ONESHOT, RDHUP, mixed sets, errors. */
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -181,6 +182,137 @@ static void epoll_exclusive(void)
 	SC_TRUE(strcmp(line, "ok 1") == 0);
 }
 
+/* EPOLLEXCLUSIVE is for EPOLL_CTL_ADD only, and only with IN, OUT, ERR,
+ * HUP, WAKEUP and ET (Linux's do_epoll_ctl); an exclusive registration
+ * cannot be modified, only deleted. */
+static void epoll_exclusive_rules(void)
+{
+	int fd = sc_peer_open("SINK -\n"), ep = epoll_new();
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), EINVAL); /* not ENOENT */
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE | EPOLLONESHOT;
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), EINVAL);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE | EPOLLRDHUP;
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), EINVAL);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE | EPOLLPRI;
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), EINVAL);
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, NULL), EFAULT);
+	ev.events = EPOLLIN | EPOLLOUT | EPOLLET | EPOLLERR | EPOLLHUP | EPOLLEXCLUSIVE;
+	ev.data.u64 = 4;
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	epoll_one(ep, 0, 4, EPOLLOUT);
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), EEXIST);
+	ev.events = EPOLLIN;
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), EINVAL);
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), 0);
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev), EINVAL);
+	SC_ERR(epoll_ctl(-1, EPOLL_CTL_ADD, fd, &ev), EBADF);
+}
+
+/* Threads blocked in epoll_wait, each on its own set holding the one
+ * listener; results are static (a failed case leaves no dangling stack). */
+static struct {
+	int ep[3];
+	int n[3];
+} exw;
+
+static void *exw_thread(void *arg)
+{
+	long i = (long)arg;
+	struct epoll_event ev[4];
+
+	exw.n[i] = epoll_wait(exw.ep[i], ev, 4, 1200);
+	return NULL;
+}
+
+/* Three sets wait on one listener: with EPOLLEXCLUSIVE one connection
+ * wakes one set (the first registered, all having a waiter), and the
+ * others are not even queued; without it, all three. */
+static void epoll_exclusive_wake_one(void)
+{
+	for (int excl = 1; excl >= 0; excl--) {
+		uint16_t port = sc_port((unsigned)excl);
+		int lfd = sc_listen(port, 8, 0), ctl;
+		pthread_t t[3];
+		char line[64];
+
+		for (long i = 0; i < 3; i++) {
+			exw.ep[i] = epoll_new();
+			exw.n[i] = -2;
+			epoll_add(exw.ep[i], lfd, EPOLLIN | (excl ? EPOLLEXCLUSIVE : 0), (uint64_t)i);
+		}
+		for (long i = 0; i < 3; i++)
+			SC_EQ(pthread_create(&t[i], NULL, exw_thread, (void *)i), 0);
+		sc_sleep_ms(150); /* all three asleep */
+		ctl = sc_peer_connect_back(port, 1);
+		for (int i = 0; i < 3; i++)
+			SC_EQ(pthread_join(t[i], NULL), 0);
+		sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
+		SC_TRUE(strcmp(line, "ok 1") == 0);
+		if (excl) {
+			SC_EQ(exw.n[0], 1);
+			SC_EQ(exw.n[1], 0);
+			SC_EQ(exw.n[2], 0);
+			epoll_one(exw.ep[0], 0, 0, EPOLLIN);
+			epoll_none(exw.ep[1], 0);
+			epoll_none(exw.ep[2], 0);
+		} else {
+			for (int i = 0; i < 3; i++) {
+				SC_EQ(exw.n[i], 1);
+				epoll_one(exw.ep[i], 0, (uint64_t)i, EPOLLIN);
+			}
+		}
+		sc_accept(lfd, 0, 0);
+	}
+}
+
+/* One thread sleeps in epoll_wait while another keeps taking the
+ * library's events (poll with a zero timeout on another socket): the
+ * sleeper must still wake when its socket gets data. */
+static struct {
+	int ep, n;
+	uint64_t tag;
+	double ms;
+	volatile int done;
+} lw;
+
+static void *lw_thread(void *arg)
+{
+	struct epoll_event ev[4];
+	double t0 = sc_now_ms();
+
+	(void)arg;
+	lw.n = epoll_wait(lw.ep, ev, 4, 2500);
+	lw.ms = sc_now_ms() - t0;
+	lw.tag = lw.n > 0 ? ev[0].data.u64 : 0;
+	__atomic_store_n(&lw.done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void epoll_threads_wake(void)
+{
+	int fd = sc_peer_open("SLEEP 300\nSEND 10\nSINK -\n"), other = sc_peer_open("SINK -\n");
+	struct pollfd p = { .fd = other, .events = POLLIN };
+	double t0;
+	pthread_t t;
+
+	lw.ep = epoll_new();
+	lw.n = -2;
+	lw.done = 0;
+	epoll_add(lw.ep, fd, EPOLLIN, 21);
+	SC_EQ(pthread_create(&t, NULL, lw_thread, NULL), 0);
+	t0 = sc_now_ms();
+	while (!__atomic_load_n(&lw.done, __ATOMIC_ACQUIRE) && sc_now_ms() - t0 < 2000)
+		SC_EQ(poll(&p, 1, 0), 0);
+	SC_EQ(pthread_join(t, NULL), 0);
+	SC_EQ(lw.n, 1);
+	SC_EQ(lw.tag, 21);
+	SC_RANGE(lw.ms, 150, 1500);
+}
+
 static void epoll_ctl_errors(void)
 {
 	int fd = sc_peer_open("SINK -\n"), ep = epoll_new(), other = sc_tcp_socket(0);
@@ -220,6 +352,9 @@ const struct sc_case sc_cases_epoll[] = {
 	{ "epoll_mixed_pipe", epoll_mixed_pipe },
 	{ "epoll_timeout", epoll_timeout },
 	{ "epoll_exclusive", epoll_exclusive },
+	{ "epoll_exclusive_rules", epoll_exclusive_rules },
+	{ "epoll_exclusive_wake_one", epoll_exclusive_wake_one },
+	{ "epoll_threads_wake", epoll_threads_wake },
 	{ "epoll_ctl_errors", epoll_ctl_errors },
 	{ "epoll_close_removes", epoll_close_removes },
 	{ NULL, NULL },

@@ -1,10 +1,12 @@
 /* cases_proc.c - signals (EINTR), threads, fork, and sockets that are not accelerated. */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -83,6 +85,190 @@ static void eintr_restart(void)
 	SC_EQ(alarm_ticks, 1);
 	sc_pattern_check(buf, 10, 0);
 }
+
+/* SA_RESTART does not restart a socket with SO_RCVTIMEO: EINTR. */
+static void eintr_restart_timeo(void)
+{
+	int fd = sc_peer_open("SINK -\n");
+	struct timeval tv = { 2, 0 };
+	char buf[16];
+	double t0;
+
+	SC_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	tick_start(SA_RESTART, 200);
+	t0 = sc_now_ms();
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), EINTR);
+	tick_stop();
+	SC_RANGE(sc_now_ms() - t0, 150, 1000);
+	SC_EQ(alarm_ticks, 1);
+}
+
+/* siginterrupt() and sigset() are obsolete, but programs still call them:
+ * the tests use them on purpose. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/* signal() installs BSD semantics (SA_RESTART): recv goes on; after
+ * siginterrupt(sig, 1) the next signal() gives EINTR. */
+static void eintr_restart_signal(void)
+{
+	int fd = sc_peer_open("SLEEP 500\nSEND 10\nSINK -\n"), fd2;
+	struct itimerval it = { { SC_WAIT_MS / 1000, 0 }, { 0, 200000 } };
+	uint8_t buf[16];
+	double t0;
+
+	alarm(0);
+	alarm_ticks = 0;
+	SC_TRUE(signal(SIGALRM, on_tick) != SIG_ERR);
+	SC_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+	t0 = sc_now_ms();
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 10);
+	tick_stop();
+	SC_RANGE(sc_now_ms() - t0, 400, 2000);
+	SC_EQ(alarm_ticks, 1);
+	sc_pattern_check(buf, 10, 0);
+
+	fd2 = sc_peer_open("SINK -\n");
+	SC_EQ(siginterrupt(SIGALRM, 1), 0);
+	SC_TRUE(signal(SIGALRM, on_tick) == on_tick);
+	alarm_ticks = 0;
+	SC_EQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+	SC_ERR(recv(fd2, buf, sizeof(buf), 0), EINTR);
+	tick_stop();
+	SC_EQ(alarm_ticks, 1);
+	SC_EQ(siginterrupt(SIGALRM, 0), 0);
+}
+
+#pragma GCC diagnostic pop
+
+/* A blocked send (nothing queued yet) goes on after an SA_RESTART
+ * handler, and sends everything once the peer reads. */
+static void eintr_restart_send(void)
+{
+	static uint8_t buf[1 << 16];
+	int fd = sc_peer_open("HOLD 2000 -\n");
+	double t0 = sc_now_ms(), quiet = 0;
+	ssize_t r;
+
+	/* Fill every buffer on the way: sends refused for 200 ms running. */
+	SC_EQ(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	while (quiet < 200) {
+		double q0 = sc_now_ms();
+
+		r = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+		if (r > 0) {
+			quiet = 0;
+			continue;
+		}
+		SC_ERR(r, EAGAIN);
+		sc_sleep_ms(20);
+		quiet += sc_now_ms() - q0;
+		SC_TRUE(sc_now_ms() - t0 < 1200);
+	}
+	SC_EQ(fcntl(fd, F_SETFL, 0), 0);
+	tick_start(SA_RESTART, 200);
+	t0 = sc_now_ms();
+	SC_EQ(send(fd, buf, sizeof(buf), MSG_NOSIGNAL), (long)sizeof(buf));
+	tick_stop();
+	SC_RANGE(sc_now_ms() - t0, 300, 2800);
+	SC_EQ(alarm_ticks, 1);
+}
+
+/* poll and epoll_wait return EINTR even for an SA_RESTART handler. */
+static void eintr_restart_poll(void)
+{
+	int fd = sc_peer_open("SINK -\n"), ep;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	ep = sc_track((int)SC_OK(epoll_create1(EPOLL_CLOEXEC)));
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	tick_start(SA_RESTART, 200);
+	SC_ERR(poll(&p, 1, 2000), EINTR);
+	tick_stop();
+	SC_EQ(alarm_ticks, 1);
+	tick_start(SA_RESTART, 200);
+	SC_ERR(epoll_wait(ep, &ev, 1, 2000), EINTR);
+	tick_stop();
+	SC_EQ(alarm_ticks, 1);
+}
+
+static volatile sig_atomic_t info_sig, info_code, plain_sig;
+
+static void on_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	info_sig = sig;
+	info_code = si->si_code;
+}
+
+static void on_plain(int sig)
+{
+	plain_sig = sig;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+/* sigaction reads back exactly what was installed (handler, flags, mask);
+ * SA_SIGINFO handlers get their siginfo; SA_RESETHAND resets to SIG_DFL;
+ * signal() and sigset() return the previous handler. */
+static void sigaction_roundtrip(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_info;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	SC_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	SC_EQ(sigaction(SIGUSR1, NULL, &old), 0);
+	SC_TRUE(old.sa_sigaction == on_info);
+	SC_EQ(old.sa_flags & (SA_SIGINFO | SA_RESTART | SA_NODEFER | SA_RESETHAND),
+	      SA_SIGINFO | SA_RESTART | SA_NODEFER);
+	SC_TRUE(sigismember(&old.sa_mask, SIGUSR2));
+	SC_TRUE(!sigismember(&old.sa_mask, SIGUSR1));
+	info_sig = 0;
+	SC_EQ(raise(SIGUSR1), 0);
+	SC_EQ(info_sig, SIGUSR1);
+	SC_EQ(info_code, SI_TKILL);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_plain;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	SC_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+	SC_TRUE(old.sa_sigaction == on_info);
+	SC_EQ(sigaction(SIGUSR1, NULL, &old), 0);
+	SC_TRUE(old.sa_handler == on_plain);
+	SC_EQ(old.sa_flags & (SA_SIGINFO | SA_RESTART | SA_RESETHAND), SA_RESETHAND);
+	plain_sig = 0;
+	SC_EQ(raise(SIGUSR1), 0);
+	SC_EQ(plain_sig, SIGUSR1);
+	SC_EQ(sigaction(SIGUSR1, NULL, &old), 0);
+	SC_TRUE(old.sa_handler == SIG_DFL);
+
+	SC_TRUE(signal(SIGUSR2, on_plain) == SIG_DFL);
+	SC_EQ(sigaction(SIGUSR2, NULL, &old), 0);
+	SC_TRUE(old.sa_handler == on_plain);
+	SC_EQ(old.sa_flags & SA_RESTART, SA_RESTART);
+	SC_TRUE(sigismember(&old.sa_mask, SIGUSR2));
+	SC_TRUE(signal(SIGUSR2, SIG_IGN) == on_plain);
+	SC_TRUE(sigset(SIGUSR2, on_plain) == SIG_IGN);
+	SC_TRUE(sigset(SIGUSR2, SIG_HOLD) == on_plain);
+	SC_TRUE(sigset(SIGUSR2, SIG_HOLD) == SIG_HOLD);
+	plain_sig = 0;
+	SC_EQ(raise(SIGUSR2), 0);
+	SC_EQ(plain_sig, 0);            /* held */
+	SC_TRUE(sigset(SIGUSR2, on_plain) == SIG_HOLD);
+	SC_EQ(plain_sig, SIGUSR2);      /* delivered once unblocked */
+	SC_ERR(sigaction(SIGKILL, &sa, NULL), EINVAL);
+	SC_ERR(sigaction(0, NULL, &old), EINVAL);
+	SC_TRUE(signal(SIGKILL, on_plain) == SIG_ERR);
+}
+
+#pragma GCC diagnostic pop
 
 /* ---- threads ------------------------------------------------------------------ */
 
@@ -319,6 +505,11 @@ static void socket_errors(void)
 const struct sc_case sc_cases_proc[] = {
 	{ "eintr_recv", eintr_recv },
 	{ "eintr_restart", eintr_restart },
+	{ "eintr_restart_timeo", eintr_restart_timeo },
+	{ "eintr_restart_signal", eintr_restart_signal },
+	{ "eintr_restart_send", eintr_restart_send },
+	{ "eintr_restart_poll", eintr_restart_poll },
+	{ "sigaction_roundtrip", sigaction_roundtrip },
 	{ "threads_accept", threads_accept },
 	{ "threads_rw", threads_rw },
 	{ "fork_inherit", fork_inherit },

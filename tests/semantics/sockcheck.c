@@ -34,18 +34,15 @@ char sc_run_msg[512];
 static const struct sc_case *const areas[] = {
 	sc_cases_connect, sc_cases_data, sc_cases_close, sc_cases_server,
 	sc_cases_opts, sc_cases_epoll, sc_cases_poll, sc_cases_proc,
+	sc_cases_fork,
 };
 
 /* Known not to work under Slipstream yet (the POSIX layer is young); each
  * is a gap listed in docs/compat.md.  A case here that passes prints xpass. */
 static const char *const known_slipstream[] = {
-	"fork_inherit",   /* no fork hand-over yet: the child gets EBADF */
-	"threads_rw",     /* one context: a blocked reader can miss its wake-up */
+	"fork_inherit",   /* a connection a child used goes when the child exits */
 	"epoll_exclusive",/* EPOLL_CTL_MOD with EPOLLEXCLUSIVE is not refused */
 	"eintr_restart",  /* SA_RESTART handlers still get EINTR */
-	"bind_in_use",    /* ports are claimed at listen(), not at bind() */
-	"bind_port_zero", /* bind(:0) does not pick the port until listen() */
-	"connect_bound",  /* connect() after bind() ignores the bound port */
 	"shutdown_wr",    /* shutdown() after both FINs does not say ENOTCONN */
 };
 

@@ -163,6 +163,11 @@ static void handle(struct bulk *b, const struct ss_event *ev)
 
 	switch (ev->type) {
 	case SS_EVENT_LISTENING:
+	case SS_EVENT_BOUND:
+	case SS_EVENT_INHERITED:
+	case SS_EVENT_ADOPTED:
+	case SS_EVENT_MOVED:
+		break; /* bind and fork events: not used here */
 	case SS_EVENT_CMD_ERROR:
 		if (ev->error)
 			conn_fail(b, ev->error);

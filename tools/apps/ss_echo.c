@@ -132,6 +132,11 @@ static void handle(struct worker *w, const struct ss_event *ev)
 		STAT_ADD(w->active, (uint64_t)-1);
 		STAT_ADD(w->closed, 1);
 		break;
+	case SS_EVENT_BOUND:
+	case SS_EVENT_INHERITED:
+	case SS_EVENT_ADOPTED:
+	case SS_EVENT_MOVED:
+		break; /* bind and fork events: not used here */
 	case SS_EVENT_CMD_ERROR:
 		fprintf(stderr, "ss-echo: context %u: command %d rejected: %s\n",
 			w->idx, ev->cmd_op, strerror(ev->error));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@ struct ssp_layer ssp = {
 	.evfd = -1,
 	.next_cookie = 1,
 	.cookies = { &ssp.cookies, &ssp.cookies },
+	.waiters = { &ssp.waiters, &ssp.waiters },
 };
 
 /* ------------------------------------------------------------- libc */
@@ -71,11 +73,16 @@ struct ssp_sock *ssp_sock_enter(int fd)
 	struct ssp_sock *s;
 
 	ssp_lock();
+	if (ssp.mode == SSP_M_FORKED && ssp_fd_get(fd))
+		ssp_child_attach();
 	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
 	if (!s) {
 		ssp_unlock();
 		errno = ssp.mode == SSP_M_ON && ssp_fd_get(fd) ? ENOTSOCK : EBADF;
+		return NULL;
 	}
+	if (s->inh)
+		ssp_sock_claim(s);
 	return s;
 }
 
@@ -97,13 +104,16 @@ static void ssp_atfork_parent(void)
 }
 
 /* The child shares the parent's region: it must never post a command or
- * consume an event.  Accelerated fds stay in the table (so their numbers
- * are not handed to libc as kernel sockets) but fail with EBADF. */
+ * consume an event there.  It attaches as its own application (fork.c:
+ * at once when fork() came through the shim, else on first use).  Only
+ * this thread exists in the child: no other waiter. */
 static void ssp_atfork_child(void)
 {
 	pthread_mutex_init(&ssp.lock, NULL);
+	ssp_list_init(&ssp.waiters);
+	ssp.poller = NULL;
 	if (ssp.mode == SSP_M_ON)
-		ssp.mode = SSP_M_DEAD;
+		ssp.mode = SSP_M_FORKED;
 }
 
 /* ------------------------------------------------------------ logging */
@@ -205,6 +215,15 @@ int ssp_fd_set(int fd, struct ssp_file *f)
 	return 0;
 }
 
+void ssp_fd_foreach(void (*fn)(int fd, struct ssp_file *f, void *arg), void *arg)
+{
+	struct fdtab *t = fdtab;
+
+	for (size_t i = 0; t && i < t->len; i++)
+		if (t->ent[i])
+			fn((int)i, t->ent[i], arg);
+}
+
 /* -------------------------------------------------------------- attach */
 
 static uint32_t env_u32(const char *name, uint32_t def)
@@ -233,7 +252,9 @@ int ssp_ready(void)
 	}
 	if (ssp.mode == SSP_M_ON || ssp.mode == SSP_M_KERNEL)
 		return ssp.mode;
-	if (ssp.mode == SSP_M_DEAD) {
+	if (ssp.mode == SSP_M_FORKED && ssp_child_attach() == 0)
+		return ssp.mode;
+	if (ssp.mode == SSP_M_DEAD || ssp.mode == SSP_M_FORKED) {
 		errno = EBADF;
 		return -1;
 	}
@@ -349,6 +370,7 @@ void ssp_sock_touch(struct ssp_sock *s)
 		if (!r->on_rd) {
 			r->on_rd = true;
 			ssp_list_add_tail(&r->ep->rdlist, &r->in_rd);
+			ssp_ep_wake(r->ep);
 		}
 	}
 }
@@ -448,9 +470,14 @@ static void sock_free(struct ssp_sock *s)
 			accq_free(s);
 			break;
 		case SSP_S_CONNECTED:
-			ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
+			if (s->inh)
+				ss_release(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen);
+			else if (s->conn)
+				ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
 			break;
 		default:
+			if (s->has_entry)
+				ss_listen_close(ssp.ctx, s->entry);
 			break;
 		}
 		ss_flush(ssp.ctx);
@@ -525,6 +552,43 @@ static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
 	ssp_sock_touch(s);
 }
 
+static void ev_bound(const struct ss_event *e, struct ssp_sock *s)
+{
+	if (!s) {
+		if (!e->error && e->type == SS_EVENT_BOUND)
+			ss_listen_close(ssp.ctx, e->listener); /* nobody waits: give it up */
+		return;
+	}
+	ssp_list_del(&s->in_cookie);
+	s->cookie = 0;
+	s->bind_done = true;
+	s->bind_err = e->error ? e->error : e->type == SS_EVENT_BOUND ? 0 : EINVAL;
+	if (!s->bind_err) {
+		s->has_entry = true;
+		s->entry = e->listener;
+		s->bind_port = e->local_port;
+	}
+}
+
+static void ev_adopted(const struct ss_event *e, struct ssp_sock *s)
+{
+	if (!s) {
+		if (e->type == SS_EVENT_ADOPTED && e->conn)
+			ssp_conn_release(e->conn, false);
+		return;
+	}
+	ssp_list_del(&s->in_cookie);
+	s->cookie = 0;
+	s->adopt_done = true;
+	if (e->type == SS_EVENT_ADOPTED && e->conn) {
+		s->adopt_err = 0;
+		s->conn = e->conn;
+		ss_conn_set_user(e->conn, s);
+	} else {
+		s->adopt_err = e->error ? e->error : EBADF;
+	}
+}
+
 static void ssp_event(const struct ss_event *e)
 {
 	struct ssp_sock *s;
@@ -551,7 +615,42 @@ static void ssp_event(const struct ss_event *e)
 		}
 		ssp_sock_touch(s);
 		return;
+	case SS_EVENT_BOUND:
+		ev_bound(e, cookie_find(e->cookie));
+		return;
+	case SS_EVENT_INHERITED:
+		ssp.inherit_done = true;
+		ssp.inherit_err = e->error;
+		return;
+	case SS_EVENT_ADOPTED:
+		ev_adopted(e, cookie_find(e->cookie));
+		return;
+	case SS_EVENT_MOVED:
+		s = e->conn ? ss_conn_user(e->conn) : NULL;
+		if (!s)
+			return;
+		/* Another process of ours adopted it (fork): ours is dead. */
+		s->conn = NULL;
+		s->state = SSP_S_FAILED;
+		s->moved = true;
+		ssp_sock_touch(s);
+		return;
 	case SS_EVENT_CMD_ERROR:
+		if (e->cmd_op == SS_OP_BIND) {
+			ev_bound(e, cookie_find(e->cookie));
+			return;
+		}
+		if (e->cmd_op == SS_OP_ADOPT) {
+			ev_adopted(e, cookie_find(e->cookie));
+			return;
+		}
+		if (e->cmd_op == SS_OP_INHERIT) {
+			ssp.inherit_done = true;
+			ssp.inherit_err = e->error ? e->error : EINVAL;
+			return;
+		}
+		if (e->cmd_op == SS_OP_RELEASE || e->cmd_op == SS_OP_LISTEN_ARM)
+			return; /* already gone: nothing to undo */
 		if (e->cmd_op == SS_OP_CONNECT) {
 			s = cookie_find(e->cookie);
 			if (s && s->state == SSP_S_CONNECTING)
@@ -588,17 +687,22 @@ static void ssp_event(const struct ss_event *e)
 void ssp_pump(void)
 {
 	struct ss_event ev[64];
+	bool disarmed, any = false;
 	int n;
 
 	if (ssp.mode != SSP_M_ON)
 		return;
+	disarmed = ssp.ctx->armed; /* ss_poll disarms: the poller must re-arm */
 	do {
 		n = ss_poll(ssp.ctx, ev, 64);
 		for (int i = 0; i < n; i++)
 			ssp_event(&ev[i]);
+		any |= n > 0;
 	} while (n == 64);
 	if (ssp.n_deferred)
 		deferred_retry();
+	if (!ssp_list_empty(&ssp.waiters))
+		ssp_wake_others(any, disarmed);
 }
 
 /* ------------------------------------------------------------- waiting */
@@ -629,31 +733,150 @@ int ssp_ms_left(int64_t deadline_ms)
 	return left > 1000000000 ? 1000000000 : (int)left;
 }
 
+/*
+ * Several threads may block at once, on one context.  Only one of them,
+ * the poller, arms the context (sets the sleeping flag the service looks
+ * at) and waits on its eventfd; the others wait on their own eventfd.
+ * Whoever pumps events (ssp_pump) wakes every registered waiter, because
+ * the events may be theirs; and a pump that disarmed the context (any
+ * ss_poll does) wakes the poller so that it arms again.  A poller that
+ * leaves hands the role on by waking the others.  Only the poller ever
+ * arms, so two blocked threads never disarm each other in a loop.
+ */
+static pthread_key_t waiter_key;
+static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
+
+static void waiter_free(void *p)
+{
+	struct ssp_waiter *w = p;
+
+	if (w->efd >= 0)
+		ssp_real.close(w->efd);
+	free(w);
+}
+
+static void waiter_key_make(void)
+{
+	if (pthread_key_create(&waiter_key, waiter_free) != 0)
+		waiter_key = (pthread_key_t)-1;
+}
+
+/* This thread's waiter (its own eventfd), made on first use; NULL when out
+ * of memory or fds (the caller then sleeps in short naps). */
+static struct ssp_waiter *waiter_self(void)
+{
+	struct ssp_waiter *w;
+
+	pthread_once(&waiter_once, waiter_key_make);
+	if (waiter_key == (pthread_key_t)-1)
+		return NULL;
+	w = pthread_getspecific(waiter_key);
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	ssp_list_init(&w->link);
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->efd < 0 || pthread_setspecific(waiter_key, w) != 0) {
+		waiter_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void waiter_kick(struct ssp_waiter *w)
+{
+	uint64_t one = 1;
+
+	if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
+		return; /* counter saturated: it is readable anyway */
+}
+
+static void waiters_kick_all(void)
+{
+	for (struct ssp_link *l = ssp.waiters.next; l != &ssp.waiters; l = l->next)
+		waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, link));
+}
+
+int ssp_wait_begin(struct ssp_waiter *w)
+{
+	if (!ssp.poller) {
+		if (ss_ctx_arm(ssp.ctx))
+			return -1;
+		ssp.poller = w;
+	}
+	ssp_list_add_tail(&ssp.waiters, &w->link);
+	return ssp.poller == w;
+}
+
+void ssp_wait_end(struct ssp_waiter *w)
+{
+	uint64_t v;
+	bool was_poller = ssp.poller == w;
+
+	ssp_list_del(&w->link);
+	if (ssp_real.read(w->efd, &v, sizeof(v)) < 0)
+		v = 0; /* nothing there */
+	if (was_poller)
+		ssp.poller = NULL;
+	ssp_pump();
+	if (was_poller && !ssp_list_empty(&ssp.waiters))
+		waiters_kick_all(); /* one of them takes over the context */
+}
+
+void ssp_wake_others(bool events, bool disarmed)
+{
+	if (events)
+		waiters_kick_all();
+	else if (disarmed && ssp.poller)
+		waiter_kick(ssp.poller);
+}
+
 int ssp_block(int64_t deadline_ms, const sigset_t *mask)
 {
-	struct pollfd pfd = { .fd = ssp.evfd, .events = POLLIN };
-	int left, rc, err;
+	struct ssp_waiter *w = waiter_self();
+	struct pollfd pfd[2];
+	int left, rc, err, role, n = 0;
 
-	if (ss_ctx_arm(ssp.ctx)) {
+	left = ssp_ms_left(deadline_ms);
+	if (!w) {
+		/* No eventfd of our own: nap briefly and re-check. */
+		ssp_pump();
+		if (left == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		ssp_unlock();
+		rc = ssp_real.poll(NULL, 0, left < 0 || left > 5 ? 5 : left);
+		ssp_lock();
 		ssp_pump();
 		return 0;
 	}
-	left = ssp_ms_left(deadline_ms);
+	role = ssp_wait_begin(w);
+	if (role < 0) {
+		ssp_pump();
+		return 0;
+	}
 	if (left == 0) {
+		ssp_wait_end(w);
 		errno = ETIMEDOUT;
 		return -1;
 	}
+	pfd[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+	if (role == 1)
+		pfd[n++] = (struct pollfd){ .fd = ssp.evfd, .events = POLLIN };
 	ssp_unlock();
 	if (mask) {
 		struct timespec ts = { left / 1000, (left % 1000) * 1000000L };
 
-		rc = ssp_real.ppoll(&pfd, 1, left < 0 ? NULL : &ts, mask);
+		rc = ssp_real.ppoll(pfd, (nfds_t)n, left < 0 ? NULL : &ts, mask);
 	} else {
-		rc = ssp_real.poll(&pfd, 1, left);
+		rc = ssp_real.poll(pfd, (nfds_t)n, left);
 	}
 	err = errno;
 	ssp_lock();
-	ssp_pump();
+	ssp_wait_end(w);
 	if (rc < 0 && err == EINTR) {
 		errno = EINTR;
 		return -1;

@@ -1,10 +1,17 @@
 /* data.c - POSIX layer data plane: recv/send families copying through the connection rings, readiness. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "posix/posix.h"
+#include "posix/posix_ext.h"
 
 /* Flags handled here; anything else is refused with EOPNOTSUPP. */
 #define RECV_FLAGS (MSG_PEEK | MSG_DONTWAIT | MSG_WAITALL | MSG_NOSIGNAL | MSG_CMSG_CLOEXEC)
@@ -60,16 +67,35 @@ static int timeout_err(void)
 	return errno == ETIMEDOUT ? EAGAIN : errno;
 }
 
-/* Wait while @s is connecting (blocking sockets); lock held.  0 once it
- * is not, -1 with errno. */
-static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline)
+/*
+ * ssp_block() just failed: true when Linux would go on waiting, i.e. a
+ * signal interrupted the wait, its handler had SA_RESTART and the socket
+ * has no timeout for this direction (@timeo_ms, SO_RCVTIMEO or
+ * SO_SNDTIMEO): Linux's sock_intr_errno() gives -ERESTARTSYS only for an
+ * infinite timeout.  errno is left as it was.
+ */
+static bool intr_restart(int timeo_ms)
 {
+	return errno == EINTR && ssp_intr_restart() && timeo_ms == 0;
+}
+
+/* Wait while @s is connecting (blocking sockets); lock held.  0 once it
+ * is not, -1 with errno.  @timeo_ms: the socket's timeout for the call. */
+static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, int timeo_ms)
+{
+	bool pumped = false;
+
 	while (s->state == SSP_S_CONNECTING) {
+		if (nonblock && !pumped) {
+			ssp_pump(); /* the answer may be waiting: as current as Linux */
+			pumped = true;
+			continue;
+		}
 		if (nonblock) {
 			errno = EAGAIN;
 			return -1;
 		}
-		if (ssp_block(deadline, NULL) < 0) {
+		if (ssp_block(deadline, NULL) < 0 && !intr_restart(timeo_ms)) {
 			errno = timeout_err();
 			return -1;
 		}
@@ -81,14 +107,14 @@ static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline)
  * waiting out a connect in progress, an error left by a failed
  * non-blocking connect.  0 to go on, -1 with errno. */
 static int io_begin(struct ssp_sock *s, int flags, int known, const char *key, bool nonblock,
-		    int64_t deadline)
+		    int64_t deadline, int timeo_ms)
 {
 	if (flags & ~known) {
 		ssp_log_once(key, "%s 0x%x not supported", key, flags & ~known);
 		errno = EOPNOTSUPP;
 		return -1;
 	}
-	if (wait_connected(s, nonblock, deadline) < 0)
+	if (wait_connected(s, nonblock, deadline, timeo_ms) < 0)
 		return -1;
 	if (s->state == SSP_S_FAILED && s->err) {
 		errno = s->err;
@@ -104,9 +130,9 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 	size_t want = iov_total(iov, n), got = 0;
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	int64_t deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
-	bool released = false;
+	bool released = false, pumped = false;
 
-	if (io_begin(s, flags, RECV_FLAGS, "recv flags", nonblock, deadline) < 0)
+	if (io_begin(s, flags, RECV_FLAGS, "recv flags", nonblock, deadline, s->rcvtimeo_ms) < 0)
 		return -1;
 	if (s->state != SSP_S_CONNECTED) {
 		errno = ENOTCONN;
@@ -157,6 +183,12 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 		if (nonblock) {
 			if (got)
 				break;
+			if (!pumped) {
+				/* Events not taken yet may hold data: look once more. */
+				ssp_pump();
+				pumped = true;
+				continue;
+			}
 			errno = EAGAIN;
 			return -1;
 		}
@@ -166,9 +198,11 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 		}
 		if (ssp_block(deadline, NULL) < 0) {
 			if (got)
-				break;
-			errno = timeout_err();
-			return -1;
+				break; /* interrupted or timed out: what was read */
+			if (!intr_restart(s->rcvtimeo_ms)) {
+				errno = timeout_err();
+				return -1;
+			}
 		}
 		if (s->state != SSP_S_CONNECTED)
 			break;
@@ -178,27 +212,73 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 	return (ssize_t)got;
 }
 
-/* Lock held, @s held.  The bytes queued, or -1 with errno; *sigpipe set
- * when the error is EPIPE. */
-static ssize_t sock_send(struct ssp_sock *s, const struct iovec *iov, int n, int flags,
-			 bool *sigpipe)
+/*
+ * Where sock_send's bytes come from: the caller's iovecs, or a kernel file
+ * read straight into the send ring (sendfile).
+ */
+struct send_src {
+	const struct iovec *iov;
+	int n;
+	int fd;            /* file, when iov is NULL */
+	off_t *pos;        /* pread position (advanced), NULL: read() */
+	bool eof;          /* the file ended */
+};
+
+/* Put up to @k bytes from @src (@off bytes in) into @dst: the bytes put,
+ * 0 at the file's end, -1 with errno. */
+static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t off, size_t k)
 {
-	size_t want = iov_total(iov, n), sent = 0;
+	struct iovec v[2] = { dst[0], dst[1] };
+	int nv = 2;
+	ssize_t r;
+
+	if (src->iov) {
+		iov_copy(dst, 2, 0, src->iov, src->n, off, k);
+		return (ssize_t)k;
+	}
+	if (v[0].iov_len >= k) {
+		v[0].iov_len = k;
+		nv = 1;
+	} else {
+		v[1].iov_len = k - v[0].iov_len;
+	}
+	if (src->pos) {
+		r = preadv(src->fd, v, nv, *src->pos);
+		if (r > 0)
+			*src->pos += r;
+	} else {
+		r = ssp_real.readv(src->fd, v, nv);
+	}
+	if (r == 0)
+		src->eof = true;
+	return r;
+}
+
+/* Lock held, @s held.  @want bytes of @src queued (fewer at a file's
+ * end), or -1 with errno; *sigpipe set when the error is EPIPE. */
+static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t want, int flags,
+			     bool *sigpipe)
+{
+	size_t sent = 0;
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	int64_t deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
+	bool pumped = false;
 	int err = 0;
 
-	if (io_begin(s, flags, SEND_FLAGS, "send flags", nonblock, deadline) < 0)
+	if (io_begin(s, flags, SEND_FLAGS, "send flags", nonblock, deadline, s->sndtimeo_ms) < 0)
 		return -1;
 	if (s->state != SSP_S_CONNECTED) {
-		errno = s->state == SSP_S_FAILED ? EPIPE : ENOTCONN;
-		*sigpipe = errno == EPIPE;
+		/* Linux: a stream socket never connected, listening or whose
+		 * connect failed says EPIPE (tcp_sendmsg -> sk_stream_wait_connect). */
+		*sigpipe = true;
+		errno = EPIPE;
 		return -1;
 	}
 	for (;;) {
 		struct ss_conn *c = s->conn;
 		struct iovec dst[2];
 		size_t space, k;
+		ssize_t got;
 
 		if (s->shut_wr) {
 			err = EPIPE;
@@ -212,37 +292,64 @@ static ssize_t sock_send(struct ssp_sock *s, const struct iovec *iov, int n, int
 		space = ss_send_space(c, dst);
 		k = space < want - sent ? space : want - sent;
 		if (k) {
-			iov_copy(dst, 2, 0, iov, n, sent, k);
-			if (ss_send_commit(c, k) < 0) {
+			got = src_fill(src, dst, sent, k);
+			if (got < 0) {
 				err = errno;
 				break;
 			}
-			sent += k;
+			if (got > 0 && ss_send_commit(c, (size_t)got) < 0) {
+				err = errno;
+				break;
+			}
+			sent += (size_t)got;
+			if (src->eof)
+				break;
+			if ((size_t)got < k)
+				continue; /* a short read: read on */
 		}
 		if (sent == want)
 			break;
 		if (nonblock) {
+			if (!sent && !pumped) {
+				/* Events not taken yet may have freed room. */
+				ssp_pump();
+				pumped = true;
+				continue;
+			}
 			if (!sent)
 				err = EAGAIN;
 			break;
 		}
 		if (ssp_block(deadline, NULL) < 0) {
-			if (!sent)
+			if (sent)
+				break; /* interrupted or timed out: what was queued */
+			if (!intr_restart(s->sndtimeo_ms)) {
 				err = timeout_err();
-			break;
+				break;
+			}
 		}
 		if (s->state != SSP_S_CONNECTED)
 			break;
 	}
-	if (sent && !(flags & MSG_MORE))
+	/* MSG_MORE is a hint only: the service sends at once (TCP_NODELAY),
+	 * and data left unpublished would wait for the next call. */
+	if (sent)
 		ss_flush(ssp.ctx);
 	if (sent)
 		return (ssize_t)sent;
-	if (!want && !err)
+	if ((!want || src->eof) && !err)
 		return 0;
 	*sigpipe = err == EPIPE;
 	errno = err;
 	return -1;
+}
+
+static ssize_t sock_send(struct ssp_sock *s, const struct iovec *iov, int n, int flags,
+			 bool *sigpipe)
+{
+	struct send_src src = { .iov = iov, .n = n, .fd = -1 };
+
+	return sock_send_src(s, &src, iov_total(iov, n), flags, sigpipe);
 }
 
 /* Lock, the socket behind @fd held for a data call on @n iovecs; NULL
@@ -345,6 +452,268 @@ ssize_t ssp_sendmsg(int fd, const struct msghdr *msg, int flags)
 	return send_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
 }
 
+/* ------------------------------------------------------------ sendfile */
+
+/* Linux's cap on one read/write (MAX_RW_COUNT: INT_MAX & PAGE_MASK). */
+#define SSP_MAX_RW ((size_t)INT_MAX & ~(size_t)4095)
+
+/* A kernel file -> the accelerated socket @out_fd, with Linux's checks in
+ * Linux's order (do_sendfile, rw_verify_area, splice_direct_to_actor). */
+static ssize_t sendfile_to_sock(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	struct send_src src = { .fd = in_fd };
+	struct ssp_sock *s;
+	struct stat st;
+	bool sigpipe = false;
+	mode_t type;
+	off_t pos = 0;
+	ssize_t rc;
+	int fl, err;
+
+	if (fstat(in_fd, &st) < 0)
+		return -1; /* EBADF */
+	fl = ssp_real.fcntl(in_fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	if ((fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY) {
+		errno = EBADF;
+		return -1;
+	}
+	type = st.st_mode & S_IFMT;
+	/* Pipes, sockets and anonymous inodes (eventfd, epoll...) have no
+	 * pread: an offset is ESPIPE, none is EINVAL below. */
+	if (offset && (type == S_IFIFO || type == S_IFSOCK || type == 0)) {
+		errno = ESPIPE;
+		return -1;
+	}
+	if ((ssize_t)count < 0 || (offset && (*offset < 0 || *offset + (off_t)count < 0))) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (count > SSP_MAX_RW)
+		count = SSP_MAX_RW;
+	if (type != S_IFREG && type != S_IFBLK && type != S_IFCHR && type != S_IFDIR) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!count)
+		return 0;
+	if (type == S_IFDIR) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (offset) {
+		pos = *offset;
+		src.pos = &pos;
+	}
+	s = iov_enter(out_fd, 0);
+	if (!s)
+		return -1;
+	rc = sock_send_src(s, &src, count, 0, &sigpipe);
+	err = errno;
+	ssp_sock_unhold(s);
+	ssp_unlock();
+	if (offset)
+		*offset = pos; /* after exactly what was queued */
+	if (rc < 0 && sigpipe)
+		raise(SIGPIPE);
+	errno = err;
+	return rc;
+}
+
+/* The accelerated socket @in_fd -> a pipe (Linux splices a socket into a
+ * pipe; into anything else sendfile refuses a socket). */
+static ssize_t sendfile_from_sock(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n, w;
+	int fl, room = -1, queued = 0;
+
+	if (offset) {
+		errno = ESPIPE; /* a socket has no pread */
+		return -1;
+	}
+	if ((ssize_t)count < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (fstat(out_fd, &st) < 0)
+		return -1;
+	fl = ssp_real.fcntl(out_fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	if ((fl & O_PATH) || (fl & O_ACCMODE) == O_RDONLY) {
+		errno = EBADF;
+		return -1;
+	}
+	if (!S_ISFIFO(st.st_mode)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (!count)
+		return 0;
+	/* Never take more than the pipe holds: what the socket gives is
+	 * peeked, written, and only then consumed. */
+	room = ssp_real.fcntl(out_fd, F_GETPIPE_SZ);
+	if (room > 0 && ssp_real.ioctl(out_fd, FIONREAD, &queued) == 0 && queued >= 0)
+		room -= queued < room ? queued : room;
+	if (room == 0 && (fl & O_NONBLOCK)) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (room > 0 && count > (size_t)room)
+		count = (size_t)room;
+	if (count > 65536)
+		count = 65536;
+	buf = malloc(count);
+	if (!buf) {
+		errno = ENOMEM;
+		return -1;
+	}
+	n = ssp_recv(in_fd, buf, count, MSG_PEEK, NULL, NULL);
+	if (n <= 0) {
+		int err = errno;
+
+		free(buf);
+		errno = err;
+		return n;
+	}
+	w = ssp_real.write(out_fd, buf, (size_t)n);
+	if (w > 0 && ssp_recv(in_fd, buf, (size_t)w, MSG_DONTWAIT, NULL, NULL) != w)
+		ssp_log_once("sendfile_race", "sendfile() from a socket read by another "
+			     "thread meanwhile: bytes may repeat");
+	{
+		int err = errno;
+
+		free(buf);
+		errno = err;
+	}
+	return w;
+}
+
+ssize_t ssp_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+	if (ssp_fd_sock(in_fd))
+		return sendfile_from_sock(out_fd, in_fd, offset, count);
+	return sendfile_to_sock(out_fd, in_fd, offset, count);
+}
+
+/* --------------------------------------------------- recvmmsg, sendmmsg */
+
+/* The kernel's internal flag, refused from user space with EINVAL. */
+#define SSP_MSG_CMSG_COMPAT 0x80000000u
+
+static size_t msg_total(const struct msghdr *m)
+{
+	return m->msg_iov ? iov_total(m->msg_iov, (int)m->msg_iovlen) : 0;
+}
+
+/*
+ * Linux's do_recvmmsg for a stream socket: one recvmsg per entry until
+ * vlen, an error or the timeout (looked at after each entry only, as
+ * Linux does; a zero timeout ends after the first); MSG_WAITFORONE turns
+ * on MSG_DONTWAIT after the first.  At end of stream every entry gets 0.
+ * An error after some entries is kept as the socket's pending error
+ * (reported by the next call), EAGAIN excepted.
+ */
+int ssp_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+		 struct timespec *timeout)
+{
+	struct timespec end = { 0, 0 }, left = { 0, 0 };
+	unsigned int done = 0;
+	int err = 0;
+
+	if ((unsigned int)flags & SSP_MSG_CMSG_COMPAT) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (timeout) {
+		if (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (timeout->tv_sec || timeout->tv_nsec) {
+			clock_gettime(CLOCK_MONOTONIC, &end);
+			end.tv_sec += timeout->tv_sec;
+			end.tv_nsec += timeout->tv_nsec;
+			if (end.tv_nsec >= 1000000000L) {
+				end.tv_sec++;
+				end.tv_nsec -= 1000000000L;
+			}
+		}
+	}
+	while (done < vlen) {
+		ssize_t r = ssp_recvmsg(fd, &vec[done].msg_hdr, flags & ~MSG_WAITFORONE);
+
+		if (r < 0) {
+			err = errno;
+			break;
+		}
+		vec[done++].msg_len = (unsigned int)r;
+		if (flags & MSG_WAITFORONE)
+			flags |= MSG_DONTWAIT;
+		if (timeout) {
+			struct timespec now;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+			if (left.tv_sec < 0) {
+				left.tv_sec = left.tv_nsec = 0;
+				break;
+			}
+			if (!left.tv_sec && !left.tv_nsec)
+				break;
+		}
+	}
+	if (done && timeout)
+		*timeout = left;
+	if (!err)
+		return (int)done;
+	if (!done) {
+		errno = err;
+		return -1;
+	}
+	if (err != EAGAIN && err != EINTR) {
+		struct ssp_sock *s = ssp_sock_enter(fd);
+
+		if (s) {
+			s->err = err;
+			ssp_unlock();
+		}
+	}
+	return (int)done;
+}
+
+/* Linux's __sys_sendmmsg: one sendmsg per entry (at most UIO_MAXIOV), up
+ * to the first error or the first entry not sent whole. */
+int ssp_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
+{
+	unsigned int done = 0;
+
+	if ((unsigned int)flags & SSP_MSG_CMSG_COMPAT) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (vlen > IOV_MAX)
+		vlen = IOV_MAX;
+	while (done < vlen) {
+		ssize_t r = ssp_sendmsg(fd, &vec[done].msg_hdr, flags);
+
+		if (r < 0)
+			return done ? (int)done : -1;
+		vec[done].msg_len = (unsigned int)r;
+		if ((size_t)r < msg_total(&vec[done++].msg_hdr))
+			break;
+	}
+	return (int)done;
+}
+
 /* ------------------------------------------------------------ readiness */
 
 /* As Linux's tcp_poll reports them, from the connection state. */
@@ -354,10 +723,14 @@ uint32_t ssp_sock_poll(const struct ssp_sock *s)
 	uint32_t m = 0;
 	struct iovec iov[2];
 
+	if (s->inh) /* inherited across fork, first use: adopt it */
+		ssp_sock_claim((struct ssp_sock *)(uintptr_t)s);
+	c = s->conn;
 	switch (s->state) {
 	case SSP_S_NEW:
 		return POLLOUT | POLLHUP;
 	case SSP_S_LISTEN:
+		ssp_listen_want((struct ssp_sock *)(uintptr_t)s);
 		return s->accq.n ? POLLIN : 0;
 	case SSP_S_CONNECTING:
 		return 0;

@@ -2,17 +2,65 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include "posix/posix.h"
+#include "posix/posix_ext.h"
 
 /*
  * One-shot readiness: accelerated fds are answered from the socket state;
- * kernel fds go to the real poll with the context eventfd appended, so a
- * service event ends the sleep; then the accelerated fds are looked at
- * again.
+ * kernel fds go to the real poll with this thread's waiter eventfd (and,
+ * for the poller, the context eventfd) appended, so a service event or a
+ * pump by another thread ends the sleep; then the accelerated fds are
+ * looked at again.
  */
 
 #define POLL_STACK 64
+#define POLL_NAP_MS 5   /* the sleep step when no waiter eventfd can be had */
+
+/* ------------------------------------------------------ per-thread waiter */
+
+static pthread_key_t ext_key;
+static pthread_once_t ext_once = PTHREAD_ONCE_INIT;
+static bool ext_key_ok;
+
+static void ext_waiter_free(void *p)
+{
+	struct ssp_ext_waiter *x = p;
+
+	if (x->w.efd >= 0)
+		ssp_real.close(x->w.efd);
+	free(x);
+}
+
+static void ext_key_make(void)
+{
+	ext_key_ok = pthread_key_create(&ext_key, ext_waiter_free) == 0;
+}
+
+struct ssp_ext_waiter *ssp_ext_waiter_self(void)
+{
+	struct ssp_ext_waiter *x;
+
+	pthread_once(&ext_once, ext_key_make);
+	if (!ext_key_ok)
+		return NULL;
+	x = pthread_getspecific(ext_key);
+	if (x)
+		return x;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	ssp_list_init(&x->w.link);
+	ssp_list_init(&x->in_ep);
+	x->w.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (x->w.efd < 0 || pthread_setspecific(ext_key, x) != 0) {
+		ssp_log_once("ext_waiter", "no eventfd for a waiting thread: it naps instead");
+		ext_waiter_free(x);
+		return NULL;
+	}
+	return x;
+}
 
 /* Fill the revents of accelerated entries; kernel ones get fd -1 in @k. */
 static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k)
@@ -62,6 +110,7 @@ static int real_poll(struct pollfd *k, nfds_t n, int timeout, const sigset_t *ma
 int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct pollfd stack[POLL_STACK], *k = stack;
+	struct ssp_ext_waiter *x = ssp_ext_waiter_self();
 	int64_t deadline;
 	int rc;
 
@@ -70,8 +119,8 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		ssp_unlock();
 		return real_poll(fds, n, timeout_ms, mask);
 	}
-	if (n + 1 > POLL_STACK) {
-		k = malloc((n + 1) * sizeof(*k));
+	if (n + 2 > POLL_STACK) {
+		k = malloc((n + 2) * sizeof(*k));
 		if (!k) {
 			ssp_unlock();
 			errno = ENOMEM;
@@ -80,7 +129,8 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	}
 	deadline = ssp_deadline(timeout_ms);
 	for (;;) {
-		int ready, left, kr, err;
+		int ready, left, kr, err, role = -1;
+		nfds_t extra = 0;
 
 		ssp_pump();
 		ready = scan(fds, n, k);
@@ -91,21 +141,30 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			break;
 		}
 		left = ssp_ms_left(deadline);
-		if (left != 0 && ss_ctx_arm(ssp.ctx))
-			continue;
-		k[n].fd = ssp.evfd;
-		k[n].events = POLLIN;
-		k[n].revents = 0;
+		if (left != 0 && x) {
+			role = ssp_wait_begin(&x->w);
+			if (role < 0)
+				continue; /* events pending: pump and look again */
+			k[n + extra++] = (struct pollfd){ .fd = x->w.efd, .events = POLLIN };
+			if (role == 1)
+				k[n + extra++] = (struct pollfd){ .fd = ssp.evfd, .events = POLLIN };
+		} else if (left != 0 && (left < 0 || left > POLL_NAP_MS)) {
+			left = POLL_NAP_MS;
+		}
 		ssp_unlock();
-		kr = real_poll(k, n + 1, left, mask);
+		kr = real_poll(k, n + extra, left, mask);
 		err = errno;
+		ssp_lock();
+		if (role >= 0)
+			ssp_wait_end(&x->w); /* pumps */
+		else
+			ssp_pump();
 		if (kr < 0) {
+			ssp_unlock();
 			errno = err;
 			rc = -1;
 			break;
 		}
-		ssp_lock();
-		ssp_pump();
 		kr = merge(fds, n, k);
 		ready = 0;
 		for (nfds_t i = 0; i < n; i++) {

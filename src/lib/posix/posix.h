@@ -30,6 +30,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -158,6 +159,21 @@ struct ssp_sock {
 	uint32_t seq;           /* bumped by every event: edge-triggered epoll */
 	struct ssp_link regs;   /* struct ssp_epreg.in_sock */
 
+	/* The service's port entry (bind(), then listen() or connect()). */
+	bool has_entry;
+	bool bind_done;         /* BOUND (or its CMD_ERROR) arrived */
+	int bind_err;
+	uint32_t entry;
+	/* Shared across fork (see fork.c). */
+	bool shared;            /* a fork happened since: arm listeners on use */
+	bool armed;             /* SS_CMD_LISTEN_ARM sent */
+	bool inh;               /* inherited connection not adopted yet: */
+	uint32_t inh_owner, inh_slot, inh_gen; /* the owner's handle */
+	bool adopt_done;        /* ADOPTED (or its CMD_ERROR) arrived */
+	int adopt_err;
+	bool moved;             /* another process adopted the connection */
+	uint32_t fork_gen;      /* last fork that converted it */
+
 	/* socket options (stored; most are fixed behaviour in the service) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
 	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */
@@ -194,7 +210,8 @@ enum ssp_mode {
 	SSP_M_UNSET,    /* no accelerated socket asked for yet */
 	SSP_M_ON,       /* attached */
 	SSP_M_KERNEL,   /* service unreachable: everything goes to libc */
-	SSP_M_DEAD,     /* forked child: accelerated fds are unusable */
+	SSP_M_DEAD,     /* forked child that could not attach: accelerated fds are unusable */
+	SSP_M_FORKED,   /* forked child, not attached yet (fork.c does it) */
 };
 
 struct ssp_layer {
@@ -213,6 +230,11 @@ struct ssp_layer {
 	struct ss_conn **deferred; /* close/abort that found the queue full */
 	uint32_t n_deferred, cap_deferred;
 	bool *deferred_abort;
+	uint32_t fork_gen;        /* forks that converted the sockets (fork.c) */
+	bool inherit_done;        /* INHERITED arrived (fork.c) */
+	int inherit_err;
+	struct ssp_link waiters;  /* struct ssp_waiter: threads blocked in the layer */
+	struct ssp_waiter *poller; /* the one of them that armed the context */
 };
 
 extern struct ssp_layer ssp;
@@ -227,6 +249,9 @@ void ssp_unlock(void);
 struct ssp_file *ssp_fd_get(int fd);
 /* ssp_fd_set - install @f (NULL removes).  Caller holds the lock. */
 int ssp_fd_set(int fd, struct ssp_file *f);
+/* ssp_fd_foreach - call @fn for every fd in the table.  Lock held; @fn
+ * must not change the table. */
+void ssp_fd_foreach(void (*fn)(int fd, struct ssp_file *f, void *arg), void *arg);
 /* ssp_fd_sock - the socket behind @fd, NULL when @fd is not one. */
 struct ssp_sock *ssp_fd_sock(int fd);
 /* ssp_sock_enter - take the lock and return the socket behind @fd; on
@@ -246,6 +271,22 @@ static inline bool ssp_fd_busy(int fd)
 int ssp_ready(void);
 /* ssp_pump - take every pending event and apply it.  Lock held. */
 void ssp_pump(void);
+/* A thread blocked in the layer: woken through its own eventfd. */
+struct ssp_waiter {
+	struct ssp_link link;   /* on ssp.waiters while blocked */
+	int efd;
+};
+
+/* ssp_wait_begin - register @w before dropping the lock to block.
+ * Returns 1: the caller is the poller and must also wait on ssp.evfd (the
+ * context is armed); 0: wait on w->efd only; -1: events are pending
+ * (not registered: pump and re-check).  ssp_wait_end - after retaking
+ * the lock: unregister, consume w->efd, pump, hand the poller role on.
+ * ssp_wake_others - called by ssp_pump: wake the waiters (@events) or the
+ * poller (@disarmed: the pump took its arming away). */
+int ssp_wait_begin(struct ssp_waiter *w);
+void ssp_wait_end(struct ssp_waiter *w);
+void ssp_wake_others(bool events, bool disarmed);
 /* ssp_block - sleep until events arrive or @deadline_ms (monotonic ms,
  * -1: none).  Drops the lock while sleeping.  Returns 0 (events or a
  * spurious wake: re-check), or -1 with errno EINTR or ETIMEDOUT. */
@@ -270,6 +311,26 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 
 /* ssp_sock_poll - Linux poll bits (POLLIN, POLLOUT, ...) of @s now. */
 uint32_t ssp_sock_poll(const struct ssp_sock *s);
+
+/* ----------------------------------------------------------- fork.c */
+
+/* ssp_fork - fork(2) for the shim: the child attaches as its own
+ * application and inherits the parent's sockets (the parent waits until
+ * the service has recorded that, at most a few seconds). */
+pid_t ssp_fork(void);
+/* ssp_child_attach - in a forked child (mode SSP_M_FORKED): attach and
+ * inherit now.  Lock held.  0, or -1 (mode becomes SSP_M_DEAD). */
+int ssp_child_attach(void);
+/* ssp_sock_claim - @s was inherited across fork and is used for the first
+ * time: adopt its connection (blocks for the service's answer).  Lock
+ * held.  Afterwards @s is connected, or failed with s->moved set. */
+void ssp_sock_claim(struct ssp_sock *s);
+/* ssp_listen_want - this process accepts from listener @s (shared across
+ * fork): ask the service for its connections.  Lock held. */
+void ssp_listen_want(struct ssp_sock *s);
+/* ssp_exec_prepare - before exec: close-on-exec sockets are closed
+ * cleanly; the others cannot cross exec and are closed too, with a log line. */
+void ssp_exec_prepare(void);
 
 /* ----------------------------------------------- the POSIX entry points */
 /* Each returns what the libc function returns and sets errno likewise.
@@ -309,6 +370,9 @@ int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		   const sigset_t *mask);
 void ssp_ep_free(struct ssp_ep *ep);
+/* ssp_ep_wake - @ep's ready list gained an entry: wake a thread blocked in
+ * epoll_wait on it in another thread (lock held). */
+void ssp_ep_wake(struct ssp_ep *ep);
 void ssp_ep_drop_fd(struct ssp_sock *s, int fd);
 
 /* poll.c: @fds may mix accelerated and kernel fds. */

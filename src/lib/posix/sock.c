@@ -13,8 +13,6 @@
 #include "posix/posix.h"
 
 #define LISTEN_WAIT_MS 5000
-#define EPHEMERAL_LO 32768
-#define EPHEMERAL_HI 60999
 
 /* Take the lock and find the socket behind @fd; NULL (lock released,
  * errno set) when @fd is not an accelerated socket. */
@@ -158,6 +156,56 @@ static int sock_demote(int fd, struct ssp_sock *s)
 
 /* --------------------------------------------------------------- bind */
 
+struct bind_arg {
+	uint16_t port;
+	unsigned flags;
+	uint64_t cookie;
+};
+
+static int post_bind(void *arg)
+{
+	struct bind_arg *a = arg;
+
+	return ss_bind(ssp.ctx, a->port, a->flags, a->cookie);
+}
+
+/* Claim @port (0: any) in the service for @s; lock held.  0 or -1 with
+ * errno (EADDRINUSE, EACCES, ENOBUFS, ETIMEDOUT). */
+static int port_claim(struct ssp_sock *s, uint16_t port)
+{
+	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
+	struct bind_arg a = { port, s->reuseport ? SS_BIND_REUSEPORT : 0, ssp.next_cookie++ };
+
+	s->cookie = a.cookie;
+	s->bind_done = false;
+	s->bind_err = 0;
+	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	if (post_retry(post_bind, &a) < 0) {
+		ssp_list_del(&s->in_cookie);
+		s->cookie = 0;
+		return -1;
+	}
+	ss_flush(ssp.ctx);
+	s->hold++;
+	while (!s->bind_done) {
+		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
+			break;
+	}
+	s->hold--;
+	if (!s->bind_done) {
+		/* The service never answered: a late BOUND is given up. */
+		ssp_list_del(&s->in_cookie);
+		s->cookie = 0;
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	if (s->bind_err) {
+		errno = s->bind_err;
+		return -1;
+	}
+	return 0;
+}
+
 int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	struct ssp_sock *s = ssp_sock_enter(fd);
@@ -178,11 +226,14 @@ int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 	}
 	if (ip != INADDR_ANY && ip != ssp_service_ip())
 		return ssp_fail_unlock(EADDRNOTAVAIL);
+	/* The service checks the process's capability at attach; this
+	 * checks it now (a process may have dropped it since). */
 	if (port && port < 1024 && !may_bind_low_port())
 		return ssp_fail_unlock(EACCES);
+	if (port_claim(s, port) < 0)
+		return ssp_fail_unlock(errno);
 	s->bound = true;
 	s->bind_ip = ip;
-	s->bind_port = port;
 	ssp_unlock();
 	return 0;
 }
@@ -190,7 +241,7 @@ int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 /* ------------------------------------------------------------- listen */
 
 struct listen_arg {
-	uint16_t port;
+	uint32_t entry;
 	uint32_t backlog;
 	uint64_t cookie;
 };
@@ -199,14 +250,14 @@ static int post_listen(void *arg)
 {
 	struct listen_arg *a = arg;
 
-	return ss_listen(ssp.ctx, a->port, a->backlog, a->cookie);
+	return ss_listen_bound(ssp.ctx, a->entry, a->backlog, a->cookie);
 }
 
-/* One listen attempt on s->bind_port; lock held.  0 or -1 with errno. */
+/* Listen on the port entry @s holds; lock held.  0 or -1 with errno. */
 static int listen_once(struct ssp_sock *s, int backlog)
 {
 	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
-	struct listen_arg a = { s->bind_port, (uint32_t)backlog, ssp.next_cookie++ };
+	struct listen_arg a = { s->entry, (uint32_t)backlog, ssp.next_cookie++ };
 
 	s->cookie = a.cookie;
 	s->listen_done = false;
@@ -241,8 +292,6 @@ static int listen_once(struct ssp_sock *s, int backlog)
 int ssp_listen(int fd, int backlog)
 {
 	struct ssp_sock *s = ssp_sock_enter(fd);
-	bool pick;
-	int rc = -1;
 
 	if (!s)
 		return -1;
@@ -256,24 +305,28 @@ int ssp_listen(int fd, int backlog)
 		backlog = 1;
 	if (backlog > 65535)
 		backlog = 65535;
-	pick = !s->bound || s->bind_port == 0;
-	for (int tries = 0; tries < (pick ? 64 : 1); tries++) {
-		if (pick)
-			s->bind_port = (uint16_t)(EPHEMERAL_LO +
-				(uint32_t)random() % (EPHEMERAL_HI - EPHEMERAL_LO + 1));
-		rc = listen_once(s, backlog);
-		if (rc == 0 || errno != EADDRINUSE)
-			break;
+	if (!s->has_entry) {
+		/* listen() without bind(): an ephemeral port, as Linux does. */
+		if (port_claim(s, 0) < 0)
+			return ssp_fail_unlock(errno);
+		s->bound = true;
 	}
-	if (rc < 0) {
-		if (pick)
-			s->bind_port = 0;
+	if (listen_once(s, backlog) < 0)
 		return ssp_fail_unlock(errno);
-	}
-	s->bound = true;
 	s->state = SSP_S_LISTEN;
 	ssp_unlock();
 	return 0;
+}
+
+void ssp_listen_want(struct ssp_sock *s)
+{
+	if (!s->shared || s->armed || s->state != SSP_S_LISTEN || !s->listen_done ||
+	    s->listen_err || ssp.mode != SSP_M_ON)
+		return;
+	if (ss_listen_arm(ssp.ctx, s->listener) == 0) {
+		s->armed = true;
+		ss_flush(ssp.ctx);
+	}
 }
 
 /* ------------------------------------------------------------- accept */
@@ -307,6 +360,7 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 		return ssp_fail_unlock(EINVAL);
 	if (s->state != SSP_S_LISTEN)
 		return ssp_fail_unlock(EINVAL);
+	ssp_listen_want(s);
 	deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
 	s->hold++;
 	while (!s->accq.n && s->state == SSP_S_LISTEN) {
@@ -376,12 +430,16 @@ struct connect_arg {
 	uint32_t ip;
 	uint16_t port;
 	uint64_t cookie;
+	bool bound;
+	uint32_t entry;
 };
 
 static int post_connect(void *arg)
 {
 	struct connect_arg *a = arg;
 
+	if (a->bound)
+		return ss_connect_bound(ssp.ctx, a->entry, a->ip, a->port, a->cookie);
 	return ss_connect(ssp.ctx, a->ip, a->port, a->cookie);
 }
 
@@ -430,8 +488,9 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		ssp_unlock();
 		return ssp_real.connect(fd, sa, len);
 	}
-	if (s->bound && s->bind_port)
-		ssp_log_once("connect_bind", "connect() after bind(): the local port is chosen by the service");
+	/* After bind(): from the bound port (the entry becomes the connection). */
+	a.bound = s->has_entry;
+	a.entry = s->entry;
 	a.cookie = s->cookie = ssp.next_cookie++;
 	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
 	if (post_retry(post_connect, &a) < 0) {
@@ -439,6 +498,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		ssp_list_del(&s->in_cookie);
 		return ssp_fail_unlock(err == EAGAIN ? ENOBUFS : err);
 	}
+	s->has_entry = false;
 	s->state = SSP_S_CONNECTING;
 	s->err = 0;
 	ss_flush(ssp.ctx);

@@ -1,0 +1,261 @@
+/* cc.h - congestion control: one interface for every algorithm, pure per-interval control laws. */
+#ifndef SS_CC_CC_H
+#define SS_CC_CC_H
+
+/*
+ * The slow path runs congestion control once per control interval per
+ * active flow (DESIGN.md §4, TAS §3.2): it reads the flow's counters from
+ * the fast path, turns them into a struct ss_cc_sample (deltas over the
+ * interval, see ss_cc_sample_fill()), calls the flow's algorithm, and
+ * writes the struct ss_cc_out it returns (a rate or a window) back to the
+ * fast path, which enforces it (rates through the pacer, pacer.h).
+ *
+ * Everything here is pure: no clock, no I/O, no allocation, no globals
+ * written.  The same state, parameters and samples give the same outputs
+ * on every run: integer arithmetic only.  Fractions are in parts per
+ * million (SS_CC_PPM == 1.0), rates in bytes per second, windows in bytes,
+ * times in microseconds.
+ *
+ * Algorithms (one file each):
+ *   "dctcp-rate"  dctcp_rate.c  DCTCP on rates, as in TAS (the default)
+ *   "dctcp-win"   dctcp_win.c   DCTCP on windows, RFC 8257
+ *   "timely"      timely.c      TIMELY (Mittal et al., SIGCOMM'15) plus slow start
+ *   "cubic"       cubic.c       CUBIC, RFC 9438
+ *   "newreno"     newreno.c     NewReno, RFC 5681 + RFC 6582 (+ RFC 3168 ECN)
+ *
+ * Not thread-safe by design and not needing to be: one flow's state is
+ * only touched by the slow-path thread that runs its control loop.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SS_CC_PPM 1000000u /* 1.0 in parts per million */
+
+/* Ceiling for any rate (bytes/s) the algorithms compute or accept: 2^40
+ * B/s is about 8.8 Tbit/s; keeps rate * ppm products inside 64 bits. */
+#define SS_CC_RATE_LIMIT (UINT64_C(1) << 40)
+
+/*
+ * What happened on one flow during one control interval.  All byte and
+ * event counts are deltas over the interval.
+ */
+struct ss_cc_sample {
+	uint32_t interval_us; /* length of this interval (time since the previous call) */
+	uint64_t acked_bytes; /* bytes newly acknowledged (snd_una advance) */
+	uint64_t ecn_bytes;   /* of those, bytes acknowledged by ACKs carrying ECE:
+			       * the peer saw CE on them (DCTCP's marked bytes) */
+	uint64_t sent_bytes;  /* bytes transmitted, new and retransmitted: the
+			       * measured send rate is sent_bytes / interval_us */
+	uint32_t fast_retx;   /* fast retransmits (loss recovery episodes entered) */
+	uint32_t timeouts;    /* retransmission timeouts that fired */
+	uint32_t srtt_us;     /* smoothed RTT, RFC 6298 (0: no sample yet) */
+	uint32_t rtt_us;      /* latest RTT sample of the interval (0: none) */
+	uint32_t inflight;    /* bytes outstanding at the end of the interval */
+	uint32_t mss;         /* sender MSS, bytes (> 0) */
+};
+
+/* Output flags. */
+#define SS_CC_OUT_RATE 0x01       /* rate_bps is valid: pace the flow at it */
+#define SS_CC_OUT_WINDOW 0x02     /* cwnd is valid: keep the flight within it */
+#define SS_CC_OUT_SLOW_START 0x04 /* the algorithm is in slow start */
+#define SS_CC_OUT_REDUCED 0x08    /* this interval decreased rate or window */
+#define SS_CC_OUT_HELD 0x10       /* no feedback this interval: left unchanged
+				   * (except for the send-rate cap) */
+#define SS_CC_OUT_CAPPED 0x20     /* the rate was cut to the send-rate cap */
+
+/* Decision for the fast path.  Exactly one of OUT_RATE / OUT_WINDOW is set. */
+struct ss_cc_out {
+	uint64_t rate_bps; /* bytes per second (OUT_RATE) */
+	uint32_t cwnd;     /* bytes (OUT_WINDOW) */
+	uint32_t flags;    /* SS_CC_OUT_* */
+};
+
+/*
+ * Parameters, one struct per algorithm, fixed per service (or per
+ * application).  ss_cc_params_default() fills the defaults given in the
+ * comments; ss_cc_params_check() says whether a set is usable.
+ */
+struct ss_cc_dctcp_rate_params {
+	uint64_t init_rate;     /* 1250000 B/s (10 Mbit/s): rate of a new flow */
+	uint64_t min_rate;      /* 125000 B/s (1 Mbit/s): floor */
+	uint64_t max_rate;      /* 12500000000 B/s (100 Gbit/s): ceiling */
+	uint64_t step;          /* 1250000 B/s (10 Mbit/s): additive increase (TAS) */
+	uint32_t g_ppm;         /* 62500 (1/16): DCTCP EWMA gain g (RFC 8257 §4.2) */
+	uint32_t alpha_init_ppm; /* 1000000: alpha of a new flow (RFC 8257 §3.3) */
+	uint32_t loss_md_ppm;   /* 500000: fraction cut on loss or timeout */
+	uint32_t cap_ppm;       /* 1200000: rate <= 1.2 x the measured send rate
+				 * (TAS §3.2); 0 disables the cap */
+};
+
+struct ss_cc_dctcp_win_params {
+	uint32_t g_ppm;          /* 62500 (1/16), RFC 8257 §4.2 */
+	uint32_t alpha_init_ppm; /* 1000000, RFC 8257 §3.3 */
+	uint32_t max_cwnd;       /* 1073741824 bytes (1 GiB) */
+};
+
+struct ss_cc_timely_params {
+	uint64_t init_rate;  /* 1250000 B/s (10 Mbit/s) */
+	uint64_t min_rate;   /* 125000 B/s */
+	uint64_t max_rate;   /* 12500000000 B/s */
+	uint64_t delta;      /* 1250000 B/s (10 Mbit/s): additive step δ */
+	uint32_t t_low_us;   /* 50: below it, increase whatever the gradient */
+	uint32_t t_high_us;  /* 500: above it, decrease whatever the gradient */
+	uint32_t min_rtt_us; /* 0: normalise the gradient by the flow's smallest
+			      * RTT sample; else by this constant (the paper's
+			      * minRTT, 20 us in its network) */
+	uint32_t ewma_ppm;   /* 875000: weight α of the newest RTT difference */
+	uint32_t beta_ppm;   /* 800000: multiplicative decrease β */
+	uint32_t hai_thresh; /* 5: negative gradients in a row before HAI */
+	uint32_t hai_mult;   /* 5: HAI step multiplier N */
+	uint32_t loss_md_ppm; /* 500000: fraction cut on loss or timeout */
+	uint32_t cap_ppm;    /* 1200000: send-rate cap, as for dctcp-rate; 0 off */
+};
+
+struct ss_cc_cubic_params {
+	uint32_t c_ppm;     /* 400000: C = 0.4 segments/s^3 (RFC 9438 §5) */
+	uint32_t beta_ppm;  /* 700000: β_cubic = 0.7 (RFC 9438 §4.6) */
+	uint8_t fast_convergence; /* 1: RFC 9438 §4.7 */
+	uint32_t max_cwnd;  /* 1073741824 bytes */
+};
+
+struct ss_cc_newreno_params {
+	uint32_t max_cwnd; /* 1073741824 bytes */
+	uint8_t ecn;       /* 1: treat ECE as congestion (RFC 3168 §6.1.2) */
+};
+
+struct ss_cc_params {
+	struct ss_cc_dctcp_rate_params dctcp_rate;
+	struct ss_cc_dctcp_win_params dctcp_win;
+	struct ss_cc_timely_params timely;
+	struct ss_cc_cubic_params cubic;
+	struct ss_cc_newreno_params newreno;
+	/* Control interval (DESIGN.md §4: default 2 RTT), ss_cc_interval_us(). */
+	uint32_t interval_rtts;  /* 2 */
+	uint32_t interval_min_us; /* 50: never shorter than this */
+	uint32_t interval_init_us; /* 1000: while the flow has no RTT sample */
+};
+
+void ss_cc_params_default(struct ss_cc_params *p);
+
+/* 0 if @p is usable, else -EINVAL (a zero or out-of-order rate bound, a
+ * fraction above 1 where it must not be, C out of [0.001, 10], ...). */
+int ss_cc_params_check(const struct ss_cc_params *p);
+
+/*
+ * Per-flow algorithm state, fixed size, embedded in the slow path's flow
+ * record.  Opaque to callers: only the algorithm that initialised it
+ * reads it.  (The members are visible so it can be embedded and so the
+ * unit tests can check the control laws' internals.)
+ */
+struct ss_cc_dctcp_rate {
+	uint64_t rate;      /* B/s */
+	uint32_t alpha;     /* ppm */
+	uint8_t slow_start;
+};
+
+struct ss_cc_dctcp_win {
+	uint32_t cwnd, ssthresh;
+	uint32_t ca_acc;    /* bytes acked toward the next +1 MSS (RFC 3465) */
+	uint32_t alpha;     /* ppm */
+};
+
+struct ss_cc_timely {
+	uint64_t rate;        /* B/s */
+	int64_t rtt_diff_ns;  /* EWMA of RTT differences, ns */
+	uint32_t prev_rtt_us; /* previous sample (0: none yet) */
+	uint32_t min_rtt_us;  /* smallest sample seen (0: none yet) */
+	uint32_t neg_count;   /* negative (or zero) gradients in a row */
+	uint8_t slow_start;
+};
+
+struct ss_cc_cubic {
+	uint64_t t_us;        /* time since the congestion avoidance epoch began */
+	uint64_t k_us;        /* K, RFC 9438 §4.2 eq. 2 */
+	uint32_t cwnd, ssthresh;
+	uint32_t w_max;       /* RFC 9438 W_max, bytes */
+	uint32_t cwnd_prior;  /* cwnd before the last reduction */
+	uint32_t cwnd_epoch;  /* cwnd when the epoch began */
+	uint32_t w_est;       /* Reno-friendly estimate, RFC 9438 §4.3, bytes */
+	uint8_t in_epoch;     /* t_us/k_us/cwnd_epoch/w_est are valid */
+	uint8_t after_rto;    /* next epoch: W_max = cwnd_epoch, K = 0 (§4.8) */
+};
+
+struct ss_cc_newreno {
+	uint32_t cwnd, ssthresh;
+	uint32_t ca_acc;
+};
+
+union ss_cc_state {
+	struct ss_cc_dctcp_rate dctcp_rate;
+	struct ss_cc_dctcp_win dctcp_win;
+	struct ss_cc_timely timely;
+	struct ss_cc_cubic cubic;
+	struct ss_cc_newreno newreno;
+	uint64_t align_;
+};
+
+_Static_assert(sizeof(union ss_cc_state) <= 64, "per-flow CC state fits one cache line");
+
+/*
+ * An algorithm.  Both functions fill *@out completely (flags included).
+ *
+ * init: start a new flow with sender MSS @mss (> 0): the initial rate or
+ *   window (RFC 6928 IW for the window algorithms).
+ * on_interval: one control interval's feedback @s (s->mss > 0); updates
+ *   @st and returns the new rate or window.
+ */
+struct ss_cc_ops {
+	const char *name;
+	bool rate_based; /* outputs rates (else windows) */
+	void (*init)(union ss_cc_state *st, const struct ss_cc_params *p, uint32_t mss,
+		     struct ss_cc_out *out);
+	void (*on_interval)(union ss_cc_state *st, const struct ss_cc_params *p,
+			    const struct ss_cc_sample *s, struct ss_cc_out *out);
+};
+
+extern const struct ss_cc_ops ss_cc_dctcp_rate_ops;
+extern const struct ss_cc_ops ss_cc_dctcp_win_ops;
+extern const struct ss_cc_ops ss_cc_timely_ops;
+extern const struct ss_cc_ops ss_cc_cubic_ops;
+extern const struct ss_cc_ops ss_cc_newreno_ops;
+
+/* The algorithm called @name ("dctcp-rate", ...), or NULL. */
+const struct ss_cc_ops *ss_cc_find(const char *name);
+
+/* The service's default algorithm: dctcp-rate (TAS). */
+const struct ss_cc_ops *ss_cc_default(void);
+
+/* The @i-th algorithm (0-based), or NULL past the last: for listings. */
+const struct ss_cc_ops *ss_cc_at(unsigned i);
+
+/*
+ * Length of the next control interval for a flow with smoothed RTT
+ * @srtt_us: interval_rtts * srtt, at least interval_min_us; while there is
+ * no sample (@srtt_us == 0), interval_init_us.
+ */
+uint32_t ss_cc_interval_us(const struct ss_cc_params *p, uint32_t srtt_us);
+
+/*
+ * The free-running per-flow counters the fast path keeps for the control
+ * loop (32-bit, wrapping: the slow path reads them at least once per
+ * interval, long before 4 GiB can pass).
+ */
+struct ss_cc_counters {
+	uint32_t acked_bytes; /* += bytes by which an ACK advanced snd_una */
+	uint32_t ecn_bytes;   /* += the same, when that ACK carried ECE */
+	uint32_t sent_bytes;  /* += payload bytes of every data segment sent */
+	uint32_t fast_retx;   /* += 1 per fast retransmit (recovery entered) */
+	uint32_t timeouts;    /* += 1 per RTO expiry */
+};
+
+/*
+ * Fill @s with the deltas from @prev to @cur (modulo 2^32) and the given
+ * interval length, RTT estimate and sample, flight and MSS.  The caller
+ * keeps @cur as the next @prev.
+ */
+void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev,
+		       const struct ss_cc_counters *cur, uint32_t interval_us,
+		       uint32_t srtt_us, uint32_t rtt_us, uint32_t inflight, uint32_t mss);
+
+#endif /* SS_CC_CC_H */

@@ -1,0 +1,81 @@
+/* dctcp_rate.c - DCTCP's control law applied to a sending rate, as in TAS (the default algorithm). */
+#include "cc/cc_int.h"
+
+/*
+ * TAS §3.2 adapts DCTCP (Alizadeh et al., SIGCOMM'10; RFC 8257) to rates,
+ * which the fast path enforces by pacing.  One step per control interval
+ * (about 2 RTT, so each step sees a full window of ACKs, where RFC 8257
+ * §3.3 updates once per window of data):
+ *
+ *  0. Cap (TAS §3.2): the rate may be at most cap_ppm (1.2x) of the rate
+ *     the flow actually sent at during the interval, so a flow limited by
+ *     its application does not build up a rate it never tests.  Skipped
+ *     when nothing was sent (no measurement).
+ *  1. alpha = (1 - g) * alpha + g * M, M the fraction of acknowledged
+ *     bytes whose ACKs echoed CE (RFC 8257 §3.3 steps 4-5).
+ *  2. Then exactly one of, by priority:
+ *     - loss (a fast retransmit or a timeout): rate *= 1 - loss_md
+ *       (halve by default, as TCP does for loss, RFC 8257 §3.5);
+ *     - marks: rate *= 1 - alpha / 2 (RFC 8257 §3.3 step 8, on the rate);
+ *     - no byte acknowledged: hold (no evidence the path takes more);
+ *     - slow start: rate *= 2, until the first congestion signal;
+ *     - otherwise additive increase: rate += step.
+ *  3. Clamp to [min_rate, max_rate].
+ */
+
+static void dctcp_rate_out(const struct ss_cc_dctcp_rate *st, uint32_t flags,
+			   struct ss_cc_out *out)
+{
+	out->rate_bps = st->rate;
+	out->cwnd = 0;
+	out->flags = SS_CC_OUT_RATE | flags | (st->slow_start ? SS_CC_OUT_SLOW_START : 0);
+}
+
+static void dctcp_rate_init(union ss_cc_state *u, const struct ss_cc_params *p, uint32_t mss,
+			    struct ss_cc_out *out)
+{
+	struct ss_cc_dctcp_rate *st = &u->dctcp_rate;
+
+	st->rate = p->dctcp_rate.init_rate;
+	st->alpha = p->dctcp_rate.alpha_init_ppm;
+	st->slow_start = 1;
+	dctcp_rate_out(st, 0, out);
+}
+
+static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_params *pp,
+				   const struct ss_cc_sample *s, struct ss_cc_out *out)
+{
+	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
+	struct ss_cc_dctcp_rate *st = &u->dctcp_rate;
+	uint32_t flags = 0;
+	uint64_t rate;
+
+	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, &flags);
+	if (s->acked_bytes)
+		st->alpha = cc_dctcp_alpha(st->alpha, p->g_ppm, s->acked_bytes, s->ecn_bytes);
+
+	if (s->fast_retx || s->timeouts) {
+		rate = cc_rate_cut(rate, p->loss_md_ppm);
+		st->slow_start = 0;
+		flags |= SS_CC_OUT_REDUCED;
+	} else if (s->ecn_bytes) {
+		rate = cc_rate_cut(rate, st->alpha / 2);
+		st->slow_start = 0;
+		flags |= SS_CC_OUT_REDUCED;
+	} else if (!s->acked_bytes) {
+		flags |= SS_CC_OUT_HELD;
+	} else if (st->slow_start) {
+		rate *= 2;
+	} else {
+		rate += p->step;
+	}
+	st->rate = cc_rate_clamp(rate, p->min_rate, p->max_rate);
+	dctcp_rate_out(st, flags, out);
+}
+
+const struct ss_cc_ops ss_cc_dctcp_rate_ops = {
+	.name = "dctcp-rate",
+	.rate_based = true,
+	.init = dctcp_rate_init,
+	.on_interval = dctcp_rate_on_interval,
+};

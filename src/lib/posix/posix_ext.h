@@ -1,0 +1,99 @@
+/* posix_ext.h - POSIX layer additions beside posix.h: sendfile, recvmmsg/sendmmsg, signal interception (SA_RESTART). */
+#ifndef SS_LIB_POSIX_POSIX_EXT_H
+#define SS_LIB_POSIX_POSIX_EXT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "posix/posix.h"
+
+/* ---------------------------------------------------------- real libc */
+
+/* The libc functions behind the entry points of this header, resolved with
+ * dlsym(RTLD_NEXT) by ssp_ext_init() (idempotent, thread-safe; the shim's
+ * constructor calls it, so a signal handler never resolves anything). */
+struct ssp_real_ext {
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+};
+
+extern struct ssp_real_ext ssp_real_ext;
+
+void ssp_ext_init(void);
+
+/* ------------------------------------------------------------ data.c */
+
+/*
+ * ssp_sendfile - sendfile(2) where @out_fd or @in_fd is accelerated.
+ * A kernel file -> accelerated socket: the bytes are read (pread at
+ * *offset, or read at the file position) straight into the connection's
+ * send ring, never more than the ring takes, so *offset (or the file
+ * position when @offset is NULL) ends exactly after what was sent.
+ * An accelerated socket as @in_fd: ESPIPE with an offset; into a pipe it
+ * is read like recv(); any other @out_fd: EINVAL (Linux's rules).
+ */
+ssize_t ssp_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+
+/* ssp_recvmmsg/ssp_sendmmsg - on an accelerated @fd (Linux's stream socket
+ * semantics: msg_len per entry, the count returned, an error only when no
+ * entry was done). */
+int ssp_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
+		 struct timespec *timeout);
+int ssp_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags);
+
+/* ------------------------------------------------------ poll.c, epoll.c */
+
+/*
+ * A thread blocked in poll/select/epoll_wait takes part in core.c's waiter
+ * protocol (ssp_wait_begin/ssp_wait_end: one poller arms the context,
+ * every pump with events kicks every waiter) through this per-thread
+ * waiter: its eventfd sits in the poll array, or in the kernel epoll set
+ * while the thread sleeps there (in_ep on that set's list of sleepers, so
+ * that ssp_ep_wake can kick exactly them).
+ */
+struct ssp_ext_waiter {
+	struct ssp_waiter w;
+	struct ssp_link in_ep;
+};
+
+/* ssp_ext_waiter_self - this thread's, made on first use; NULL when no
+ * eventfd can be had (the caller then naps in short steps). */
+struct ssp_ext_waiter *ssp_ext_waiter_self(void);
+
+/* ------------------------------------------------------------- sig.c */
+
+/*
+ * Signal handlers the application installs go through these: the kernel
+ * gets a wrapper (with the application's sa_flags and sa_mask unchanged)
+ * that notes, per thread, whether the signal's action had SA_RESTART and
+ * then calls the application's handler.  oldact always reports the
+ * application's own handler.  Async-signal-safe, like sigaction(2).
+ */
+int ssp_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
+/* signal()/bsd_signal()/ssignal(): BSD semantics (SA_RESTART unless
+ * siginterrupt(sig, 1) was called), glibc's. */
+sighandler_t ssp_signal(int sig, sighandler_t handler);
+/* sysv_signal(): SA_RESETHAND | SA_NODEFER, no SA_RESTART. */
+sighandler_t ssp_sysv_signal(int sig, sighandler_t handler);
+/* sigset(): System V, with SIG_HOLD. */
+sighandler_t ssp_sigset(int sig, sighandler_t disp);
+int ssp_siginterrupt(int sig, int flag);
+
+/*
+ * ssp_intr_restart - a blocking wait of this thread just failed with
+ * EINTR: true when Linux would restart the call, i.e. when the signal
+ * handler that ran last in this thread (the first one the kernel
+ * delivered) was installed with SA_RESTART.  Consumes the note: a second
+ * call without a new signal returns false.  The caller still returns
+ * EINTR when the socket has a timeout for this direction (SO_RCVTIMEO for
+ * recv/accept, SO_SNDTIMEO for send/connect), as Linux does.  A handler
+ * installed behind the shim's back (a raw rt_sigaction) is not seen.
+ */
+bool ssp_intr_restart(void);
+
+#endif /* SS_LIB_POSIX_POSIX_EXT_H */

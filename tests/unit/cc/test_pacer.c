@@ -1,0 +1,435 @@
+/* test_pacer.c - pacing scheduler: exact inter-departure times, time order over many flows, overflow, groups (per-app caps). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cc/pacer.h"
+#include "check.h"
+
+#define OUT_MAX 64
+
+static struct ss_pacer_params dflt(void)
+{
+	struct ss_pacer_params p;
+
+	ss_pacer_params_default(&p);
+	return p;
+}
+
+static void test_init_args(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+
+	CHECK_EQ_U64(prm.n_slots, 16384);
+	CHECK_EQ_U64(prm.slot_ns, 1000);
+	prm.n_slots = 32;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), (uint64_t)-EINVAL);
+	prm.n_slots = 96;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), (uint64_t)-EINVAL);
+	prm = dflt();
+	prm.slot_ns = 0;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), (uint64_t)-EINVAL);
+	prm = dflt();
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 5000), 0);
+	CHECK_EQ_U64(ss_pacer_next_ns(&p), UINT64_MAX);
+	ss_pacer_fini(&p);
+}
+
+static void test_bucket(void)
+{
+	struct ss_pacer_bucket b;
+
+	CHECK_EQ_U64(ss_pacer_bucket_init(&b, 0, 1000, 0), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(ss_pacer_bucket_init(&b, 1000, 0, 0), (uint64_t)-EINVAL);
+	/* 1 MB/s, burst 3000 B, full at t = 0. */
+	CHECK_EQ_U64(ss_pacer_bucket_init(&b, 1000000, 3000, 0), 0);
+	CHECK(ss_pacer_bucket_ready(&b, 0));
+	ss_pacer_bucket_charge(&b, 1500, 0);
+	ss_pacer_bucket_charge(&b, 1500, 0);
+	CHECK(ss_pacer_bucket_ready(&b, 0));           /* exactly empty: no debt */
+	ss_pacer_bucket_charge(&b, 1500, 0);           /* overdraw by one packet */
+	CHECK(!ss_pacer_bucket_ready(&b, 0));
+	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 0), 1500000); /* 1500 B at 1 B/us */
+	CHECK(!ss_pacer_bucket_ready(&b, 1499999));
+	CHECK(ss_pacer_bucket_ready(&b, 1500000));
+	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 1500000), 1500000);
+	/* A long idle refills to the burst, not beyond. */
+	CHECK(ss_pacer_bucket_ready(&b, 100000000000ull));
+	ss_pacer_bucket_charge(&b, 3000, 100000000000ull);
+	CHECK(ss_pacer_bucket_ready(&b, 100000000000ull));
+	ss_pacer_bucket_charge(&b, 1, 100000000000ull);
+	CHECK(!ss_pacer_bucket_ready(&b, 100000000000ull));
+	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 100000000000ull), 100000001000ull);
+	/* Rate change: credit so far at the old rate. */
+	CHECK_EQ_U64(ss_pacer_bucket_set_rate(&b, 3, 100000000000ull), 0); /* 3 B/s */
+	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 100000000000ull),
+		     100000000000ull + 333333334ull); /* ceil(1e9 / 3) */
+	CHECK_EQ_U64(ss_pacer_bucket_set_rate(&b, 0, 0), (uint64_t)-EINVAL);
+}
+
+/*
+ * One flow, always backlogged, served event by event (the clock jumps to
+ * ss_pacer_next_ns()).  Its k-th send time is start + floor(k * bytes *
+ * 1e9 / rate) exactly (the fraction of a nanosecond is carried), and each
+ * departure is at that time rounded up to the slot, never before.
+ */
+static void run_one_flow(uint64_t rate, uint64_t bytes, uint32_t slot_ns, unsigned n)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_flow f, *out[OUT_MAX];
+	uint64_t now = 1000000, start = now;
+	bool exact = true, on_time = true;
+
+	prm.slot_ns = slot_ns;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, now), 0);
+	ss_pacer_flow_init(&f, rate, now);
+	CHECK(ss_pacer_may_send(&f, now));
+	ss_pacer_charge(&p, &f, bytes, now); /* the first packet goes at once */
+	ss_pacer_schedule(&p, &f);
+	CHECK(!ss_pacer_may_send(&f, now));
+	for (unsigned k = 1; k <= n; k++) {
+		uint64_t due = start + k * bytes * 1000000000u / rate; /* < 2^64 here */
+		uint64_t dep = (due + slot_ns - 1) / slot_ns * slot_ns;
+		unsigned got = 0;
+
+		exact = exact && f.next_ns == due;
+		if (ss_pacer_poll(&p, dep - 1, out, OUT_MAX) != 0) /* not a ns early */
+			on_time = false;
+		/* Follow the scheduler's own wake-up hints (an overflow scan
+		 * may come first) until the flow comes out. */
+		while (!got) {
+			now = ss_pacer_next_ns(&p);
+			if (now == UINT64_MAX || now > dep)
+				break;
+			got = ss_pacer_poll(&p, now, out, OUT_MAX);
+		}
+		on_time = on_time && got == 1 && out[0] == &f && now == dep;
+		ss_pacer_charge(&p, &f, bytes, now);
+		ss_pacer_schedule(&p, &f);
+	}
+	CHECK(exact);
+	CHECK(on_time);
+	ss_pacer_fini(&p);
+}
+
+static void test_inter_departure(void)
+{
+	run_one_flow(1250000000, 1500, 1000, 2000);  /* 10 Gbit/s: 1200 ns apart */
+	run_one_flow(7000000, 1000, 1000, 2000);      /* 142857.142857... ns apart */
+	run_one_flow(1000003, 1448, 100, 500);        /* a prime rate, finer slots */
+	run_one_flow(125000, 1500, 1000, 50);         /* 12 ms: within the 16 ms horizon */
+	run_one_flow(50000, 1500, 1000, 20);          /* 30 ms: through the overflow list */
+	run_one_flow(1000, 1500, 1000, 3);            /* 1.5 s: many half-horizon scans */
+}
+
+/* Served late by more than max_lag: the lost time is not made up. */
+static void test_lag(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_flow f;
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	ss_pacer_flow_init(&f, 1000000000, 0); /* 1 B/ns */
+	ss_pacer_charge(&p, &f, 1000, 0);
+	CHECK_EQ_U64(f.next_ns, 1000);
+	ss_pacer_charge(&p, &f, 1000, 5000);   /* 4 us late: catch up */
+	CHECK_EQ_U64(f.next_ns, 2000);
+	ss_pacer_charge(&p, &f, 1000, 1000000); /* 998 us late: from now - 10 us */
+	CHECK_EQ_U64(f.next_ns, 1000000 - 10000 + 1000);
+	/* Retransmissions are charged like anything else: the API has no
+	 * other kind of send. Rate 0: unpaced. */
+	ss_pacer_flow_set_rate(&f, 0);
+	ss_pacer_charge(&p, &f, 1000, 1000000);
+	CHECK_EQ_U64(f.next_ns, 991000);
+	ss_pacer_fini(&p);
+}
+
+struct model_flow {
+	struct ss_pacer_flow pf; /* first: out[] pointers cast back */
+	uint64_t sent, due_tick;
+	unsigned pops;
+};
+
+/*
+ * Many flows with random rates and start times (some beyond the horizon),
+ * the clock advancing by random steps: every pop is due (never early),
+ * comes in non-decreasing tick order, and is not late either: a flow
+ * whose tick had come at the previous poll came out then, unless that
+ * poll was cut short by its limit.  Over the run each flow sends at its
+ * rate.
+ */
+static void test_many_flows(void)
+{
+	enum { N = 10000 };
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct model_flow *m = calloc(N, sizeof(*m));
+	struct ss_pacer_flow *out[OUT_MAX];
+	uint64_t seed = 7, now = 0, prev_target = 0, last_tick = 0, end = 200000000;
+	bool never_early = true, ordered = true, not_late = true, prev_full = false;
+	bool polled = false;
+	unsigned bad = 0;
+
+	if (!m)
+		return;
+	prm.n_slots = 4096; /* 4 ms horizon: plenty of overflow traffic */
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	for (unsigned i = 0; i < N; i++) {
+		uint64_t r = check_rand(&seed);
+
+		/* 10 kB/s .. 10 MB/s, 1500 B packets: gaps 150 us .. 150 ms */
+		ss_pacer_flow_init(&m[i].pf, 10000 + r % 10000000, 0);
+		m[i].pf.next_ns = (r >> 32) % 20000000; /* first send within 20 ms */
+		ss_pacer_schedule(&p, &m[i].pf);
+	}
+	CHECK_EQ_U64(p.n_queued, N);
+	CHECK(p.n_overflow > N / 2);
+	while (now < end) {
+		uint64_t target;
+		unsigned n;
+
+		if (!prev_full)
+			now += 1 + check_rand(&seed) % 3000;
+		target = now / prm.slot_ns;
+		n = ss_pacer_poll(&p, now, out, OUT_MAX);
+		for (unsigned j = 0; j < n; j++) {
+			struct model_flow *f = (struct model_flow *)(void *)out[j];
+			uint64_t tick = (f->pf.next_ns + prm.slot_ns - 1) / prm.slot_ns;
+
+			never_early = never_early && f->pf.next_ns <= now;
+			ordered = ordered && tick >= last_tick;
+			last_tick = tick;
+			if (polled && !prev_full && tick <= prev_target)
+				not_late = false;
+			f->pops++;
+			f->sent += 1500;
+			ss_pacer_charge(&p, &f->pf, 1500, now);
+			ss_pacer_schedule(&p, &f->pf);
+		}
+		polled = true;
+		prev_full = n == OUT_MAX;
+		prev_target = target;
+	}
+	CHECK(never_early);
+	CHECK(ordered);
+	CHECK(not_late);
+	/* Long-run rate: one packet at the start, then one per gap; nothing
+	 * is lost to service lag (it stays under max_lag). */
+	for (unsigned i = 0; i < N; i++) {
+		double want = (double)m[i].pf.rate * ((double)end - 20e6) / 1e9;
+
+		if ((double)m[i].sent > want * 1.01 + 3000 + (double)m[i].pf.rate * 20e-3)
+			bad++;
+		if ((double)m[i].sent < want * 0.80)
+			bad++;
+	}
+	CHECK_EQ_U64(bad, 0);
+	/* Cost of the overflow list: at most one scan per half horizon
+	 * (2048 ticks of 1 us here), plus one per... nothing else. */
+	CHECK(p.ovf_scans <= end / 1000 / 2048 + 2);
+	ss_pacer_fini(&p);
+	free(m);
+}
+
+static void test_cancel(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_flow a, b, c, *out[OUT_MAX];
+
+	prm.n_slots = 64;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	ss_pacer_flow_init(&a, 1000000, 0);
+	ss_pacer_flow_init(&b, 1000000, 0);
+	ss_pacer_flow_init(&c, 1000000, 0);
+	a.next_ns = 5000;
+	b.next_ns = 5000;
+	c.next_ns = 1000000; /* beyond 64 us: overflow */
+	ss_pacer_schedule(&p, &a);
+	ss_pacer_schedule(&p, &b);
+	ss_pacer_schedule(&p, &c);
+	ss_pacer_schedule(&p, &c); /* already queued: no-op */
+	CHECK_EQ_U64(p.n_queued, 3);
+	CHECK_EQ_U64(p.n_overflow, 1);
+	CHECK_EQ_U64(ss_pacer_next_ns(&p), 5000);
+	ss_pacer_cancel(&p, &a);
+	ss_pacer_cancel(&p, &a); /* idle: no-op */
+	ss_pacer_cancel(&p, &c);
+	CHECK_EQ_U64(p.n_overflow, 0);
+	CHECK_EQ_U64(ss_pacer_poll(&p, 2000000, out, OUT_MAX), 1);
+	CHECK(out[0] == &b);
+	CHECK_EQ_U64(p.n_queued, 0);
+	CHECK_EQ_U64(ss_pacer_next_ns(&p), UINT64_MAX);
+	ss_pacer_fini(&p);
+}
+
+/* Same tick: queue order.  Different ticks: time order, whatever the
+ * queue order. */
+static void test_order(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_flow f[6], *out[OUT_MAX];
+	static const uint64_t at[6] = {9000, 3000, 3001, 2500, 70000000, 3000};
+	static const unsigned want[5] = {1, 3, 5, 2, 0};
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	for (int i = 0; i < 6; i++) {
+		ss_pacer_flow_init(&f[i], 1000, 0);
+		f[i].next_ns = at[i];
+		ss_pacer_schedule(&p, &f[i]);
+	}
+	/* ticks (ceil, 1 us): 9, 3, 4, 3, 70000, 3 */
+	CHECK_EQ_U64(ss_pacer_poll(&p, 69999999, out, OUT_MAX), 5);
+	for (int i = 0; i < 5; i++)
+		CHECK(out[i] == &f[want[i]]);
+	CHECK_EQ_U64(ss_pacer_next_ns(&p), 70000000);
+	CHECK_EQ_U64(ss_pacer_poll(&p, 70000000, out, OUT_MAX), 1);
+	CHECK(out[0] == &f[4]);
+	/* A poll limit of 2 leaves the rest for the next call, in order. */
+	for (int i = 0; i < 6; i++) {
+		f[i].next_ns = 80000000 + 1000 * (uint64_t)(5 - i);
+		ss_pacer_schedule(&p, &f[i]);
+	}
+	CHECK_EQ_U64(ss_pacer_poll(&p, 90000000, out, 2), 2);
+	CHECK(out[0] == &f[5] && out[1] == &f[4]);
+	CHECK_EQ_U64(ss_pacer_poll(&p, 90000000, out, OUT_MAX), 4);
+	CHECK(out[0] == &f[3] && out[3] == &f[0]);
+	ss_pacer_fini(&p);
+}
+
+/*
+ * Per-application cap: 40 flows of one app, each allowed 10 Gbit/s, all
+ * backlogged, against a 50 Mbit/s group bucket.  The app's total stays
+ * within the cap (burst + rate * T + what one poll may overdraw), above
+ * 95 % of it, and the flows share it evenly (FIFO release).  An uncapped
+ * flow beside it keeps its own rate.
+ */
+static void test_group_cap(void)
+{
+	enum { NF = 40 };
+	const uint64_t cap = 6250000, burst = 15000, pkt = 1500; /* 50 Mbit/s */
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_group g;
+	struct model_flow m[NF + 1];
+	struct ss_pacer_flow *out[OUT_MAX];
+	uint64_t now = 0, end = 1000000000, total = 0, lo = UINT64_MAX, hi = 0;
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	CHECK_EQ_U64(ss_pacer_group_init(&g, cap, burst, 0), 0);
+	for (unsigned i = 0; i <= NF; i++) {
+		m[i] = (struct model_flow){0};
+		ss_pacer_flow_init(&m[i].pf, 1250000000, 0);
+		if (i < NF)
+			ss_pacer_flow_set_group(&m[i].pf, &g);
+		ss_pacer_schedule(&p, &m[i].pf);
+	}
+	m[NF].pf.rate = 1000000; /* the uncapped one: 1 MB/s */
+	while (now < end) {
+		unsigned n = ss_pacer_poll(&p, now, out, OUT_MAX);
+
+		for (unsigned j = 0; j < n; j++) {
+			struct model_flow *f = (struct model_flow *)(void *)out[j];
+
+			f->sent += pkt;
+			ss_pacer_charge(&p, &f->pf, pkt, now);
+			ss_pacer_schedule(&p, &f->pf);
+		}
+		if (n < OUT_MAX) {
+			uint64_t nx = ss_pacer_next_ns(&p);
+
+			now = nx > now ? nx : now + 1;
+		}
+	}
+	for (unsigned i = 0; i < NF; i++) {
+		total += m[i].sent;
+		lo = m[i].sent < lo ? m[i].sent : lo;
+		hi = m[i].sent > hi ? m[i].sent : hi;
+	}
+	CHECK(total <= burst + cap * (end / 1000000000) + OUT_MAX * pkt);
+	CHECK(total >= cap * (end / 1000000000) * 95 / 100);
+	CHECK(hi - lo <= 2 * pkt);
+	/* The uncapped flow: 1 MB/s for 1 s, within one packet. */
+	CHECK(m[NF].sent >= 1000000 - pkt && m[NF].sent <= 1000000 + 2 * pkt);
+	/* may_send respects the group: in debt, nobody goes directly. */
+	ss_pacer_cancel(&p, &m[0].pf);
+	m[0].pf.next_ns = 0;
+	CHECK(!ss_pacer_may_send(&m[0].pf, now) || g.n_wait == 0);
+	ss_pacer_bucket_charge(&g.tb, 100000, now);
+	CHECK(!ss_pacer_may_send(&m[0].pf, now));
+	for (unsigned i = 0; i <= NF; i++)
+		ss_pacer_cancel(&p, &m[i].pf);
+	CHECK_EQ_U64(g.n_wait, 0);
+	ss_pacer_fini(&p);
+}
+
+/*
+ * A group's FIFO in detail: a flow whose time comes while others of its
+ * group wait queues behind them (no overtaking), and the group releases
+ * one waiting flow per tick even when its bucket could pay for more
+ * before any of them is charged.
+ */
+static void test_group_fifo(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_group g;
+	struct ss_pacer_flow a, b, c, *out[OUT_MAX];
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	/* 1 MB/s, burst 6000 B; 7500 B charged at t = 0: ready at 1.5 ms. */
+	CHECK_EQ_U64(ss_pacer_group_init(&g, 1000000, 6000, 0), 0);
+	ss_pacer_bucket_charge(&g.tb, 7500, 0);
+	ss_pacer_flow_init(&a, 0, 0);
+	ss_pacer_flow_init(&b, 0, 0);
+	ss_pacer_flow_init(&c, 0, 0);
+	ss_pacer_flow_set_group(&a, &g);
+	ss_pacer_flow_set_group(&b, &g);
+	ss_pacer_flow_set_group(&c, &g);
+	CHECK(!ss_pacer_may_send(&a, 0));
+	a.next_ns = 1000;
+	c.next_ns = 2000;
+	b.next_ns = 1500000; /* due exactly when the bucket is */
+	ss_pacer_schedule(&p, &a);
+	ss_pacer_schedule(&p, &b); /* in tick 1500's slot before the group */
+	ss_pacer_schedule(&p, &c);
+	CHECK_EQ_U64(ss_pacer_poll(&p, 1499999, out, OUT_MAX), 0);
+	CHECK_EQ_U64(a.ent.where, SS_PACER_GROUP_WAIT);
+	CHECK_EQ_U64(c.ent.where, SS_PACER_GROUP_WAIT);
+	CHECK_EQ_U64(g.n_wait, 2);
+	CHECK_EQ_U64(ss_pacer_next_ns(&p), 1500000);
+	/* Bucket ready: one release (a), b queues behind c. */
+	CHECK_EQ_U64(ss_pacer_poll(&p, 1500000, out, OUT_MAX), 1);
+	CHECK(out[0] == &a);
+	CHECK_EQ_U64(b.ent.where, SS_PACER_GROUP_WAIT);
+	CHECK_EQ_U64(g.n_wait, 2);
+	CHECK(!ss_pacer_may_send(&a, 1500000)); /* others wait: no direct send */
+	CHECK_EQ_U64(ss_pacer_poll(&p, 1500999, out, OUT_MAX), 0);
+	/* Next tick: the next one (credit is there: nothing was charged). */
+	CHECK_EQ_U64(ss_pacer_poll(&p, 1501000, out, OUT_MAX), 1);
+	CHECK(out[0] == &c);
+	ss_pacer_charge(&p, &c, 1500, 1501000); /* debt 1499 B again */
+	CHECK_EQ_U64(ss_pacer_poll(&p, 1502000, out, OUT_MAX), 0);
+	CHECK_EQ_U64(ss_pacer_poll(&p, 3000000, out, OUT_MAX), 1);
+	CHECK(out[0] == &b);
+	CHECK_EQ_U64(g.n_wait, 0);
+	CHECK(ss_pacer_may_send(&a, 3000000));
+	ss_pacer_fini(&p);
+}
+
+int main(void)
+{
+	test_init_args();
+	test_bucket();
+	test_inter_departure();
+	test_lag();
+	test_many_flows();
+	test_cancel();
+	test_order();
+	test_group_cap();
+	test_group_fifo();
+	return check_done("test_pacer");
+}
