@@ -76,6 +76,9 @@ bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 	/* An abort wins over a close recorded earlier. */
 	if (abort || !sc->held_close)
 		sc->held_close = abort ? 2 : 1;
+	/* The owner's handle is closed all the same: no more commands on it
+	 * (EBADF) and no more events, as after any other close. */
+	sc->flags |= SC_APP_CLOSED;
 	return true;
 }
 
@@ -187,6 +190,7 @@ int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	sc->cookie = cmd->cookie;
 	sc->holds = 0;        /* the others' references name a dead handle now */
 	sc->held_close = 0;
+	sc->flags &= (uint8_t)~SC_APP_CLOSED; /* the old owner's close went with its handle */
 
 	/* Everything the engine has not reported yet is in the positions. */
 	const struct ss_tcp_flow *f = &sc->tcp.f;

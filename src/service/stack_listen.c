@@ -65,8 +65,13 @@ static void member_leave(struct ss_stack *s, uint32_t li, struct ss_app *a)
 	int k = member_index(l, a);
 	if (k < 0)
 		return;
-	l->m[k] = l->m[--l->n_members];
+	/* Shift, not swap: the order is the members' age ("the oldest member
+	 * while none has armed"), and the turn stays with the same member. */
+	memmove(&l->m[k], &l->m[k + 1], (size_t)(l->n_members - k - 1) * sizeof(l->m[0]));
+	l->n_members--;
 	memset(&l->m[l->n_members], 0, sizeof(l->m[0]));
+	if ((unsigned)k < l->next)
+		l->next--;
 	if (l->next >= l->n_members)
 		l->next = 0;
 	__atomic_store_n(&a->n_listeners, a->n_listeners - 1, __ATOMIC_RELAXED);

@@ -31,12 +31,8 @@ IPERF3_OPTS = ("iperf3 -c -J reports 'getsockopt - Protocol not available': TCP_
                "TCP_CONGESTION give ENOPROTOOPT on accelerated sockets")
 XFAIL = {
     ("memcached", "slipstream"): "memcached -t 2 stalls on the first request: " + THREADS_WAKEUP,
-    ("nginx", "slipstream"): ("nginx master + 2 workers: listeners are not handed over "
-                              "across fork yet; workers accept nothing"),
     ("haproxy", "slipstream"): ("haproxy with 2 threads: 10 MB takes ~10 s (stalls "
                                 "recovered by timers): " + THREADS_WAKEUP),
-    ("nginx_sendfile", "slipstream"): ("nginx with sendfile on: sendfile() on an accelerated "
-                                       "socket fails with EINVAL (not intercepted)"),
     ("http_server", "slipstream"): ("python3 -m http.server (a thread per request) stalls "
                                     "mid-file: " + THREADS_WAKEUP),
     ("client_iperf3", "slipstream"): IPERF3_OPTS,

@@ -41,8 +41,6 @@ static const struct sc_case *const areas[] = {
  * is a gap listed in docs/compat.md.  A case here that passes prints xpass. */
 static const char *const known_slipstream[] = {
 	"fork_inherit",   /* a connection a child used goes when the child exits */
-	"epoll_exclusive",/* EPOLL_CTL_MOD with EPOLLEXCLUSIVE is not refused */
-	"eintr_restart",  /* SA_RESTART handlers still get EINTR */
 	"shutdown_wr",    /* shutdown() after both FINs does not say ENOTCONN */
 };
 

@@ -801,6 +801,9 @@ static void waiters_kick_all(void)
 
 int ssp_wait_begin(struct ssp_waiter *w)
 {
+	/* Whatever this thread queued must reach the service before it
+	 * sleeps (the poller's arm flushes too; a follower must as well). */
+	ss_flush(ssp.ctx);
 	if (!ssp.poller) {
 		if (ss_ctx_arm(ssp.ctx))
 			return -1;

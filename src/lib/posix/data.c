@@ -262,7 +262,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 	size_t sent = 0;
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	int64_t deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
-	bool pumped = false;
+	bool pumped = false, unflushed = false;
 	int err = 0;
 
 	if (io_begin(s, flags, SEND_FLAGS, "send flags", nonblock, deadline, s->sndtimeo_ms) < 0)
@@ -302,6 +302,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 				break;
 			}
 			sent += (size_t)got;
+			unflushed |= got > 0;
 			if (src->eof)
 				break;
 			if ((size_t)got < k)
@@ -319,6 +320,11 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 			if (!sent)
 				err = EAGAIN;
 			break;
+		}
+		if (unflushed) {
+			/* Out before we sleep: the peer's answer may be what wakes us. */
+			ss_flush(ssp.ctx);
+			unflushed = false;
 		}
 		if (ssp_block(deadline, NULL) < 0) {
 			if (sent)

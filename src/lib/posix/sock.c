@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "posix/posix.h"
+#include "posix/posix_ext.h"
 
 #define LISTEN_WAIT_MS 5000
 
@@ -372,6 +373,8 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 			goto fail;
 		}
 		if (ssp_block(deadline, NULL) < 0) {
+			if (errno == EINTR && s->rcvtimeo_ms == 0 && ssp_intr_restart())
+				continue; /* SA_RESTART: Linux restarts accept() */
 			if (errno == ETIMEDOUT)
 				errno = EAGAIN;
 			goto fail;
@@ -510,6 +513,8 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	s->hold++;
 	while (s->state == SSP_S_CONNECTING) {
 		if (ssp_block(deadline, NULL) < 0) {
+			if (errno == EINTR && s->sndtimeo_ms == 0 && ssp_intr_restart())
+				continue; /* SA_RESTART: connect() keeps waiting */
 			err = errno == ETIMEDOUT ? EINPROGRESS : errno;
 			ssp_sock_unhold(s);
 			return ssp_fail_unlock(err);

@@ -1,0 +1,1385 @@
+/* test_stack_ports.c - port entries (bind, listen, SO_REUSEPORT) and sockets shared across fork (inherit, arm, hold, release, adopt) through the stack's command rings. */
+#include "check.h"
+#include "stack_harness.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+#define RING 65536u
+
+/* ---- applications: each on its own region, driven like test_stack.c ---- */
+
+struct cl {
+	struct ss_app *a;
+	int sock[2]; /* -1: the harness's own app (sh_fini closes it) */
+	uint32_t arx_cons, atx_prod;
+};
+
+static uint64_t ctr(struct sh *h, enum ss_counter_id id)
+{
+	return ss_ctr_read(&h->ctr, id);
+}
+
+static void cl_harness(struct sh *h, struct cl *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->a = h->app;
+	c->sock[0] = c->sock[1] = -1;
+}
+
+/* Attaches another application with @line; returns ss_app_attach()'s
+ * result, the reply line in @reply. */
+static int cl_attach(struct sh *h, struct cl *c, const char *line, char *reply, size_t rlen)
+{
+	memset(c, 0, sizeof(*c));
+	c->sock[0] = c->sock[1] = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, c->sock) != 0)
+		return -1;
+	int rc = ss_app_attach(&h->reg, c->sock[0], line);
+	if (reply) {
+		/* The fds riding along are dropped (closed) by the kernel. */
+		ssize_t n = read(c->sock[1], reply, rlen - 1);
+		reply[n > 0 ? n : 0] = '\0';
+	}
+	if (rc != 1) {
+		close(c->sock[0]);
+		close(c->sock[1]);
+		c->sock[0] = c->sock[1] = -1;
+		return rc;
+	}
+	for (uint32_t i = 0; i < h->reg.lim.max_apps; i++)
+		if (h->reg.apps[i].sock_fd == c->sock[0])
+			c->a = &h->reg.apps[i];
+	return c->a ? 1 : -1;
+}
+
+/* A forked child of @parent. */
+static int cl_attach_child(struct sh *h, struct cl *c, const struct cl *parent)
+{
+	char line[256];
+	snprintf(line, sizeof(line), "%s parent=%u token=%llu", ATTACH, parent->a->id,
+		 (unsigned long long)parent->a->token);
+	return cl_attach(h, c, line, NULL, 0);
+}
+
+static void cl_close(struct cl *c)
+{
+	if (c->sock[1] >= 0)
+		close(c->sock[1]); /* sock[0] belongs to the registry */
+	c->sock[1] = -1;
+}
+
+static void cl_cmd(struct cl *c, struct ss_shm_cmd cmd)
+{
+	struct ss_app_ctx *cx = &c->a->ctx[0];
+	cx->atx_slot[c->atx_prod & (c->a->atx_slots - 1)] = cmd;
+	c->atx_prod++;
+	__atomic_store_n(&cx->atx->prod, c->atx_prod, __ATOMIC_RELEASE);
+}
+
+#define CMD(c, ...) cl_cmd((c), (struct ss_shm_cmd){ __VA_ARGS__ })
+
+static bool cl_ev(struct cl *c, struct ss_shm_ev *ev)
+{
+	struct ss_app_ctx *cx = &c->a->ctx[0];
+	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
+	if (prod == c->arx_cons)
+		return false;
+	*ev = cx->arx_slot[c->arx_cons & (c->a->arx_slots - 1)];
+	c->arx_cons++;
+	__atomic_store_n(&cx->arx->cons, c->arx_cons, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* The next event, which must be of @type. */
+static struct ss_shm_ev ev_expect(struct cl *c, uint8_t type, int line)
+{
+	struct ss_shm_ev ev;
+	check_count++;
+	if (!cl_ev(c, &ev)) {
+		memset(&ev, 0, sizeof(ev));
+		check_fail_(__FILE__, line, "an event");
+		fprintf(stderr, "    app %u: no event, want type %u\n", c->a->id, type);
+		return ev;
+	}
+	if (ev.type != type) {
+		check_fail_(__FILE__, line, "event type");
+		fprintf(stderr, "    app %u: got type %u (conn %u error %u arg %u), want %u\n", c->a->id,
+			ev.type, ev.conn, ev.error, ev.arg, type);
+	}
+	return ev;
+}
+#define EXPECT(c, type) ev_expect((c), (type), __LINE__)
+
+static void ev_none(struct cl *c, int line)
+{
+	struct ss_shm_ev ev;
+	check_count++;
+	if (cl_ev(c, &ev)) {
+		check_fail_(__FILE__, line, "no event");
+		fprintf(stderr, "    app %u: got type %u (conn %u error %u arg %u)\n", c->a->id, ev.type,
+			ev.conn, ev.error, ev.arg);
+	}
+}
+#define NO_EVENT(c) ev_none((c), __LINE__)
+
+/* A command rejected with SS_EV_CMD_ERROR: @err, the op in arg, the fields echoed. */
+static void cmd_error_expect(struct cl *c, uint8_t op, uint32_t conn, uint32_t gen, int err, int line)
+{
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_CMD_ERROR, line);
+	if (ev.error != err || ev.arg != op || ev.conn != conn || ev.gen != gen) {
+		check_fail_(__FILE__, line, "command error");
+		fprintf(stderr, "    got error %u op %u conn %u gen %u, want %d %u %u %u\n", ev.error,
+			ev.arg, ev.conn, ev.gen, err, op, conn, gen);
+	}
+}
+#define EXPECT_CMD_ERROR(c, op, conn, gen, err) cmd_error_expect((c), (op), (conn), (gen), (err), __LINE__)
+
+/* BIND and its answer. */
+static struct ss_shm_ev do_bind(struct sh *h, struct cl *c, uint16_t port, uint32_t flags,
+				uint64_t cookie, int line)
+{
+	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_BIND, .port = port, .arg = flags, .cookie = cookie });
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_BOUND, line);
+	if (ev.cookie != cookie) {
+		check_fail_(__FILE__, line, "BOUND cookie");
+		fprintf(stderr, "    got %llu want %llu\n", (unsigned long long)ev.cookie,
+			(unsigned long long)cookie);
+	}
+	return ev;
+}
+#define BIND(h, c, port, flags, cookie) do_bind((h), (c), (port), (flags), (cookie), __LINE__)
+
+/* BIND that must succeed with @port: returns the entry id. */
+static uint32_t bind_ok(struct sh *h, struct cl *c, uint16_t port, uint32_t flags, int line)
+{
+	struct ss_shm_ev ev = do_bind(h, c, port, flags, 1000 + port, line);
+	if (ev.error != 0 || ev.local_port != port || ev.conn >= h->st.lim.max_listeners) {
+		check_fail_(__FILE__, line, "BIND ok");
+		fprintf(stderr, "    error %u port %u entry %u (want port %u)\n", ev.error,
+			ev.local_port, ev.conn, port);
+	}
+	return ev.conn;
+}
+#define BIND_OK(h, c, port, flags) bind_ok((h), (c), (port), (flags), __LINE__)
+
+/* LISTEN on bound entry @li: must succeed. */
+static void listen_bound(struct sh *h, struct cl *c, uint32_t li, uint32_t backlog, uint64_t cookie,
+			 int line)
+{
+	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = li,
+				       .arg = backlog, .cookie = cookie });
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_LISTEN, line);
+	if (ev.error != 0 || ev.conn != li || ev.cookie != cookie ||
+	    ev.local_port != h->st.listeners[li < h->st.lim.max_listeners ? li : 0].port) {
+		check_fail_(__FILE__, line, "LISTEN on a bound entry");
+		fprintf(stderr, "    error %u conn %u (want %u) port %u\n", ev.error, ev.conn, li,
+			ev.local_port);
+	}
+}
+#define LISTEN_BOUND(h, c, li, backlog, cookie) listen_bound((h), (c), (li), (backlog), (cookie), __LINE__)
+
+/* ---- the peer ---- */
+
+/* Deterministic payload byte at stream offset i. */
+static uint8_t pat(uint64_t i, unsigned seed)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+	x ^= x >> 29;
+	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
+}
+
+static void peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n, unsigned seed)
+{
+	uint32_t size = p->c.tx.size;
+	for (uint32_t i = 0; i < n; i++)
+		p->txbuf[(p->c.f.tx_tail + i) & (size - 1)] = pat(off + i, seed);
+	CHECK(ss_tcp_send(&p->c, n) == 0);
+}
+
+/* Reads what the peer has and checks it against the pattern from *off. */
+static uint32_t peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned seed, bool *bad)
+{
+	uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->rxbuf[(p->c.f.rx_head + i) & (size - 1)] != pat(*off + i, seed))
+			*bad = true;
+	*off += n;
+	ss_tcp_recv_done(&p->c, n);
+	return n;
+}
+
+/* The peer connects from @sport to @dport; returns its connection. */
+static struct sh_peer_conn *peer_connect(struct sh *h, uint16_t sport, uint16_t dport)
+{
+	struct sh_peer_conn *p = sh_peer_new(h, sport, dport);
+	CHECK(p != NULL);
+	if (!p)
+		abort();
+	CHECK(ss_tcp_connect(&p->c, h->now_us) == 0);
+	sh_pump(h, 16);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
+	return p;
+}
+
+/*
+ * A bare SYN from the peer's address, port @sport, to @dport: returns the
+ * application that got the new connection (NULL if none; *refused when
+ * the stack would answer RST).  A RST on the same 4-tuple then takes the
+ * half-open connection away again, so the same tuple can be tried again.
+ */
+static struct ss_app *syn_probe(struct sh *h, uint16_t sport, uint16_t dport, bool *refused)
+{
+	uint32_t seq = 0x10000u * sport + 1;
+	struct ss_tcp t = { .sport = sport, .dport = dport, .seq = seq, .flags = SS_TCP_SYN,
+			    .window = 65535 };
+	uint64_t rsts = h->rsts_to_peer;
+	CHECK(sh_to_stack(h, &t) == 0);
+	*refused = h->rsts_to_peer != rsts;
+	struct ss_flow_key k = { .local_ip = SH_SVC_IP, .remote_ip = SH_PEER_IP,
+				 .local_port = dport, .remote_port = sport };
+	struct ss_sconn *sc = ss_flow_table_lookup(&h->st.flows, &k);
+	struct ss_app *a = sc ? sc->app : NULL;
+	sh_pump(h, 4); /* the SYN-ACK goes nowhere: no peer engine has the tuple */
+	if (sc) {
+		CHECK_EQ_U64(sc->tcp.f.state, SS_TCPS_SYN_RCVD);
+		struct ss_tcp rst = { .sport = sport, .dport = dport, .seq = seq + 1,
+				      .flags = SS_TCP_RST };
+		CHECK(sh_to_stack(h, &rst) == 0);
+		sh_pump(h, 4);
+		CHECK(ss_flow_table_lookup(&h->st.flows, &k) == NULL);
+	}
+	return a;
+}
+
+/* The app that a SYN to @dport goes to; it must be taken. */
+static struct ss_app *syn_owner(struct sh *h, uint16_t sport, uint16_t dport)
+{
+	bool refused = false;
+	struct ss_app *a = syn_probe(h, sport, dport, &refused);
+	CHECK(!refused);
+	CHECK(a != NULL);
+	return a;
+}
+
+/* An app's view of one connection. */
+struct aconn {
+	uint32_t slot, gen;
+	uint8_t *rx, *tx;
+	uint16_t lport, rport;
+	uint64_t cookie;
+};
+
+static struct aconn take_conn(struct cl *c, const struct ss_shm_ev *ev)
+{
+	return (struct aconn){ .slot = ev->conn, .gen = ev->gen, .rx = c->a->region + ev->rx_off,
+			       .tx = c->a->region + ev->tx_off, .lport = ev->local_port,
+			       .rport = ev->remote_port, .cookie = ev->cookie };
+}
+
+/* The peer connects to @port; the app @c must get ACCEPTED with @cookie. */
+static struct aconn accept_one(struct sh *h, struct cl *c, struct sh_peer_conn **pp, uint16_t sport,
+			       uint16_t port, uint64_t cookie)
+{
+	*pp = peer_connect(h, sport, port);
+	struct ss_shm_ev ev = EXPECT(c, SS_EV_ACCEPTED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.cookie, cookie);
+	CHECK_EQ_U64(ev.local_port, port);
+	CHECK_EQ_U64(ev.remote_port, sport);
+	CHECK_EQ_U64(ev.local_ip, SH_SVC_IP);
+	CHECK_EQ_U64(ev.remote_ip, SH_PEER_IP);
+	return take_conn(c, &ev);
+}
+
+static void inherit_ok(struct sh *h, struct cl *c, uint32_t joined, uint32_t held, int line)
+{
+	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_INHERIT });
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_INHERITED, line);
+	if (ev.error != 0 || ev.arg != joined || ev.arg2 != held) {
+		check_fail_(__FILE__, line, "INHERITED");
+		fprintf(stderr, "    error %u joined %u held %u, want 0 %u %u\n", ev.error, ev.arg,
+			ev.arg2, joined, held);
+	}
+}
+#define INHERIT_OK(h, c, joined, held) inherit_ok((h), (c), (joined), (held), __LINE__)
+
+static void inherit_fails(struct sh *h, struct cl *c, int err, int line)
+{
+	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_INHERIT });
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_INHERITED, line);
+	if (ev.error != err || ev.arg != 0 || ev.arg2 != 0) {
+		check_fail_(__FILE__, line, "INHERITED error");
+		fprintf(stderr, "    error %u joined %u held %u, want %d 0 0\n", ev.error, ev.arg,
+			ev.arg2, err);
+	}
+}
+#define INHERIT_FAILS(h, c, err) inherit_fails((h), (c), (err), __LINE__)
+
+/* ---- bind ---- */
+
+static void test_bind(void)
+{
+	struct sh h;
+	struct cl p, q;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	CHECK_EQ_U64(cl_attach(&h, &q, ATTACH, NULL, 0), 1);
+	p.a->cap_bind = false;
+	q.a->cap_bind = false;
+
+	/* Explicit port: the entry id and the port. */
+	ev = BIND(&h, &p, 5000, 0, 11);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.conn, 0);
+	CHECK_EQ_U64(ev.local_port, 5000);
+	CHECK_EQ_U64(h.st.n_listeners, 1);
+	CHECK_EQ_U64(p.a->n_listeners, 1);
+	CHECK_EQ_U64(h.st.listeners[0].state, SS_LST_BOUND);
+
+	/* Port 0: an ephemeral port. */
+	ev = BIND(&h, &p, 0, 0, 12);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.conn, 1);
+	CHECK(ev.local_port >= 32768 && ev.local_port <= 60999);
+	uint16_t eph = ev.local_port;
+	CHECK_EQ_U64(h.st.listeners[1].port, eph);
+
+	/* The same port from another app: EADDRINUSE, nothing claimed. */
+	ev = BIND(&h, &q, 5000, 0, 13);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	CHECK_EQ_U64(ev.conn, UINT32_MAX);
+	CHECK_EQ_U64(ev.local_port, 0);
+	ev = BIND(&h, &q, eph, SS_BIND_REUSEPORT, 14);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	/* ...and from the same app too (no SO_REUSEPORT). */
+	ev = BIND(&h, &p, 5000, 0, 15);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	CHECK_EQ_U64(h.st.n_listeners, 2);
+	CHECK_EQ_U64(q.a->n_listeners, 0);
+
+	/* Port 0 from another app: a different ephemeral port. */
+	ev = BIND(&h, &q, 0, 0, 16);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.conn, 2);
+	CHECK(ev.local_port >= 32768 && ev.local_port <= 60999);
+	CHECK(ev.local_port != eph);
+	CMD(&q, .op = SS_CMD_LISTEN_CLOSE, .conn = 2);
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = 1);
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = 0);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	NO_EVENT(&q);
+	CHECK_EQ_U64(h.st.n_listeners, 0);
+	CHECK_EQ_U64(p.a->n_listeners, 0);
+	CHECK_EQ_U64(q.a->n_listeners, 0);
+
+	/* Both with SO_REUSEPORT: both succeed, two entries. */
+	uint32_t r1 = BIND_OK(&h, &p, 6000, SS_BIND_REUSEPORT);
+	uint32_t r2 = BIND_OK(&h, &q, 6000, SS_BIND_REUSEPORT);
+	CHECK(r1 != r2);
+	CHECK_EQ_U64(h.st.n_listeners, 2);
+	/* A third without it: EADDRINUSE. */
+	ev = BIND(&h, &p, 6000, 0, 17);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	/* With, then without. */
+	BIND_OK(&h, &p, 6001, SS_BIND_REUSEPORT);
+	ev = BIND(&h, &q, 6001, 0, 18);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	/* Without, then with. */
+	BIND_OK(&h, &p, 6002, 0);
+	ev = BIND(&h, &q, 6002, SS_BIND_REUSEPORT, 19);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	CHECK_EQ_U64(h.st.n_listeners, 4);
+
+	/* Privileged ports: EACCES without CAP_NET_BIND_SERVICE. */
+	ev = BIND(&h, &p, 80, 0, 20);
+	CHECK_EQ_U64(ev.error, EACCES);
+	CHECK_EQ_U64(ev.conn, UINT32_MAX);
+	ev = BIND(&h, &p, 1023, 0, 21);
+	CHECK_EQ_U64(ev.error, EACCES);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 443, .cookie = 22 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, EACCES);
+	CHECK_EQ_U64(ev.conn, UINT32_MAX);
+	BIND_OK(&h, &p, 1024, 0);
+	p.a->cap_bind = true;
+	uint32_t e80 = BIND_OK(&h, &p, 80, 0);
+	/* A privileged port still conflicts as any other. */
+	q.a->cap_bind = true;
+	ev = BIND(&h, &q, 80, 0, 23);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	CHECK_EQ_U64(h.st.n_listeners, 6);
+
+	/* Entries run out: ENOBUFS (harness: 8). */
+	BIND_OK(&h, &q, 7001, 0);
+	BIND_OK(&h, &q, 7002, 0);
+	ev = BIND(&h, &q, 7003, 0, 24);
+	CHECK_EQ_U64(ev.error, ENOBUFS);
+	ev = BIND(&h, &q, 0, 0, 25);
+	CHECK_EQ_U64(ev.error, ENOBUFS);
+	CHECK_EQ_U64(h.st.n_listeners, 8);
+	/* Closing one makes room; closing another app's entry is EBADF. */
+	CMD(&q, .op = SS_CMD_LISTEN_CLOSE, .conn = e80);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&q, SS_CMD_LISTEN_CLOSE, e80, 0, EBADF);
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = e80);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(h.st.n_listeners, 7);
+	CHECK_EQ_U64(BIND_OK(&h, &q, 80, 0), e80);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 1);
+	NO_EVENT(&p);
+	NO_EVENT(&q);
+	cl_close(&q);
+	sh_fini(&h);
+}
+
+/* ---- bind + listen, bind + connect ---- */
+
+static void test_bind_listen_connect(void)
+{
+	struct sh h;
+	struct cl p, q;
+	struct ss_shm_ev ev;
+	bool refused;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	CHECK_EQ_U64(cl_attach(&h, &q, ATTACH, NULL, 0), 1);
+
+	uint32_t e = BIND_OK(&h, &p, 7100, 0);
+	/* Only bound: a SYN to it is answered with RST. */
+	CHECK(syn_probe(&h, 41000, 7100, &refused) == NULL);
+	CHECK(refused);
+	CHECK_EQ_U64(h.rsts_to_peer, 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_tcp_syn), 0);
+
+	/* LISTEN on the entry: the port and the default backlog come back. */
+	LISTEN_BOUND(&h, &p, e, 0, 99);
+	CHECK_EQ_U64(h.st.listeners[e].state, SS_LST_LISTEN);
+	CHECK_EQ_U64(h.st.listeners[e].backlog, 128);
+	CHECK_EQ_U64(h.st.n_listeners, 1);
+	/* Listening twice: EINVAL, still listening. */
+	CMD(&p, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = e, .cookie = 98);
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.cookie, 98);
+	CHECK_EQ_U64(h.st.listeners[e].state, SS_LST_LISTEN);
+
+	/* A handshake on it: ACCEPTED with the listen cookie. */
+	struct sh_peer_conn *pc;
+	struct aconn ac = accept_one(&h, &p, &pc, 41001, 7100, 99);
+	CHECK_EQ_U64(ac.slot, 0);
+	CHECK_EQ_U64(p.a->n_conns, 1);
+	CHECK_EQ_U64(h.rsts_to_peer, 1);
+	NO_EVENT(&q);
+
+	/* Another app's entry: EBADF for LISTEN, LISTEN_ARM, LISTEN_CLOSE. */
+	uint32_t e2 = BIND_OK(&h, &p, 7200, 0);
+	CMD(&q, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = e2, .cookie = 5);
+	sh_pump(&h, 4);
+	ev = EXPECT(&q, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, EBADF);
+	CHECK_EQ_U64(ev.conn, UINT32_MAX);
+	CHECK_EQ_U64(ev.cookie, 5);
+	CMD(&q, .op = SS_CMD_LISTEN_ARM, .conn = e2);
+	CMD(&q, .op = SS_CMD_LISTEN_CLOSE, .conn = e2);
+	CMD(&q, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = 7, .cookie = 6);
+	CMD(&q, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = 1000, .cookie = 7);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&q, SS_CMD_LISTEN_ARM, e2, 0, EBADF);
+	EXPECT_CMD_ERROR(&q, SS_CMD_LISTEN_CLOSE, e2, 0, EBADF);
+	ev = EXPECT(&q, SS_EV_LISTEN); /* a free entry */
+	CHECK_EQ_U64(ev.error, EBADF);
+	ev = EXPECT(&q, SS_EV_LISTEN); /* out of range */
+	CHECK_EQ_U64(ev.error, EBADF);
+	CHECK_EQ_U64(h.st.listeners[e2].state, SS_LST_BOUND);
+	CHECK(syn_probe(&h, 41002, 7200, &refused) == NULL);
+	CHECK(refused);
+
+	/* LISTEN_CLOSE frees the port: another app can bind it. */
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = e);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(h.st.listeners[e].state, SS_LST_FREE);
+	CHECK(syn_probe(&h, 41003, 7100, &refused) == NULL);
+	CHECK(refused);
+	uint32_t e3 = BIND_OK(&h, &q, 7100, 0);
+	CHECK_EQ_U64(e3, e);
+	/* The accepted connection is not touched. */
+	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
+
+	/* CONNECT from a bound port: the SYN comes from that port, the entry goes. */
+	h.peer_listen_port = 9000;
+	uint32_t eb = BIND_OK(&h, &p, 45000, 0);
+	CHECK_EQ_U64(p.a->n_listeners, 2);
+	CMD(&p, .op = SS_CMD_CONNECT, .flags = SS_CMDF_BOUND, .conn = eb, .ip = SH_PEER_IP,
+	    .port = 9000, .cookie = 321);
+	sh_pump(&h, 16);
+	ev = EXPECT(&p, SS_EV_CONNECTED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.cookie, 321);
+	CHECK_EQ_U64(ev.local_port, 45000);
+	CHECK_EQ_U64(ev.remote_port, 9000);
+	struct sh_peer_conn *act = NULL;
+	for (unsigned i = 0; i < 8; i++)
+		if (h.peer[i].used && h.peer[i].c.local_port == 9000)
+			act = &h.peer[i];
+	CHECK(act != NULL);
+	if (act) {
+		CHECK_EQ_U64(act->c.remote_port, 45000);
+		CHECK_EQ_U64(act->c.f.state, SS_TCPS_ESTABLISHED);
+	}
+	CHECK_EQ_U64(h.st.listeners[eb].state, SS_LST_FREE);
+	CHECK_EQ_U64(p.a->n_listeners, 1);
+	CHECK_EQ_U64(h.st.n_listeners, 2);
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = eb);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&p, SS_CMD_LISTEN_CLOSE, eb, 0, EBADF);
+
+	/* CONNECT from a listening entry, or another app's: EINVAL. */
+	CMD(&q, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = e3, .cookie = 8);
+	sh_pump(&h, 4);
+	ev = EXPECT(&q, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	CMD(&q, .op = SS_CMD_CONNECT, .flags = SS_CMDF_BOUND, .conn = e3, .ip = SH_PEER_IP,
+	    .port = 9000, .cookie = 9);
+	CMD(&q, .op = SS_CMD_CONNECT, .flags = SS_CMDF_BOUND, .conn = e2, .ip = SH_PEER_IP,
+	    .port = 9000, .cookie = 10);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&q, SS_CMD_CONNECT, e3, 0, EINVAL);
+	EXPECT_CMD_ERROR(&q, SS_CMD_CONNECT, e2, 0, EINVAL);
+	CHECK_EQ_U64(h.st.listeners[e3].state, SS_LST_LISTEN);
+	CHECK_EQ_U64(h.st.listeners[e2].state, SS_LST_BOUND);
+	CHECK_EQ_U64(q.a->n_conns, 0);
+	NO_EVENT(&p);
+	NO_EVENT(&q);
+	cl_close(&q);
+	sh_fini(&h);
+}
+
+/* ---- SO_REUSEPORT ---- */
+
+#define SMALL "attach 1 contexts=1 conns=64 rxbuf=4096 txbuf=4096"
+
+static void test_reuseport_spread(void)
+{
+	struct sh h;
+	struct cl p, q;
+	CHECK(sh_init(&h, SMALL) == 0);
+	cl_harness(&h, &p);
+	CHECK_EQ_U64(cl_attach(&h, &q, SMALL, NULL, 0), 1);
+
+	uint32_t ep = BIND_OK(&h, &p, 7000, SS_BIND_REUSEPORT);
+	uint32_t eq = BIND_OK(&h, &q, 7000, SS_BIND_REUSEPORT);
+	LISTEN_BOUND(&h, &p, ep, 16, 1);
+	LISTEN_BOUND(&h, &q, eq, 16, 2);
+
+	enum { N = 64 };
+	struct ss_app *first[N];
+	unsigned np = 0, nq = 0;
+	for (unsigned i = 0; i < N; i++) {
+		first[i] = syn_owner(&h, (uint16_t)(30000 + i), 7000);
+		np += first[i] == p.a;
+		nq += first[i] == q.a;
+	}
+	CHECK_EQ_U64(np + nq, N);
+	/* Spread: neither listener gets fewer than a quarter. */
+	CHECK(np >= N / 4);
+	CHECK(nq >= N / 4);
+	/* The same 4-tuple always goes to the same listener. */
+	unsigned same = 0;
+	for (unsigned i = 0; i < N; i++)
+		same += syn_owner(&h, (uint16_t)(30000 + i), 7000) == first[i];
+	CHECK_EQ_U64(same, N);
+	/* Half-open connections came and went; nobody heard of them. */
+	CHECK_EQ_U64(p.a->n_conns, 0);
+	CHECK_EQ_U64(q.a->n_conns, 0);
+	CHECK_EQ_U64(h.st.listeners[ep].n_syn, 0);
+	CHECK_EQ_U64(h.st.listeners[eq].n_syn, 0);
+	NO_EVENT(&p);
+	NO_EVENT(&q);
+
+	/* Whole handshakes: each listener accepts with its own cookie. */
+	int ip = -1, iq = -1;
+	for (unsigned i = 0; i < N; i++) {
+		if (first[i] == p.a && ip < 0)
+			ip = (int)i;
+		if (first[i] == q.a && iq < 0)
+			iq = (int)i;
+	}
+	CHECK(ip >= 0 && iq >= 0);
+	if (ip >= 0 && iq >= 0) {
+		struct sh_peer_conn *pc;
+		accept_one(&h, &p, &pc, (uint16_t)(30000 + ip), 7000, 1);
+		NO_EVENT(&q);
+		accept_one(&h, &q, &pc, (uint16_t)(30000 + iq), 7000, 2);
+		NO_EVENT(&p);
+	}
+
+	/* One listener closes: the other gets every new connection. */
+	CMD(&q, .op = SS_CMD_LISTEN_CLOSE, .conn = eq);
+	sh_pump(&h, 4);
+	unsigned all_p = 0;
+	for (unsigned i = 0; i < 16; i++)
+		all_p += syn_owner(&h, (uint16_t)(31000 + i), 7000) == p.a;
+	CHECK_EQ_U64(all_p, 16);
+	/* A REUSEPORT entry that is only bound takes no connections. */
+	uint32_t eq2 = BIND_OK(&h, &q, 7000, SS_BIND_REUSEPORT);
+	(void)eq2;
+	all_p = 0;
+	for (unsigned i = 0; i < 16; i++)
+		all_p += syn_owner(&h, (uint16_t)(32000 + i), 7000) == p.a;
+	CHECK_EQ_U64(all_p, 16);
+	NO_EVENT(&q);
+	cl_close(&q);
+	sh_fini(&h);
+}
+
+/* ---- fork: shared port entries ---- */
+
+static void test_fork_listener(void)
+{
+	struct sh h;
+	struct cl p, c, x;
+	struct ss_shm_ev ev;
+	bool refused;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+
+	uint32_t el = BIND_OK(&h, &p, 8000, 0);
+	LISTEN_BOUND(&h, &p, el, 0, 500);
+	uint32_t eb = BIND_OK(&h, &p, 8001, 0); /* bound, not listening */
+	struct sh_peer_conn *pc;
+	struct aconn pa = accept_one(&h, &p, &pc, 42000, 8000, 500);
+
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	CHECK_EQ_U64(c.a->parent_id, p.a->id);
+	CHECK_EQ_U64(c.a->parent_token, p.a->token);
+	INHERIT_OK(&h, &c, 2, 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 1);
+	CHECK_EQ_U64(c.a->n_listeners, 2);
+	CHECK_EQ_U64(p.a->n_listeners, 2);
+	CHECK_EQ_U64(c.a->n_inh, 1);
+	CHECK_EQ_U64(h.st.listeners[el].n_members, 2);
+	CHECK_EQ_U64(h.st.listeners[eb].n_members, 2);
+	CHECK_EQ_U64(h.st.n_listeners, 2);
+	NO_EVENT(&p);
+
+	/* Nobody armed: member 0, the parent. */
+	for (unsigned i = 0; i < 4; i++)
+		CHECK(syn_owner(&h, (uint16_t)(20000 + i), 8000) == p.a);
+	/* The child arms: the child. */
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&c);
+	for (unsigned i = 0; i < 4; i++)
+		CHECK(syn_owner(&h, (uint16_t)(20010 + i), 8000) == c.a);
+	/* A whole handshake: ACCEPTED on the child's context, the parent's
+	 * listen cookie, rings in the child's region. */
+	struct sh_peer_conn *pc2;
+	struct aconn ca = accept_one(&h, &c, &pc2, 42001, 8000, 500);
+	CHECK_EQ_U64(ca.slot, 0);
+	CHECK(ca.rx == ss_app_rx_ring(c.a, 0));
+	CHECK_EQ_U64(c.a->n_conns, 1);
+	CHECK_EQ_U64(p.a->n_conns, 1);
+	NO_EVENT(&p);
+	/* Both armed: in turn. */
+	CMD(&p, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	struct ss_app *seq[6];
+	for (unsigned i = 0; i < 6; i++)
+		seq[i] = syn_owner(&h, (uint16_t)(20020 + i), 8000);
+	for (unsigned i = 0; i < 6; i++)
+		CHECK(seq[i] == (i % 2 ? c.a : p.a));
+
+	/* An app that is no member: EBADF. */
+	CHECK_EQ_U64(cl_attach(&h, &x, ATTACH, NULL, 0), 1);
+	CMD(&x, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	CMD(&x, .op = SS_CMD_LISTEN_ARM, .conn = 5);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&x, SS_CMD_LISTEN_ARM, el, 0, EBADF);
+	EXPECT_CMD_ERROR(&x, SS_CMD_LISTEN_ARM, 5, 0, EBADF);
+
+	/* The parent closes its listener: the port stays open for the child. */
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_LISTEN);
+	CHECK_EQ_U64(h.st.listeners[el].n_members, 1);
+	CHECK_EQ_U64(p.a->n_listeners, 1);
+	CHECK_EQ_U64(h.st.n_listeners, 2);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(syn_owner(&h, (uint16_t)(20030 + i), 8000) == c.a);
+	/* A second close by the parent: EBADF (no longer a member). */
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = el);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&p, SS_CMD_LISTEN_CLOSE, el, 0, EBADF);
+	/* Still in use: nobody else can bind it. */
+	ev = BIND(&h, &x, 8000, 0, 1);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	/* The last member closes: the entry is free, SYNs get RST. */
+	CMD(&c, .op = SS_CMD_LISTEN_CLOSE, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_FREE);
+	CHECK_EQ_U64(h.st.n_listeners, 1);
+	CHECK_EQ_U64(c.a->n_listeners, 1);
+	CHECK(syn_probe(&h, 20040, 8000, &refused) == NULL);
+	CHECK(refused);
+	ev = BIND(&h, &x, 8000, 0, 2);
+	CHECK_EQ_U64(ev.error, 0);
+
+	/* The shared bound entry: the child listens on it after the parent left. */
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = eb);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(h.st.listeners[eb].state, SS_LST_BOUND);
+	LISTEN_BOUND(&h, &c, eb, 4, 600);
+	CHECK(syn_owner(&h, 20050, 8001) == c.a);
+	struct sh_peer_conn *pc3;
+	accept_one(&h, &c, &pc3, 42002, 8001, 600);
+	CHECK_EQ_U64(p.a->n_listeners, 0);
+
+	/* The connections accepted before are untouched. */
+	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(pc2->c.f.state, SS_TCPS_ESTABLISHED);
+	(void)pa;
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 0);
+	NO_EVENT(&p);
+	NO_EVENT(&c);
+	cl_close(&c);
+	cl_close(&x);
+	sh_fini(&h);
+}
+
+/* Three members: in turn when armed; the oldest remaining when none is. */
+static void test_member_order(void)
+{
+	struct sh h;
+	struct cl p, c1, c2;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	uint32_t el = BIND_OK(&h, &p, 8100, 0);
+	LISTEN_BOUND(&h, &p, el, 0, 1);
+	uint32_t e2 = BIND_OK(&h, &p, 8101, 0);
+	LISTEN_BOUND(&h, &p, e2, 0, 2);
+	CHECK_EQ_U64(cl_attach_child(&h, &c1, &p), 1);
+	CHECK_EQ_U64(cl_attach_child(&h, &c2, &p), 1);
+	INHERIT_OK(&h, &c1, 2, 0);
+	INHERIT_OK(&h, &c2, 2, 0);
+	CHECK_EQ_U64(h.st.listeners[el].n_members, 3);
+	CHECK_EQ_U64(h.st.listeners[e2].n_members, 3);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(syn_owner(&h, (uint16_t)(21000 + i), 8100) == p.a);
+	/* All armed: P, C1, C2, P, C1, C2. */
+	CMD(&p, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	CMD(&c1, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	CMD(&c2, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	struct ss_app *want[3] = { p.a, c1.a, c2.a };
+	for (unsigned i = 0; i < 6; i++)
+		CHECK(syn_owner(&h, (uint16_t)(21010 + i), 8100) == want[i % 3]);
+	/* C1 leaves: P and C2 in turn. */
+	CMD(&c1, .op = SS_CMD_LISTEN_CLOSE, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&c1);
+	for (unsigned i = 0; i < 4; i++)
+		CHECK(syn_owner(&h, (uint16_t)(21020 + i), 8100) == (i % 2 ? c2.a : p.a));
+
+	/* Nobody armed on the second entry: the parent, the oldest. */
+	CHECK(syn_owner(&h, 21030, 8101) == p.a);
+	/* The parent leaves: the oldest remaining member, C1. */
+	CMD(&p, .op = SS_CMD_LISTEN_CLOSE, .conn = e2);
+	sh_pump(&h, 4);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(h.st.listeners[e2].n_members, 2);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(syn_owner(&h, (uint16_t)(21040 + i), 8101) == c1.a);
+	/* Then C2. */
+	CMD(&c1, .op = SS_CMD_LISTEN_CLOSE, .conn = e2);
+	sh_pump(&h, 4);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(syn_owner(&h, (uint16_t)(21050 + i), 8101) == c2.a);
+	NO_EVENT(&p);
+	NO_EVENT(&c1);
+	NO_EVENT(&c2);
+	cl_close(&c1);
+	cl_close(&c2);
+	sh_fini(&h);
+}
+
+/* ---- fork: holds ---- */
+
+static void test_holds_release(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .arg = 8, .cookie = 3 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	struct sh_peer_conn *k1, *k2;
+	struct aconn a1 = accept_one(&h, &p, &k1, 43000, 8080, 3);
+	struct aconn a2 = accept_one(&h, &p, &k2, 43001, 8080, 3);
+
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 2);
+
+	/* The parent closes one and aborts the other: nothing reaches the
+	 * peer while the child holds them, and the parent hears nothing. */
+	uint64_t frames = h.frames_from_stack;
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = a1.slot, .gen = a1.gen);
+	CMD(&p, .op = SS_CMD_ABORT, .conn = a2.slot, .gen = a2.gen);
+	sh_pump(&h, 8);
+	sh_advance(&h, 3000000, 100000);
+	CHECK_EQ_U64(h.frames_from_stack, frames);
+	CHECK_EQ_U64(k1->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(k2->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK(!(k1->c.f.flags & SS_TCPF_PEER_FIN));
+	NO_EVENT(&p);
+	CHECK_EQ_U64(p.a->n_conns, 2);
+	CHECK_EQ_U64(h.st.n_flows, 2);
+	/* The parent's handles are closed for the parent all the same. */
+	CMD(&p, .op = SS_CMD_TX, .conn = a1.slot, .gen = a1.gen, .arg = 10);
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = a1.slot, .gen = a1.gen);
+	CMD(&p, .op = SS_CMD_RX_DONE, .conn = a2.slot, .gen = a2.gen, .arg = 0);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&p, SS_CMD_TX, a1.slot, a1.gen, EBADF);
+	EXPECT_CMD_ERROR(&p, SS_CMD_CLOSE, a1.slot, a1.gen, EBADF);
+	EXPECT_CMD_ERROR(&p, SS_CMD_RX_DONE, a2.slot, a2.gen, EBADF);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(k1->c.f.rx_tail, 0);
+	CHECK_EQ_U64(h.frames_from_stack, frames);
+
+	/* The child lets go of the first: FIN now, CLOSED to the parent once
+	 * the FIN is acknowledged. */
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = a1.slot, .gen = a1.gen, .ip = p.a->id);
+	sh_pump(&h, 8);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(k1->c.f.state, SS_TCPS_CLOSE_WAIT);
+	CHECK(k1->c.f.flags & SS_TCPF_PEER_FIN);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, a1.slot);
+	CHECK_EQ_U64(ev.gen, a1.gen);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(k2->c.f.state, SS_TCPS_ESTABLISHED);
+	/* ...and of the second: the parent's abort, RST now. */
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = a2.slot, .gen = a2.gen, .ip = p.a->id);
+	sh_pump(&h, 8);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(k2->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(k2->c.error, ECONNRESET);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, a2.slot);
+	CHECK_EQ_U64(ev.gen, a2.gen);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(p.a->n_conns, 0);
+	CHECK_EQ_U64(c.a->n_inh, 0);
+
+	/* Releasing again, or something never held: EBADF, op in arg. */
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = a1.slot, .gen = a1.gen, .ip = p.a->id);
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = 9, .gen = 0, .ip = p.a->id);
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = a1.slot, .gen = a1.gen, .ip = 77);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&c, SS_CMD_RELEASE, a1.slot, a1.gen, EBADF);
+	EXPECT_CMD_ERROR(&c, SS_CMD_RELEASE, 9, 0, EBADF);
+	EXPECT_CMD_ERROR(&c, SS_CMD_RELEASE, a1.slot, a1.gen, EBADF);
+	NO_EVENT(&c);
+
+	/* The peer closes the first too: our side ends in TIME_WAIT. */
+	ss_tcp_shutdown(&k1->c, h.now_us);
+	ss_tcp_output(&k1->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k1->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.st.n_flows, 1);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* The holder exiting drops its references the same way. */
+static void test_holder_exits(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .cookie = 3 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	uint32_t li = ev.conn;
+	struct sh_peer_conn *k1, *k2;
+	struct aconn a1 = accept_one(&h, &p, &k1, 43000, 8080, 3);
+	struct aconn a2 = accept_one(&h, &p, &k2, 43001, 8080, 3);
+	(void)a2;
+
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 2);
+	CHECK_EQ_U64(h.st.listeners[li].n_members, 2);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = li);
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = a1.slot, .gen = a1.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k1->c.f.state, SS_TCPS_ESTABLISHED);
+	NO_EVENT(&p);
+
+	/* The child goes away (its control socket hangs up). */
+	ss_app_hangup(&h.reg, c.a);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(c.a->state, SS_APP_DEAD);
+	/* The closed one: FIN, then CLOSED to the parent. */
+	CHECK_EQ_U64(k1->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, a1.slot);
+	CHECK_EQ_U64(ev.gen, a1.gen);
+	NO_EVENT(&p);
+	/* The other one stays the parent's, open. */
+	CHECK_EQ_U64(k2->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(p.a->n_conns, 1);
+	/* The child left the listener: new connections go to the parent. */
+	CHECK_EQ_U64(h.st.listeners[li].n_members, 1);
+	CHECK(syn_owner(&h, 20000, 8080) == p.a);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+	/* Closing the other one now takes effect at once. */
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = a2.slot, .gen = a2.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k2->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, a2.slot);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* ---- fork: adopt ---- */
+
+static bool lose_data(struct sh *h, const struct ss_tcp *seg)
+{
+	(void)h;
+	return seg->payload_len > 0;
+}
+
+/* Sums the byte counts of the events that follow (RX and TX_ACKED of @slot). */
+static void drain_counts(struct cl *c, uint32_t slot, uint32_t gen, uint64_t *rx, uint64_t *acked)
+{
+	struct ss_shm_ev ev;
+	while (cl_ev(c, &ev)) {
+		CHECK_EQ_U64(ev.conn, slot);
+		CHECK_EQ_U64(ev.gen, gen);
+		if (ev.type == SS_EV_RX)
+			*rx += ev.arg;
+		else if (ev.type == SS_EV_TX_ACKED)
+			*acked += ev.arg;
+		else {
+			CHECK_EQ_U64(ev.type, SS_EV_RX);
+		}
+	}
+}
+
+static void app_write(uint8_t *tx, uint32_t pos, uint32_t n, unsigned seed)
+{
+	for (uint32_t i = 0; i < n; i++)
+		tx[(pos + i) & (RING - 1)] = pat(pos + i, seed);
+}
+
+static void test_adopt(void)
+{
+	struct sh h;
+	struct cl p, c, c2, x;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .cookie = 3 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	struct sh_peer_conn *k;
+	/* Slot 1 for the parent, so its handle differs from the child's. */
+	struct sh_peer_conn *k0;
+	accept_one(&h, &p, &k0, 42999, 8080, 3);
+	struct aconn pa = accept_one(&h, &p, &k, 43000, 8080, 3);
+	CHECK_EQ_U64(pa.slot, 1);
+
+	/* The peer sends 3000 bytes; the parent reads 1000. */
+	uint64_t prx = 0, packed = 0;
+	peer_write(k, 0, 3000, 1);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	drain_counts(&p, pa.slot, pa.gen, &prx, &packed);
+	CHECK_EQ_U64(prx, 3000);
+	for (uint32_t i = 0; i < 3000; i++)
+		if (pa.rx[i] != pat(i, 1)) {
+			CHECK(pa.rx[i] == pat(i, 1));
+			break;
+		}
+	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pa.slot, .gen = pa.gen, .arg = 1000);
+	/* The parent sends 2000 bytes, delivered and acknowledged. */
+	app_write(pa.tx, 0, 2000, 2);
+	CMD(&p, .op = SS_CMD_TX, .conn = pa.slot, .gen = pa.gen, .arg = 2000);
+	sh_pump(&h, 8);
+	sh_advance(&h, 500000, 10000);
+	uint64_t got = 0;
+	bool bad = false;
+	peer_read_check(k, &got, 2, &bad);
+	CHECK_EQ_U64(got, 2000);
+	sh_advance(&h, 500000, 10000);
+	drain_counts(&p, pa.slot, pa.gen, &prx, &packed);
+	CHECK_EQ_U64(packed, 2000);
+	/* Then 5000 more that are lost on the way: queued, unacknowledged. */
+	h.lose = lose_data;
+	app_write(pa.tx, 2000, 5000, 2);
+	CMD(&p, .op = SS_CMD_TX, .conn = pa.slot, .gen = pa.gen, .arg = 5000);
+	sh_pump(&h, 8);
+	CHECK(h.lose_count > 0);
+	NO_EVENT(&p);
+
+	/* Two children inherit; a third app is no child. */
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	CHECK_EQ_U64(cl_attach_child(&h, &c2, &p), 1);
+	CHECK_EQ_U64(cl_attach(&h, &x, ATTACH, NULL, 0), 1);
+	INHERIT_OK(&h, &c, 1, 2);
+	INHERIT_OK(&h, &c2, 1, 2);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 2);
+
+	/* What the parent's rings hold now. */
+	uint8_t *prx_snap = malloc(RING), *ptx_snap = malloc(RING);
+	memcpy(prx_snap, pa.rx, RING);
+	memcpy(ptx_snap, pa.tx, RING);
+
+	/* The child adopts it: its handle, the positions, identical rings. */
+	CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 77);
+	sh_pump(&h, 4);
+	ev = EXPECT(&c, SS_EV_ADOPTED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.flags, 0);
+	CHECK_EQ_U64(ev.cookie, 77);
+	CHECK_EQ_U64(ev.conn, 0);
+	CHECK_EQ_U64(ev.gen, 0);
+	CHECK_EQ_U64(ev.arg, 1000);  /* rx consumed */
+	CHECK_EQ_U64(ev.arg2, 3000); /* rx received */
+	CHECK_EQ_U64(ev.arg3, 2000); /* tx acknowledged */
+	CHECK_EQ_U64(ev.arg4, 7000); /* tx queued */
+	CHECK_EQ_U64(ev.local_ip, SH_SVC_IP);
+	CHECK_EQ_U64(ev.remote_ip, SH_PEER_IP);
+	CHECK_EQ_U64(ev.local_port, 8080);
+	CHECK_EQ_U64(ev.remote_port, 43000);
+	CHECK_EQ_U64(ev.rx_off, ss_app_rx_ring(c.a, 0) - c.a->region);
+	CHECK_EQ_U64(ev.tx_off, ss_app_tx_ring(c.a, 0) - c.a->region);
+	struct aconn ca = take_conn(&c, &ev);
+	CHECK_MEM(ca.rx, prx_snap, RING);
+	CHECK_MEM(ca.tx, ptx_snap, RING);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 1);
+	CHECK_EQ_U64(c.a->n_conns, 1);
+	CHECK_EQ_U64(c.a->n_inh, 1);
+	CHECK_EQ_U64(p.a->n_conns, 1);
+	/* The parent's handle is dead: MOVED, then EBADF. */
+	ev = EXPECT(&p, SS_EV_MOVED);
+	CHECK_EQ_U64(ev.conn, pa.slot);
+	CHECK_EQ_U64(ev.gen, pa.gen);
+	NO_EVENT(&p);
+	CMD(&p, .op = SS_CMD_TX, .conn = pa.slot, .gen = pa.gen, .arg = 1);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&p, SS_CMD_TX, pa.slot, pa.gen, EBADF);
+
+	/* The same reference again, the sibling's stale one, a stranger's: EBADF. */
+	CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 78);
+	CMD(&c2, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 79);
+	CMD(&x, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 80);
+	CMD(&x, .op = SS_CMD_RELEASE, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id);
+	/* The new handle is no inherited reference either. */
+	CMD(&x, .op = SS_CMD_ADOPT, .conn = ca.slot, .gen = ca.gen, .ip = c.a->id, .cookie = 81);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&c, SS_CMD_ADOPT, pa.slot, pa.gen, EBADF);
+	EXPECT_CMD_ERROR(&c2, SS_CMD_ADOPT, pa.slot, pa.gen, EBADF);
+	EXPECT_CMD_ERROR(&x, SS_CMD_ADOPT, pa.slot, pa.gen, EBADF);
+	EXPECT_CMD_ERROR(&x, SS_CMD_RELEASE, pa.slot, pa.gen, EBADF);
+	EXPECT_CMD_ERROR(&x, SS_CMD_ADOPT, ca.slot, ca.gen, EBADF);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 1);
+	CHECK_EQ_U64(c.a->n_conns, 1);
+
+	/* The lost data goes again, from the child's ring, byte-exact. */
+	h.lose = NULL;
+	sh_advance(&h, 5000000, 10000);
+	peer_read_check(k, &got, 2, &bad);
+	CHECK_EQ_U64(got, 7000);
+	CHECK(!bad);
+	uint64_t crx = 0, cacked = 0;
+	drain_counts(&c, ca.slot, ca.gen, &crx, &cacked);
+	CHECK_EQ_U64(cacked, 5000);
+	CHECK_EQ_U64(crx, 0);
+
+	/* The peer's next bytes land in the child's ring. */
+	peer_write(k, 3000, 1500, 1);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	drain_counts(&c, ca.slot, ca.gen, &crx, &cacked);
+	CHECK_EQ_U64(crx, 1500);
+	NO_EVENT(&p);
+	bad = false;
+	for (uint32_t i = 1000; i < 4500; i++)
+		if (ca.rx[i] != pat(i, 1))
+			bad = true;
+	CHECK(!bad);
+	CMD(&c, .op = SS_CMD_RX_DONE, .conn = ca.slot, .gen = ca.gen, .arg = 3500);
+	/* The child's bytes reach the peer, byte-exact. */
+	app_write(ca.tx, 7000, 4000, 2);
+	CMD(&c, .op = SS_CMD_TX, .conn = ca.slot, .gen = ca.gen, .arg = 4000);
+	sh_pump(&h, 8);
+	sh_advance(&h, 500000, 10000);
+	peer_read_check(k, &got, 2, &bad);
+	CHECK_EQ_U64(got, 11000);
+	CHECK(!bad);
+	drain_counts(&c, ca.slot, ca.gen, &crx, &cacked);
+	CHECK_EQ_U64(cacked, 9000);
+	CHECK_EQ_U64(k->c.f.rx_tail, 11000); /* nothing twice */
+
+	/* The child closes: FIN to the peer, CLOSED to the child. */
+	CMD(&c, .op = SS_CMD_CLOSE, .conn = ca.slot, .gen = ca.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&c, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, ca.slot);
+	CHECK_EQ_U64(ev.gen, ca.gen);
+	NO_EVENT(&c);
+	NO_EVENT(&c2);
+	NO_EVENT(&p);
+	/* The child's reference to the other connection is still good. */
+	CHECK_EQ_U64(c.a->n_inh, 1);
+	CHECK_EQ_U64(k0->c.f.state, SS_TCPS_ESTABLISHED);
+	free(prx_snap);
+	free(ptx_snap);
+	cl_close(&c);
+	cl_close(&c2);
+	cl_close(&x);
+	sh_fini(&h);
+}
+
+/* The owner had closed it (and the peer had sent FIN): the owner gets CLOSED, the flags say so. */
+static void test_adopt_closed(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .cookie = 3 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	struct sh_peer_conn *k;
+	struct aconn pa = accept_one(&h, &p, &k, 43000, 8080, 3);
+	peer_write(k, 0, 100, 5);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_RX);
+	CHECK_EQ_U64(ev.arg, 100);
+	NO_EVENT(&p);
+
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = pa.slot, .gen = pa.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_ESTABLISHED);
+	/* More data and the peer's FIN while only the child holds it: kept
+	 * (no RST for data after close), the parent told nothing. */
+	peer_write(k, 100, 50, 5);
+	ss_tcp_output(&k->c, h.now_us);
+	ss_tcp_shutdown(&k->c, h.now_us);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_FIN_WAIT_2);
+	NO_EVENT(&p);
+
+	CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 9);
+	sh_pump(&h, 8);
+	ev = EXPECT(&c, SS_EV_ADOPTED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.flags, SS_EVF_PEER_FIN);
+	CHECK_EQ_U64(ev.arg, 0);
+	CHECK_EQ_U64(ev.arg2, 150);
+	CHECK_EQ_U64(ev.arg3, 0);
+	CHECK_EQ_U64(ev.arg4, 0);
+	CHECK_EQ_U64(ev.cookie, 9);
+	struct aconn ca = take_conn(&c, &ev);
+	bool bad = false;
+	for (uint32_t i = 0; i < 150; i++)
+		bad |= ca.rx[i] != pat(i, 5);
+	CHECK(!bad);
+	NO_EVENT(&c);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, pa.slot);
+	CHECK_EQ_U64(ev.gen, pa.gen);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(p.a->n_conns, 0);
+	/* The parent's close went with its handle: still open until the child closes. */
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_FIN_WAIT_2);
+	CMD(&c, .op = SS_CMD_RX_DONE, .conn = ca.slot, .gen = ca.gen, .arg = 150);
+	CMD(&c, .op = SS_CMD_CLOSE, .conn = ca.slot, .gen = ca.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_TIME_WAIT);
+	ev = EXPECT(&c, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, ca.slot);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 1);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* ---- INHERIT errors ---- */
+
+static void test_inherit_errors(void)
+{
+	struct sh h;
+	struct cl p, c, c2, x, n;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+
+	/* No parent: EINVAL. */
+	CHECK_EQ_U64(cl_attach(&h, &x, ATTACH, NULL, 0), 1);
+	INHERIT_FAILS(&h, &x, EINVAL);
+	/* Twice: EINVAL the second time. */
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 0, 0);
+	INHERIT_FAILS(&h, &c, EINVAL);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 1);
+	cl_close(&x);
+	ss_app_hangup(&h.reg, x.a);
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+
+	/* The parent is gone: ESRCH. */
+	CHECK_EQ_U64(cl_attach_child(&h, &c2, &p), 1);
+	uint64_t old_token = p.a->token;
+	ss_app_hangup(&h.reg, p.a);
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(p.a->state, SS_APP_DEAD);
+	INHERIT_FAILS(&h, &c2, ESRCH);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+	/* Another app in the parent's slot: the token does not match, ESRCH. */
+	CHECK_EQ_U64(cl_attach(&h, &n, ATTACH, NULL, 0), 1);
+	CHECK(n.a == p.a);
+	CHECK(n.a->token != old_token);
+	INHERIT_FAILS(&h, &c2, ESRCH);
+	/* A child of the new app still cannot claim it was the old one's. */
+	CHECK_EQ_U64(c2.a->parent_token, old_token);
+	CHECK(!c2.a->inherited);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 0);
+	cl_close(&c);
+	cl_close(&c2);
+	cl_close(&n);
+	sh_fini(&h);
+}
+
+/* ---- the attach line: parent= and token=, credentials ---- */
+
+static bool self_cap_bind(void)
+{
+	char line[256];
+	bool cap = false;
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "CapEff:", 7) == 0)
+			cap = (strtoull(line + 7, NULL, 16) >> 10) & 1;
+	fclose(f);
+	return cap;
+}
+
+static void test_attach_lines(void)
+{
+	struct sh h;
+	struct cl c;
+	char reply[512], line[256], want[64];
+	CHECK(sh_init(&h, ATTACH) == 0);
+	struct ss_app *p = h.app;
+	CHECK(p->token != 0);
+	CHECK_EQ_U64(p->parent_token, 0);
+	/* The peer's credentials: this process. */
+	CHECK_EQ_U64(p->pid, getpid());
+	CHECK_EQ_U64(p->cap_bind, self_cap_bind());
+
+	/* A child: the reply carries its own token. */
+	snprintf(line, sizeof(line), "attach 1 token=%llu contexts=1 conns=4 parent=%u rxbuf=4096 txbuf=4096",
+		 (unsigned long long)p->token, p->id);
+	CHECK_EQ_U64(cl_attach(&h, &c, line, reply, sizeof(reply)), 1);
+	CHECK_EQ_U64(c.a->parent_id, p->id);
+	CHECK_EQ_U64(c.a->parent_token, p->token);
+	CHECK(c.a->token != 0 && c.a->token != p->token);
+	snprintf(want, sizeof(want), "\"token\": %llu}", (unsigned long long)c.a->token);
+	CHECK(strstr(reply, want) != NULL);
+	CHECK(strncmp(reply, "{\"ok\": true", 11) == 0);
+	cl_close(&c);
+
+	const char *base = "attach 1 contexts=1 conns=4 rxbuf=4096 txbuf=4096";
+	unsigned long long tok = (unsigned long long)p->token;
+	char bad[8][200];
+	const char *why[8];
+	unsigned nb = 0;
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=%u", base, p->id);
+	why[nb++] = "parent and token come together";
+	snprintf(bad[nb], sizeof(bad[0]), "%s token=%llu", base, tok);
+	why[nb++] = "parent and token come together";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=%u token=99999999999999999999", base, p->id);
+	why[nb++] = "bad number for token";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=%u token=x%llu", base, p->id, tok);
+	why[nb++] = "bad number for token";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=-%u token=%llu", base, p->id, tok);
+	why[nb++] = "bad number for parent";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=3 token=%llu", base, tok);
+	why[nb++] = "parent is not attached or the token does not match";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=99 token=%llu", base, tok);
+	why[nb++] = "parent is not attached or the token does not match";
+	snprintf(bad[nb], sizeof(bad[0]), "%s parent=%u token=0", base, p->id);
+	why[nb++] = "parent is not attached or the token does not match";
+	uint64_t refused = h.reg.refused;
+	for (unsigned i = 0; i < nb; i++) {
+		int rc = cl_attach(&h, &c, bad[i], reply, sizeof(reply));
+		CHECK_EQ_U64(rc, 0);
+		if (!strstr(reply, why[i])) {
+			CHECK(strstr(reply, why[i]) != NULL);
+			fprintf(stderr, "    line \"%s\": reply %s", bad[i], reply);
+		}
+	}
+	CHECK_EQ_U64(h.reg.refused, refused + nb);
+	/* A wrong token (one off): refused too. */
+	snprintf(line, sizeof(line), "%s parent=%u token=%llu", ATTACH, p->id,
+		 (unsigned long long)(p->token ^ 1));
+	CHECK_EQ_U64(cl_attach(&h, &c, line, reply, sizeof(reply)), 0);
+	CHECK(strstr(reply, "parent is not attached or the token does not match") != NULL);
+	sh_fini(&h);
+}
+
+int main(void)
+{
+	test_bind();
+	test_bind_listen_connect();
+	test_reuseport_spread();
+	test_fork_listener();
+	test_member_order();
+	test_holds_release();
+	test_holder_exits();
+	test_adopt();
+	test_adopt_closed();
+	test_inherit_errors();
+	test_attach_lines();
+	return check_done("test_stack_ports");
+}
