@@ -146,8 +146,9 @@ int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_
 		return -EBADF;
 	struct ss_sconn *sc = inh_resolve(s, &a->inh[i]);
 	inh_remove(a, (uint32_t)i);
-	if (sc)
-		hold_drop(s, sc);
+	if (!sc)
+		return -EBADF; /* stale: adopted elsewhere, or the owner is gone */
+	hold_drop(s, sc);
 	return 0;
 }
 

@@ -51,7 +51,7 @@
  * in the attaching process (EACCES).  SS_CMD_LISTEN with SS_CMDF_BOUND
  * turns entry conn into a listener; without it, it claims port and listens
  * in one step.  SS_CMD_CONNECT with SS_CMDF_BOUND connects from entry
- * conn's port and gives the entry up.  SS_CMD_LISTEN_CLOSE lets go of an
+ * conn's port and gives the entry up (also when the connect then fails).  SS_CMD_LISTEN_CLOSE lets go of an
  * entry in either state.
  *
  * Listening: accepted connections are announced on the context that

@@ -319,7 +319,7 @@ def fmt(v, unit):
 
 def table(results, cases):
     lines = []
-    head = "%-14s %-26s %16s %16s %7s" % ("program", "metric", "Slipstream", "Linux", "ratio")
+    head = "%-18s %-22s %16s %16s %7s" % ("program", "metric", "Slipstream", "Linux", "ratio")
     lines.append(head)
     lines.append("-" * len(head))
     for c in cases:
@@ -327,7 +327,7 @@ def table(results, cases):
         ss, lin = r.get("slipstream", {}), r.get("linux", {})
         for side, d in (("slipstream", ss), ("linux", lin)):
             if d.get("error"):
-                lines.append("%-14s %-26s %s" % (c, "FAILED (%s)" % ("Slipstream" if side ==
+                lines.append("%-18s %-22s %s" % (c, "FAILED (%s)" % ("Slipstream" if side ==
                              "slipstream" else "Linux"), d["error"].splitlines()[0][:120]))
         metrics = list((ss.get("metrics") or {}).keys())
         metrics += [m for m in (lin.get("metrics") or {}) if m not in metrics]
@@ -338,7 +338,7 @@ def table(results, cases):
             ratio = "-"
             if sv and lv and lv[0]:
                 ratio = "%.2f" % (sv[0] / lv[0])
-            lines.append("%-14s %-26s %16s %16s %7s" % (c, m, fmt(sv and sv[0], unit),
+            lines.append("%-18s %-22s %16s %16s %7s" % (c, m, fmt(sv and sv[0], unit),
                                                        fmt(lv and lv[0], unit), ratio))
     return "\n".join(lines)
 
@@ -570,7 +570,7 @@ def _case_nginx(bed, side, quick, name, master, sendfile="off"):
         res["wrk p50"] = (w["p50_us"], "us", "lower")
         res["wrk p99"] = (w["p99_us"], "us", "lower")
         c = curl_sha(bed, side, "http://%s:%d/big.bin" % (ip, port), name=name)
-        res["curl 10 MB sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
+        res["curl 10 MB, sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
         if master:
             # Both workers still there, none replaced (a crashed worker is respawned).
             after = nginx_workers(srv)
@@ -643,7 +643,7 @@ def case_haproxy(bed, side, quick, nbthread=None):
         res["wrk p50"] = (w["p50_us"], "us", "lower")
         res["wrk p99"] = (w["p99_us"], "us", "lower")
         c = curl_sha(bed, side, "http://%s:%d/big.bin" % (ip, port), name=name)
-        res["curl 10 MB sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
+        res["curl 10 MB, sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
         bed.require_alive(srv)
     finally:
         bed.stop(srv)
@@ -728,7 +728,7 @@ def case_http_server(bed, side, quick):
     try:
         bed.wait_listen(ip, port, srv)
         c = curl_sha(bed, side, "http://%s:%d/big.bin" % (ip, port), name="http_server")
-        res["curl 10 MB sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
+        res["curl 10 MB, sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
         a = ab(bed, side, "http://%s:%d/index.html" % (ip, port), 500 if quick else 2000, 10)
         res["ab -c 10 req/s"] = (a["rps"], "req/s", "higher")
         if a["p50_us"] is not None:
@@ -814,7 +814,7 @@ def case_client_curl(bed, side, quick):
         for i in range(1 if quick else 3):
             c = curl_sha(bed, side, "http://%s:%d/big.bin" % (ip, port), kind="client",
                          name="client_curl")
-        res["curl 10 MB sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
+        res["curl 10 MB, sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
     finally:
         bed.stop(srv)
     return res

@@ -16,8 +16,8 @@ curl, iperf3 -c) against Linux servers.  After each Slipstream case the
 service must be back to no applications, connections or listeners.
 
 Known bugs are xfail(strict=True): when one is fixed the test fails until
-its mark is removed.  /tmp/h1-bugs.md (copied into docs/compat.md's "Real
-programs") has the analyses.  pytest -s prints the side-by-side numbers.
+its mark is removed (docs/compat.md, "Real programs", lists them).
+pytest -s prints the side-by-side numbers.
 """
 
 import pytest
@@ -25,16 +25,9 @@ import pytest
 import apps_lib
 from apps_lib import CASES, SIDES
 
-THREADS_WAKEUP = ("threads: one context eventfd in several threads' epoll/poll sets; the "
-                  "thread that reads it takes every thread's wake-up (lost wake-up)")
 IPERF3_OPTS = ("iperf3 -c -J reports 'getsockopt - Protocol not available': TCP_INFO and "
                "TCP_CONGESTION give ENOPROTOOPT on accelerated sockets")
 XFAIL = {
-    ("memcached", "slipstream"): "memcached -t 2 stalls on the first request: " + THREADS_WAKEUP,
-    ("haproxy", "slipstream"): ("haproxy with 2 threads: 10 MB takes ~10 s (stalls "
-                                "recovered by timers): " + THREADS_WAKEUP),
-    ("http_server", "slipstream"): ("python3 -m http.server (a thread per request) stalls "
-                                    "mid-file: " + THREADS_WAKEUP),
     ("client_iperf3", "slipstream"): IPERF3_OPTS,
     ("client_iperf3_R", "slipstream"): IPERF3_OPTS,
 }

@@ -118,6 +118,35 @@ static void put_opt(void *val, socklen_t *len, const void *src, socklen_t n)
 	memcpy(val, src, *len);
 }
 
+/*
+ * TCP_INFO from what this process knows: the state as Linux names it, the
+ * MSS, the receive space and the segments not yet acknowledged (glibc's
+ * struct tcp_info).  The engine's RTT, window and retransmission figures
+ * stay in the service and read as 0 for now.
+ */
+static void tcp_info_fill(const struct ssp_sock *s, struct tcp_info *ti)
+{
+	const struct ss_conn *c = s->conn;
+
+	memset(ti, 0, sizeof(*ti));
+	switch (s->state) {
+	case SSP_S_LISTEN: ti->tcpi_state = TCP_LISTEN; return;
+	case SSP_S_CONNECTING: ti->tcpi_state = TCP_SYN_SENT; return;
+	case SSP_S_CONNECTED: break;
+	default: ti->tcpi_state = TCP_CLOSE; return;
+	}
+	if (!c || ss_conn_error(c)) {
+		ti->tcpi_state = TCP_CLOSE;
+		return;
+	}
+	ti->tcpi_state = c->peer_fin ? (c->shut_wr ? TCP_LAST_ACK : TCP_CLOSE_WAIT)
+			 : c->shut_wr ? TCP_FIN_WAIT1 : TCP_ESTABLISHED;
+	ti->tcpi_snd_mss = ti->tcpi_rcv_mss = ti->tcpi_advmss = 1460;
+	ti->tcpi_pmtu = 1500;
+	ti->tcpi_rcv_space = ssp.rxbuf;
+	ti->tcpi_unacked = (c->tx_tail - c->tx_pend - c->tx_acked + 1459) / 1460;
+}
+
 int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	struct ssp_sock *s = ssp_sock_enter(fd);
@@ -164,6 +193,19 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case TCP_KEEPINTVL: v = s->keepintvl ? s->keepintvl : 75; break;
 		case TCP_KEEPCNT: v = s->keepcnt ? s->keepcnt : 9; break;
 		case TCP_MAXSEG: v = 1460; break;
+		case TCP_INFO: {
+			struct tcp_info ti;
+
+			tcp_info_fill(s, &ti);
+			put_opt(val, len, &ti, sizeof(ti));
+			goto ok;
+		}
+		case TCP_CONGESTION: {
+			char cc_name[16] = "reno"; /* the engine's NewReno, as Linux names it */
+
+			put_opt(val, len, cc_name, sizeof(cc_name));
+			goto ok;
+		}
 		default: goto unsupported;
 		}
 	} else {
