@@ -286,6 +286,7 @@ int ssp_ready(void)
 	ssp.evfd = ss_ctx_fd(ssp.ctx);
 	ssp.rxbuf = ssp.app->rxbuf_size;
 	ssp.txbuf = ssp.app->txbuf_size;
+	ssp.pid = getpid();
 	ssp.mode = SSP_M_ON;
 	return ssp.mode;
 }

@@ -145,6 +145,7 @@ int ssp_child_attach(void)
 		return -1;
 	}
 	ssp.fork_gen++;
+	ssp.pid = getpid();
 	cv.owner = old->app_id;
 	ssp.app = app;
 	ssp.ctx = ss_ctx_get(app, 0);
@@ -327,12 +328,13 @@ void ssp_exec_prepare(void)
 
 	ssp_real_init();
 	ssp_lock();
-	if (ssp.mode != SSP_M_ON && ssp.mode != SSP_M_FORKED) {
+	/* Only the process the attachment belongs to: a vfork() child shares
+	 * our memory, and a child forked around the shim never attached; in
+	 * both the kernel's close-on-exec is all there is to do. */
+	if (ssp.mode != SSP_M_ON || ssp.pid != getpid()) {
 		ssp_unlock();
 		return;
 	}
-	if (ssp.mode == SSP_M_FORKED)
-		ssp_child_attach();
 	ssp_fd_foreach(fd_count, &n);
 	x.fd = n ? malloc(n * sizeof(*x.fd)) : NULL;
 	x.cap = x.fd ? n : 0;

@@ -230,6 +230,7 @@ struct ssp_layer {
 	struct ss_conn **deferred; /* close/abort that found the queue full */
 	uint32_t n_deferred, cap_deferred;
 	bool *deferred_abort;
+	pid_t pid;                /* the process the attachment belongs to */
 	uint32_t fork_gen;        /* forks that converted the sockets (fork.c) */
 	bool inherit_done;        /* INHERITED arrived (fork.c) */
 	int inherit_err;

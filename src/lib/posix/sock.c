@@ -583,7 +583,8 @@ int ssp_close(int fd)
 
 	ssp_lock();
 	f = ssp_fd_get(fd);
-	if (f)
+	/* A vfork() child shares our memory: its close is only its own. */
+	if (f && !(ssp.mode == SSP_M_ON && ssp.pid != getpid()))
 		fd_drop(fd, f);
 	rc = ssp_real.close(fd);
 	ssp_unlock();
