@@ -83,6 +83,7 @@
 	X(app_event_ring_waits)                                                  \
 	X(app_detached)                                                          \
 	X(app_bad_ring)                                                          \
+	X(tcp_oow_ack_limited)                                                   \
 	X(app_inherits)                                                          \
 	X(app_adopts)                                                            \
 	X(app_inherit_listener_full)                                             \

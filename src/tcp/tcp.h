@@ -176,6 +176,7 @@ struct ss_tcp_conn_stats {
 	uint64_t drop_no_ack;                 /* ACK bit off in a synchronized state */
 	uint64_t drop_syn_sent;               /* SYN_SENT: neither SYN nor acceptable RST */
 	uint64_t challenge_ack_limited;       /* RFC 5961 §7: over challenge_ack_per_s */
+	uint64_t oow_ack_limited;             /* dataless out-of-window/PAWS ACKs not answered */
 	uint64_t dup_acks;                    /* RFC 5681 §2 duplicate ACKs counted */
 	uint64_t persist_probes;              /* RFC 9293 §3.8.6.1 zero-window probes */
 	uint64_t rst_sent;
@@ -226,6 +227,8 @@ struct ss_tcp_conn {
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	uint64_t last_challenge_us;
 	uint32_t challenge_count;
+	uint64_t last_oow_ack_us;     /* last ACK to a dataless unacceptable segment */
+	bool oow_ack_sent;
 	struct ss_tcp_ring rx, tx;
 	const struct ss_tcp_params *params;
 	ss_tcp_emit_fn emit;

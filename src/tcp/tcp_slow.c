@@ -120,6 +120,28 @@ static void tcp_input_text(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *d
 	tcp_send_ack(c, now_us);
 }
 
+/*
+ * The ACK RFC 9293 §3.10.7.4 and RFC 7323 §5.3 ask for in answer to an
+ * unacceptable segment.  When that segment carries no data (and no SYN),
+ * at most one per TCP_OOW_ACK_US: two stacks whose state disagrees (or a
+ * forged segment that moved TS.Recent) would otherwise trade ACKs forever.
+ * Linux does the same (tcp_invalid_ratelimit, 500 ms).
+ */
+#define TCP_OOW_ACK_US 500000u
+
+static void tcp_send_oow_ack(struct ss_tcp_conn *c, uint32_t len, uint8_t fl, uint64_t now_us)
+{
+	if (len == 0 && !(fl & SS_TCP_SYN)) {
+		if (c->oow_ack_sent && now_us - c->last_oow_ack_us < TCP_OOW_ACK_US) {
+			c->st.oow_ack_limited++;
+			return;
+		}
+		c->oow_ack_sent = true;
+		c->last_oow_ack_us = now_us;
+	}
+	tcp_send_ack(c, now_us);
+}
+
 /* RFC 9293 §3.10.7.4 first: the four acceptability cases. */
 static bool tcp_seg_acceptable(const struct ss_tcp_flow *f, uint32_t seq, uint32_t seg_len,
 			       uint32_t wnd)
@@ -229,7 +251,7 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 		}
 		if (ss_seq_lt(seg->opts.ts_val, f->ts_recent)) {
 			c->st.drop_paws++;
-			tcp_send_ack(c, now_us);
+			tcp_send_oow_ack(c, len, fl, now_us);
 			return;
 		}
 	}
@@ -264,7 +286,7 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 		if (f->state == SS_TCPS_SYN_RCVD)
 			tcp_send_syn(c, now_us);
 		else
-			tcp_send_ack(c, now_us);
+			tcp_send_oow_ack(c, len, fl, now_us);
 		return;
 	}
 

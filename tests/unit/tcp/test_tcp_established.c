@@ -594,6 +594,37 @@ static void test_established_not_dupack(void)
 	harness_free(&h);
 }
 
+/* Dataless unacceptable segments are answered at most every 500 ms (an
+ * ACK war between two stacks that disagree ends); data is always answered. */
+static void test_established_oow_ack_limit(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_clear(&h);
+	/* A pure ACK far beyond the window: answered once... */
+	h_peer_data_at(&h, 1u << 30, 0, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1);
+	h_clear(&h);
+	/* ...not again within 500 ms... */
+	h.now += 499999;
+	h_peer_data_at(&h, 1u << 30, 0, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.st.oow_ack_limited, 1);
+	/* ...while an unacceptable segment with data always is... */
+	h_peer_data_at(&h, 1u << 30, 10, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.c.st.oow_ack_limited, 1);
+	h_clear(&h);
+	/* ...and after 500 ms the pure ACK is answered again. */
+	h.now += 1;
+	h_peer_data_at(&h, 1u << 30, 0, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.c.st.drop_out_of_window, 4);
+}
+
 /* PAWS: an old TSval is dropped with an ACK; TSopt missing: dropped. */
 static void test_established_paws(void)
 {
@@ -912,6 +943,7 @@ int main(void)
 	test_established_fast_retransmit_newreno();
 	test_established_not_dupack();
 	test_established_paws();
+	test_established_oow_ack_limit();
 	test_established_ack_future();
 	test_established_emit_fail();
 	test_established_bulk_both_ways();
