@@ -96,56 +96,51 @@ static char **va_argv(const char *arg0, va_list ap, char ***envp)
 	return argv;
 }
 
-int execl(const char *path, const char *arg0, ...)
+/* Runs exec @kind ('v': execv, 'p': execvp, 'e': execve) on the array
+ * va_argv built, then frees it (exec returned: it failed). */
+static int exec_array(char kind, const char *path, char **argv, char **envp)
 {
-	va_list ap;
-	char **argv;
 	int rc, err;
 
-	va_start(ap, arg0);
-	argv = va_argv(arg0, ap, NULL);
-	va_end(ap);
 	if (!argv)
 		return -1;
-	rc = execv(path, argv);
+	rc = kind == 'p' ? execvp(path, argv) : kind == 'e' ? execve(path, argv, envp)
+							    : execv(path, argv);
 	err = errno;
 	free(argv);
 	errno = err;
 	return rc;
+}
+
+int execl(const char *path, const char *arg0, ...)
+{
+	va_list ap;
+	char **argv;
+
+	va_start(ap, arg0);
+	argv = va_argv(arg0, ap, NULL);
+	va_end(ap);
+	return exec_array('v', path, argv, NULL);
 }
 
 int execlp(const char *file, const char *arg0, ...)
 {
 	va_list ap;
 	char **argv;
-	int rc, err;
 
 	va_start(ap, arg0);
 	argv = va_argv(arg0, ap, NULL);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	rc = execvp(file, argv);
-	err = errno;
-	free(argv);
-	errno = err;
-	return rc;
+	return exec_array('p', file, argv, NULL);
 }
 
 int execle(const char *path, const char *arg0, ...)
 {
 	va_list ap;
 	char **argv, **envp = NULL;
-	int rc, err;
 
 	va_start(ap, arg0);
 	argv = va_argv(arg0, ap, &envp);
 	va_end(ap);
-	if (!argv)
-		return -1;
-	rc = execve(path, argv, envp);
-	err = errno;
-	free(argv);
-	errno = err;
-	return rc;
+	return exec_array('e', path, argv, envp);
 }

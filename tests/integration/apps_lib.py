@@ -26,6 +26,7 @@ counters.  A Slipstream server must also leave the service with no
 application attached after it stops.  Every wait and every run is bounded.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -787,36 +788,36 @@ def case_client_redis(bed, side, quick):
     return res
 
 
-def case_client_wrk(bed, side, quick):
+@contextlib.contextmanager
+def linux_nginx(bed):
+    """nginx (master + workers) on Linux in peer2, for the client cases:
+    yields its base URL and stops it afterwards."""
     port = PORTS["client_nginx"]
     ip = bed.tb.peer(2).ip
     srv = nginx_start(bed, "client-nginx", "linux", "%s:%d" % (ip, port), master=True)
-    res = {}
     try:
         bed.wait_listen(ip, port, srv)
-        w = wrk(bed, side, "http://%s:%d/index.html" % (ip, port), 2 if quick else 5,
-                kind="client")
+        yield "http://%s:%d" % (ip, port)
+    finally:
+        bed.stop(srv)
+
+
+def case_client_wrk(bed, side, quick):
+    res = {}
+    with linux_nginx(bed) as url:
+        w = wrk(bed, side, url + "/index.html", 2 if quick else 5, kind="client")
         res["wrk req/s"] = (w["rps"], "req/s", "higher")
         res["wrk p50"] = (w["p50_us"], "us", "lower")
         res["wrk p99"] = (w["p99_us"], "us", "lower")
-    finally:
-        bed.stop(srv)
     return res
 
 
 def case_client_curl(bed, side, quick):
-    port = PORTS["client_nginx"]
-    ip = bed.tb.peer(2).ip
-    srv = nginx_start(bed, "client-nginx", "linux", "%s:%d" % (ip, port), master=True)
     res = {}
-    try:
-        bed.wait_listen(ip, port, srv)
+    with linux_nginx(bed) as url:
         for i in range(1 if quick else 3):
-            c = curl_sha(bed, side, "http://%s:%d/big.bin" % (ip, port), kind="client",
-                         name="client_curl")
+            c = curl_sha(bed, side, url + "/big.bin", kind="client", name="client_curl")
         res["curl 10 MB, sha256 ok"] = (c["mbyte_s"], "MB/s", "higher")
-    finally:
-        bed.stop(srv)
     return res
 
 

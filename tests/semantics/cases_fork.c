@@ -57,16 +57,24 @@ static int child_wait(pid_t pid)
 	return WEXITSTATUS(status);
 }
 
-static void connect_back_ok(int ctl, int n)
+/* A worker process: polls its listener (as a server's event loop does),
+ * says it is up on @ready_fd, then accepts one connection and serves it. */
+__attribute__((noreturn)) static void worker(int lfd, int ready_fd, size_t n)
 {
-	char line[128], want[32];
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	int fd, rc;
 
-	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
-	snprintf(want, sizeof(want), "ok %d", n);
-	if (strcmp(line, want) != 0)
-		sc_fail(__FILE__, __LINE__, "the peer's connect-back: \"%s\", want \"%s\"",
-			line, want);
-	sc_close(ctl);
+	poll(&p, 1, 0);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(5);
+	if (poll(&p, 1, SC_WAIT_MS) != 1)
+		_exit(6);
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		_exit(7);
+	rc = child_echo(fd, n);
+	close(fd);
+	_exit(rc);
 }
 
 /* nginx-style: the parent listens and never accepts; two workers each
@@ -83,21 +91,8 @@ static void fork_workers(void)
 	for (int i = 0; i < 2; i++) {
 		pid[i] = (pid_t)SC_OK(fork());
 		if (pid[i] == 0) {
-			struct pollfd p = { .fd = lfd, .events = POLLIN };
-			int fd, rc;
-
 			close(ready[0]);
-			poll(&p, 1, 0); /* a worker polls its listener, then says it is up */
-			if (write(ready[1], "r", 1) != 1)
-				_exit(5);
-			if (poll(&p, 1, SC_WAIT_MS) != 1)
-				_exit(6);
-			fd = accept(lfd, NULL, NULL);
-			if (fd < 0)
-				_exit(7);
-			rc = child_echo(fd, 300);
-			close(fd);
-			_exit(rc);
+			worker(lfd, ready[1], 300);
 		}
 	}
 	close(ready[1]);
@@ -107,7 +102,7 @@ static void fork_workers(void)
 	ctl = sc_peer_connect_back(port, 2);
 	SC_EQ(child_wait(pid[0]), 0);
 	SC_EQ(child_wait(pid[1]), 0);
-	connect_back_ok(ctl, 2);
+	sc_peer_connect_back_done(ctl, 2);
 }
 
 /* inetd / ForkingMixIn-style: the parent accepts, forks a child to serve
@@ -130,7 +125,7 @@ static void fork_handoff(void)
 	}
 	SC_EQ(sc_close(fd), 0);
 	SC_EQ(child_wait(pid), 0);
-	connect_back_ok(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 }
 
 /* daemon()-style: the parent gives the listener up right after fork; the
@@ -146,21 +141,8 @@ static void fork_parent_leaves(void)
 	fflush(NULL);
 	pid = (pid_t)SC_OK(fork());
 	if (pid == 0) {
-		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		int fd, rc;
-
 		close(ready[0]);
-		poll(&p, 1, 0);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(5);
-		if (poll(&p, 1, SC_WAIT_MS) != 1)
-			_exit(6);
-		fd = accept(lfd, NULL, NULL);
-		if (fd < 0)
-			_exit(7);
-		rc = child_echo(fd, 100);
-		close(fd);
-		_exit(rc);
+		worker(lfd, ready[1], 100);
 	}
 	close(ready[1]);
 	SC_EQ(read(ready[0], &c, 1), 1);
@@ -168,7 +150,7 @@ static void fork_parent_leaves(void)
 	SC_EQ(sc_close(lfd), 0);
 	ctl = sc_peer_connect_back(port, 1);
 	SC_EQ(child_wait(pid), 0);
-	connect_back_ok(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 }
 
 /* redis BGSAVE-style: a child that never touches the sockets does not

@@ -9,19 +9,6 @@
 
 #include "sc.h"
 
-/* Read the peer's CONNECT reply and fail unless it is "ok n". */
-static void connect_back_done(int ctl, int n)
-{
-	char line[128], want[32];
-
-	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
-	snprintf(want, sizeof(want), "ok %d", n);
-	if (strcmp(line, want) != 0)
-		sc_fail(__FILE__, __LINE__, "the peer's connect-back: \"%s\", want \"%s\"",
-			line, want);
-	sc_close(ctl);
-}
-
 /* One echo round trip on fd (the peer's connect-backs echo). */
 static void echo_check(int fd, size_t n)
 {
@@ -56,7 +43,7 @@ static void accept_basic(void)
 	fd = sc_track((int)SC_OK(accept(lfd, (struct sockaddr *)&a, &len)));
 	SC_EQ(len, sizeof(a));
 	sc_addr_check(&a, &sc.peer, 0);
-	connect_back_done(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 
 	len = sizeof(b);
 	SC_EQ(getpeername(fd, (struct sockaddr *)&b, &len), 0);
@@ -91,7 +78,7 @@ static void accept4_flags(void)
 	SC_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	SC_EQ(fcntl(fd, F_GETFD), 0);
 	echo_check(fd, 100);
-	connect_back_done(ctl, 2);
+	sc_peer_connect_back_done(ctl, 2);
 	SC_ERR(accept4(lfd, NULL, NULL, 0x40000000), EINVAL);
 }
 
@@ -152,7 +139,7 @@ static void bind_port_zero(void)
 	SC_EQ(listen(lfd, 4), 0);
 	ctl = sc_peer_connect_back(ntohs(a.sin_port), 1);
 	fd = sc_accept(lfd, SC_WAIT_MS, 0);
-	connect_back_done(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 	echo_check(fd, 10);
 }
 
@@ -164,7 +151,7 @@ static void listen_backlog(void)
 	int lfd = sc_listen(port, N, 0), ctl, fds[N];
 
 	ctl = sc_peer_connect_back(port, N);
-	connect_back_done(ctl, N);
+	sc_peer_connect_back_done(ctl, N);
 	for (int i = 0; i < N; i++)
 		fds[i] = sc_accept(lfd, SC_WAIT_MS, 0);
 	for (int i = 0; i < N; i++)
@@ -181,14 +168,14 @@ static void listener_close(void)
 
 	ctl = sc_peer_connect_back(port, 1);
 	fd = sc_accept(lfd, SC_WAIT_MS, 0);
-	connect_back_done(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 	SC_EQ(sc_close(lfd), 0);
 	echo_check(fd, 200);
 	/* The port is free again for a new listener. */
 	lfd = sc_listen(port, 8, 0);
 	ctl = sc_peer_connect_back(port, 1);
 	fd = sc_accept(lfd, SC_WAIT_MS, 0);
-	connect_back_done(ctl, 1);
+	sc_peer_connect_back_done(ctl, 1);
 	echo_check(fd, 10);
 }
 

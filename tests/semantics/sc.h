@@ -125,6 +125,9 @@ const char *sc_tag(char *buf, size_t size, int k);
  * control fd; read its reply ("ok n" or "err NAME k") with sc_line_read
  * after accepting. */
 int sc_peer_connect_back(uint16_t port, int n);
+/* Read the connect-back's reply on @ctl and fail unless it is "ok n";
+ * closes @ctl. */
+void sc_peer_connect_back_done(int ctl, int n);
 
 /* Listener on 0.0.0.0:port (SO_REUSEADDR), tracked. */
 int sc_listen(uint16_t port, int backlog, int type_flags);

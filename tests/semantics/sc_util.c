@@ -206,6 +206,18 @@ const char *sc_tag(char *buf, size_t size, int k)
 	return buf;
 }
 
+void sc_peer_connect_back_done(int ctl, int n)
+{
+	char line[128], want[32];
+
+	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
+	snprintf(want, sizeof(want), "ok %d", n);
+	if (strcmp(line, want) != 0)
+		sc_fail(__FILE__, __LINE__, "the peer's connect-back: \"%s\", want \"%s\"",
+			line, want);
+	sc_close(ctl);
+}
+
 int sc_peer_connect_back(uint16_t port, int n)
 {
 	char ip[INET_ADDRSTRLEN];

@@ -335,4 +335,35 @@ static inline void sh_fini(struct sh *h)
 	free(h->out);
 }
 
+/* Test payload: byte @i of a stream seeded @seed. */
+static inline uint8_t sh_pat(uint64_t i, unsigned seed)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+	x ^= x >> 29;
+	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
+}
+
+/* Peer writes @n pattern bytes from stream offset @off; ss_tcp_send's result. */
+static inline int sh_peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n, unsigned seed)
+{
+	uint32_t size = p->c.tx.size;
+	for (uint32_t i = 0; i < n; i++)
+		p->txbuf[(p->c.f.tx_tail + i) & (size - 1)] = sh_pat(off + i, seed);
+	return ss_tcp_send(&p->c, n);
+}
+
+/* Peer reads everything it has, checking it against the pattern from *@off
+ * (*@bad set on a mismatch); returns bytes read. */
+static inline uint32_t sh_peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned seed,
+					  bool *bad)
+{
+	uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
+	for (uint32_t i = 0; i < n; i++)
+		if (p->rxbuf[(p->c.f.rx_head + i) & (size - 1)] != sh_pat(*off + i, seed))
+			*bad = true;
+	*off += n;
+	ss_tcp_recv_done(&p->c, n);
+	return n;
+}
+
 #endif

@@ -11,14 +11,6 @@ static uint64_t ctr(struct sh *h, enum ss_counter_id id)
 	return ss_ctr_read(&h->ctr, id);
 }
 
-/* Deterministic payload byte at stream offset i. */
-static uint8_t pat(uint64_t i, unsigned seed)
-{
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-	x ^= x >> 29;
-	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
-}
-
 struct app_conn {
 	uint32_t slot, gen;
 	uint8_t *rx, *tx;
@@ -94,27 +86,6 @@ static void app_poll(struct sh *h, struct app_conn *ac, bool echo)
 		app_echo(h, ac);
 }
 
-/* Peer writes @n pattern bytes from stream offset @off. */
-static void peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n, unsigned seed)
-{
-	uint32_t size = p->c.tx.size;
-	for (uint32_t i = 0; i < n; i++)
-		p->txbuf[(p->c.f.tx_tail + i) & (size - 1)] = pat(off + i, seed);
-	CHECK(ss_tcp_send(&p->c, n) == 0);
-}
-
-/* Peer reads and checks everything it has; returns bytes read. */
-static uint32_t peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned seed, bool *bad)
-{
-	uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
-	for (uint32_t i = 0; i < n; i++)
-		if (p->rxbuf[(p->c.f.rx_head + i) & (size - 1)] != pat(*off + i, seed))
-			*bad = true;
-	*off += n;
-	ss_tcp_recv_done(&p->c, n);
-	return n;
-}
-
 static void test_listen(struct sh *h, uint16_t port)
 {
 	struct ss_shm_ev ev = { 0 };
@@ -151,7 +122,7 @@ static void test_passive_echo(void)
 			if (n > total - sent)
 				n = (uint32_t)(total - sent);
 			if (n) {
-				peer_write(p, sent, n, 1);
+				CHECK(sh_peer_write(p, sent, n, 1) == 0);
 				sent += n;
 				ss_tcp_output(&p->c, h.now_us);
 			}
@@ -159,7 +130,7 @@ static void test_passive_echo(void)
 		sh_pump(&h, 8);
 		app_poll(&h, &ac, true);
 		sh_pump(&h, 8);
-		peer_read_check(p, &got, 1, &bad);
+		sh_peer_read_check(p, &got, 1, &bad);
 		h.now_us += 100;
 	}
 	CHECK_EQ_U64(got, total);
@@ -207,7 +178,7 @@ static void test_active_close_first(void)
 		uint32_t space = h.app->txbuf_size - ac.tx_unacked;
 		uint32_t n = (uint32_t)(100000 - off < space ? 100000 - off : space);
 		for (uint32_t i = 0; i < n; i++)
-			ac.tx[(ac.tx_tail + i) & (h.app->txbuf_size - 1)] = pat(off + i, 3);
+			ac.tx[(ac.tx_tail + i) & (h.app->txbuf_size - 1)] = sh_pat(off + i, 3);
 		if (n) {
 			ac.tx_tail += n;
 			ac.tx_unacked += n;
@@ -216,7 +187,7 @@ static void test_active_close_first(void)
 							 .gen = ac.gen, .arg = n });
 		}
 		sh_pump(&h, 8);
-		peer_read_check(p, &got, 3, &bad);
+		sh_peer_read_check(p, &got, 3, &bad);
 		sh_pump(&h, 8);
 		app_poll(&h, &ac, false);
 	}
@@ -253,7 +224,7 @@ static void test_peer_reset(void)
 	struct app_conn ac = { 0 };
 	app_poll(&h, &ac, false);
 	CHECK(ac.connected);
-	peer_write(p, 0, 5000, 9);
+	CHECK(sh_peer_write(p, 0, 5000, 9) == 0);
 	ss_tcp_output(&p->c, h.now_us);
 	sh_pump(&h, 8);
 	ss_tcp_abort(&p->c, h.now_us);
@@ -263,7 +234,7 @@ static void test_peer_reset(void)
 	CHECK(ac.reset);
 	CHECK_EQ_U64(ac.error, ECONNRESET);
 	/* The data that came before the reset is still readable. */
-	CHECK(ac.rx[0] == pat(0, 9) && ac.rx[4999] == pat(4999, 9));
+	CHECK(ac.rx[0] == sh_pat(0, 9) && ac.rx[4999] == sh_pat(4999, 9));
 	CHECK(!ac.closed);
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
 	sh_pump(&h, 8);
@@ -449,7 +420,7 @@ static void test_event_ring_full(void)
 	sh_pump(&h, 16);
 	for (int i = 0; i < 6; i++) {
 		CHECK_EQ_U64(p[i]->c.f.state, SS_TCPS_ESTABLISHED);
-		peer_write(p[i], 0, 3000 + (uint32_t)i, 20 + (unsigned)i);
+		CHECK(sh_peer_write(p[i], 0, 3000 + (uint32_t)i, 20 + (unsigned)i) == 0);
 		ss_tcp_output(&p[i]->c, h.now_us);
 	}
 	sh_pump(&h, 16);

@@ -185,34 +185,6 @@ static void listen_bound(struct sh *h, struct cl *c, uint32_t li, uint32_t backl
 
 /* ---- the peer ---- */
 
-/* Deterministic payload byte at stream offset i. */
-static uint8_t pat(uint64_t i, unsigned seed)
-{
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
-	x ^= x >> 29;
-	return (uint8_t)(x * 0xbf58476d1ce4e5b9ull >> 56);
-}
-
-static void peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n, unsigned seed)
-{
-	uint32_t size = p->c.tx.size;
-	for (uint32_t i = 0; i < n; i++)
-		p->txbuf[(p->c.f.tx_tail + i) & (size - 1)] = pat(off + i, seed);
-	CHECK(ss_tcp_send(&p->c, n) == 0);
-}
-
-/* Reads what the peer has and checks it against the pattern from *off. */
-static uint32_t peer_read_check(struct sh_peer_conn *p, uint64_t *off, unsigned seed, bool *bad)
-{
-	uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
-	for (uint32_t i = 0; i < n; i++)
-		if (p->rxbuf[(p->c.f.rx_head + i) & (size - 1)] != pat(*off + i, seed))
-			*bad = true;
-	*off += n;
-	ss_tcp_recv_done(&p->c, n);
-	return n;
-}
-
 /* The peer connects from @sport to @dport; returns its connection. */
 static struct sh_peer_conn *peer_connect(struct sh *h, uint16_t sport, uint16_t dport)
 {
@@ -995,7 +967,7 @@ static void drain_counts(struct cl *c, uint32_t slot, uint32_t gen, uint64_t *rx
 static void app_write(uint8_t *tx, uint32_t pos, uint32_t n, unsigned seed)
 {
 	for (uint32_t i = 0; i < n; i++)
-		tx[(pos + i) & (RING - 1)] = pat(pos + i, seed);
+		tx[(pos + i) & (RING - 1)] = sh_pat(pos + i, seed);
 }
 
 static void test_adopt(void)
@@ -1018,14 +990,14 @@ static void test_adopt(void)
 
 	/* The peer sends 3000 bytes; the parent reads 1000. */
 	uint64_t prx = 0, packed = 0;
-	peer_write(k, 0, 3000, 1);
+	CHECK(sh_peer_write(k, 0, 3000, 1) == 0);
 	ss_tcp_output(&k->c, h.now_us);
 	sh_pump(&h, 8);
 	drain_counts(&p, pa.slot, pa.gen, &prx, &packed);
 	CHECK_EQ_U64(prx, 3000);
 	for (uint32_t i = 0; i < 3000; i++)
-		if (pa.rx[i] != pat(i, 1)) {
-			CHECK(pa.rx[i] == pat(i, 1));
+		if (pa.rx[i] != sh_pat(i, 1)) {
+			CHECK(pa.rx[i] == sh_pat(i, 1));
 			break;
 		}
 	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pa.slot, .gen = pa.gen, .arg = 1000);
@@ -1036,7 +1008,7 @@ static void test_adopt(void)
 	sh_advance(&h, 500000, 10000);
 	uint64_t got = 0;
 	bool bad = false;
-	peer_read_check(k, &got, 2, &bad);
+	sh_peer_read_check(k, &got, 2, &bad);
 	CHECK_EQ_U64(got, 2000);
 	sh_advance(&h, 500000, 10000);
 	drain_counts(&p, pa.slot, pa.gen, &prx, &packed);
@@ -1117,7 +1089,7 @@ static void test_adopt(void)
 	/* The lost data goes again, from the child's ring, byte-exact. */
 	h.lose = NULL;
 	sh_advance(&h, 5000000, 10000);
-	peer_read_check(k, &got, 2, &bad);
+	sh_peer_read_check(k, &got, 2, &bad);
 	CHECK_EQ_U64(got, 7000);
 	CHECK(!bad);
 	uint64_t crx = 0, cacked = 0;
@@ -1126,7 +1098,7 @@ static void test_adopt(void)
 	CHECK_EQ_U64(crx, 0);
 
 	/* The peer's next bytes land in the child's ring. */
-	peer_write(k, 3000, 1500, 1);
+	CHECK(sh_peer_write(k, 3000, 1500, 1) == 0);
 	ss_tcp_output(&k->c, h.now_us);
 	sh_pump(&h, 8);
 	drain_counts(&c, ca.slot, ca.gen, &crx, &cacked);
@@ -1134,7 +1106,7 @@ static void test_adopt(void)
 	NO_EVENT(&p);
 	bad = false;
 	for (uint32_t i = 1000; i < 4500; i++)
-		if (ca.rx[i] != pat(i, 1))
+		if (ca.rx[i] != sh_pat(i, 1))
 			bad = true;
 	CHECK(!bad);
 	CMD(&c, .op = SS_CMD_RX_DONE, .conn = ca.slot, .gen = ca.gen, .arg = 3500);
@@ -1143,7 +1115,7 @@ static void test_adopt(void)
 	CMD(&c, .op = SS_CMD_TX, .conn = ca.slot, .gen = ca.gen, .arg = 4000);
 	sh_pump(&h, 8);
 	sh_advance(&h, 500000, 10000);
-	peer_read_check(k, &got, 2, &bad);
+	sh_peer_read_check(k, &got, 2, &bad);
 	CHECK_EQ_U64(got, 11000);
 	CHECK(!bad);
 	drain_counts(&c, ca.slot, ca.gen, &crx, &cacked);
@@ -1184,7 +1156,7 @@ static void test_adopt_closed(void)
 	ev = EXPECT(&p, SS_EV_LISTEN);
 	struct sh_peer_conn *k;
 	struct aconn pa = accept_one(&h, &p, &k, 43000, 8080, 3);
-	peer_write(k, 0, 100, 5);
+	CHECK(sh_peer_write(k, 0, 100, 5) == 0);
 	ss_tcp_output(&k->c, h.now_us);
 	sh_pump(&h, 8);
 	ev = EXPECT(&p, SS_EV_RX);
@@ -1198,7 +1170,7 @@ static void test_adopt_closed(void)
 	CHECK_EQ_U64(k->c.f.state, SS_TCPS_ESTABLISHED);
 	/* More data and the peer's FIN while only the child holds it: kept
 	 * (no RST for data after close), the parent told nothing. */
-	peer_write(k, 100, 50, 5);
+	CHECK(sh_peer_write(k, 100, 50, 5) == 0);
 	ss_tcp_output(&k->c, h.now_us);
 	ss_tcp_shutdown(&k->c, h.now_us);
 	ss_tcp_output(&k->c, h.now_us);
@@ -1219,7 +1191,7 @@ static void test_adopt_closed(void)
 	struct aconn ca = take_conn(&c, &ev);
 	bool bad = false;
 	for (uint32_t i = 0; i < 150; i++)
-		bad |= ca.rx[i] != pat(i, 5);
+		bad |= ca.rx[i] != sh_pat(i, 5);
 	CHECK(!bad);
 	NO_EVENT(&c);
 	ev = EXPECT(&p, SS_EV_CLOSED);

@@ -762,9 +762,7 @@ static void waiter_key_make(void)
 		waiter_key = (pthread_key_t)-1;
 }
 
-/* This thread's waiter (its own eventfd), made on first use; NULL when out
- * of memory or fds (the caller then sleeps in short naps). */
-static struct ssp_waiter *waiter_self(void)
+struct ssp_waiter *ssp_waiter_self(void)
 {
 	struct ssp_waiter *w;
 
@@ -778,8 +776,10 @@ static struct ssp_waiter *waiter_self(void)
 	if (!w)
 		return NULL;
 	ssp_list_init(&w->link);
+	ssp_list_init(&w->in_ep);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0 || pthread_setspecific(waiter_key, w) != 0) {
+		ssp_log_once("waiter", "no eventfd for a waiting thread: it naps instead");
 		waiter_free(w);
 		return NULL;
 	}
@@ -839,7 +839,7 @@ void ssp_wake_others(bool events, bool disarmed)
 
 int ssp_block(int64_t deadline_ms, const sigset_t *mask)
 {
-	struct ssp_waiter *w = waiter_self();
+	struct ssp_waiter *w = ssp_waiter_self();
 	struct pollfd pfd[2];
 	int left, rc, err, role, n = 0;
 
@@ -886,4 +886,12 @@ int ssp_block(int64_t deadline_ms, const sigset_t *mask)
 		return -1;
 	}
 	return 0;
+}
+
+bool ssp_block_until(const bool *done, int64_t deadline_ms)
+{
+	while (!*done)
+		if (ssp_block(deadline_ms, NULL) < 0 && errno == ETIMEDOUT)
+			return false;
+	return true;
 }

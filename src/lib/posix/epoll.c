@@ -24,7 +24,7 @@
  * thread asleep in the kernel epoll_wait of another set could sleep on
  * although that set became ready.  So a thread about to sleep on a set
  * joins core.c's waiter protocol with its own eventfd
- * (ssp_ext_waiter_self), which it adds to the kernel set under
+ * (ssp_waiter_self), which it adds to the kernel set under
  * SSP_EP_WAKE_MARK for the sleep and keeps on the set's list of sleepers.
  * The rule, all under the layer lock:
  *
@@ -61,7 +61,7 @@ struct ep_x {
 	struct ssp_ep ep;
 	bool dead;              /* its fd was closed while threads waited */
 	int waiters;            /* threads inside ssp_epoll_wait on it */
-	struct ssp_link sleepers; /* struct ssp_ext_waiter.in_ep: asleep on it */
+	struct ssp_link sleepers; /* struct ssp_waiter.in_ep: asleep on it */
 };
 
 /* A registration: struct ssp_epreg first (core.c walks those). */
@@ -126,9 +126,9 @@ static void ep_kick(struct ep_x *x)
 	uint64_t one = 1;
 
 	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next) {
-		struct ssp_ext_waiter *w = SSP_CONTAINER(l, struct ssp_ext_waiter, in_ep);
+		struct ssp_waiter *w = SSP_CONTAINER(l, struct ssp_waiter, in_ep);
 
-		if (ssp_real.write(w->w.efd, &one, sizeof(one)) < 0)
+		if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
 			continue; /* counter saturated: readable anyway */
 	}
 }
@@ -368,20 +368,20 @@ static int ep_sleep(struct ep_x *x, struct epoll_event *evs, int max, int left,
 		    const sigset_t *mask, bool *again)
 {
 	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
-	struct ssp_ext_waiter *w = left != 0 ? ssp_ext_waiter_self() : NULL;
+	struct ssp_waiter *w = left != 0 ? ssp_waiter_self() : NULL;
 	int epfd = x->ep.epfd, k, err, role = -1;
 
 	*again = false;
 	if (w) {
-		role = ssp_wait_begin(&w->w);
+		role = ssp_wait_begin(w);
 		if (role < 0) {
 			*again = true;
 			return 0;
 		}
-		if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, w->w.efd, &wev) < 0) {
+		if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, w->efd, &wev) < 0) {
 			ssp_log_once("ep_waiter", "cannot add a waiter eventfd to an epoll set: "
 				     "waits there nap");
-			ssp_wait_end(&w->w);
+			ssp_wait_end(w);
 			w = NULL;
 			role = -1;
 		} else {
@@ -397,8 +397,8 @@ static int ep_sleep(struct ep_x *x, struct epoll_event *evs, int max, int left,
 	if (w) {
 		ssp_list_del(&w->in_ep);
 		if (!x->dead)
-			ssp_real.epoll_ctl(epfd, EPOLL_CTL_DEL, w->w.efd, NULL);
-		ssp_wait_end(&w->w); /* pumps */
+			ssp_real.epoll_ctl(epfd, EPOLL_CTL_DEL, w->efd, NULL);
+		ssp_wait_end(w); /* pumps */
 	} else {
 		ssp_pump();
 	}

@@ -167,10 +167,7 @@ int ssp_child_attach(void)
 			ss_flush(ssp.ctx);
 	free(cv.rel);
 	ss_flush(ssp.ctx);
-	while (!ssp.inherit_done) {
-		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
-			break;
-	}
+	ssp_block_until(&ssp.inherit_done, deadline);
 	if (!ssp.inherit_done || ssp.inherit_err)
 		ssp_log_once("fork_inherit", "forked child: the service did not hand over the "
 			     "parent's sockets (%s): using them fails",
@@ -197,10 +194,7 @@ void ssp_sock_claim(struct ssp_sock *s)
 		ssp_pump();
 	ss_flush(ssp.ctx);
 	s->hold++;
-	while (!s->adopt_done) {
-		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
-			break;
-	}
+	ssp_block_until(&s->adopt_done, deadline);
 	s->hold--;
 	s->inh = false;
 	if (!s->adopt_done) {

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 
 #include "posix/posix.h"
 #include "posix/posix_ext.h"
@@ -17,50 +16,6 @@
 
 #define POLL_STACK 64
 #define POLL_NAP_MS 5   /* the sleep step when no waiter eventfd can be had */
-
-/* ------------------------------------------------------ per-thread waiter */
-
-static pthread_key_t ext_key;
-static pthread_once_t ext_once = PTHREAD_ONCE_INIT;
-static bool ext_key_ok;
-
-static void ext_waiter_free(void *p)
-{
-	struct ssp_ext_waiter *x = p;
-
-	if (x->w.efd >= 0)
-		ssp_real.close(x->w.efd);
-	free(x);
-}
-
-static void ext_key_make(void)
-{
-	ext_key_ok = pthread_key_create(&ext_key, ext_waiter_free) == 0;
-}
-
-struct ssp_ext_waiter *ssp_ext_waiter_self(void)
-{
-	struct ssp_ext_waiter *x;
-
-	pthread_once(&ext_once, ext_key_make);
-	if (!ext_key_ok)
-		return NULL;
-	x = pthread_getspecific(ext_key);
-	if (x)
-		return x;
-	x = calloc(1, sizeof(*x));
-	if (!x)
-		return NULL;
-	ssp_list_init(&x->w.link);
-	ssp_list_init(&x->in_ep);
-	x->w.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (x->w.efd < 0 || pthread_setspecific(ext_key, x) != 0) {
-		ssp_log_once("ext_waiter", "no eventfd for a waiting thread: it naps instead");
-		ext_waiter_free(x);
-		return NULL;
-	}
-	return x;
-}
 
 /* Fill the revents of accelerated entries; kernel ones get fd -1 in @k. */
 static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k)
@@ -110,7 +65,7 @@ static int real_poll(struct pollfd *k, nfds_t n, int timeout, const sigset_t *ma
 int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct pollfd stack[POLL_STACK], *k = stack;
-	struct ssp_ext_waiter *x = ssp_ext_waiter_self();
+	struct ssp_waiter *x = ssp_waiter_self();
 	int64_t deadline;
 	int rc;
 
@@ -142,10 +97,10 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		}
 		left = ssp_ms_left(deadline);
 		if (left != 0 && x) {
-			role = ssp_wait_begin(&x->w);
+			role = ssp_wait_begin(x);
 			if (role < 0)
 				continue; /* events pending: pump and look again */
-			k[n + extra++] = (struct pollfd){ .fd = x->w.efd, .events = POLLIN };
+			k[n + extra++] = (struct pollfd){ .fd = x->efd, .events = POLLIN };
 			if (role == 1)
 				k[n + extra++] = (struct pollfd){ .fd = ssp.evfd, .events = POLLIN };
 		} else if (left != 0 && (left < 0 || left > POLL_NAP_MS)) {
@@ -156,7 +111,7 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		err = errno;
 		ssp_lock();
 		if (role >= 0)
-			ssp_wait_end(&x->w); /* pumps */
+			ssp_wait_end(x); /* pumps */
 		else
 			ssp_pump();
 		if (kr < 0) {

@@ -272,11 +272,18 @@ static inline bool ssp_fd_busy(int fd)
 int ssp_ready(void);
 /* ssp_pump - take every pending event and apply it.  Lock held. */
 void ssp_pump(void);
-/* A thread blocked in the layer: woken through its own eventfd. */
+/* A thread blocked in the layer (a blocking call, poll/select, or
+ * epoll_wait): woken through its own eventfd, which poll/select put in
+ * their array and epoll_wait in the kernel set while it sleeps there. */
 struct ssp_waiter {
 	struct ssp_link link;   /* on ssp.waiters while blocked */
+	struct ssp_link in_ep;  /* on an epoll set's sleepers (epoll.c) */
 	int efd;
 };
+
+/* ssp_waiter_self - this thread's waiter, made on first use; NULL when no
+ * eventfd can be had (the caller then naps in short steps). */
+struct ssp_waiter *ssp_waiter_self(void);
 
 /* ssp_wait_begin - register @w before dropping the lock to block.
  * Returns 1: the caller is the poller and must also wait on ssp.evfd (the
@@ -292,6 +299,9 @@ void ssp_wake_others(bool events, bool disarmed);
  * -1: none).  Drops the lock while sleeping.  Returns 0 (events or a
  * spurious wake: re-check), or -1 with errno EINTR or ETIMEDOUT. */
 int ssp_block(int64_t deadline_ms, const sigset_t *mask);
+/* ssp_block_until - block (signals ignored) until *@done, set by an event
+ * handler, or @deadline_ms; returns *@done. */
+bool ssp_block_until(const bool *done, int64_t deadline_ms);
 int64_t ssp_now_ms(void);
 int64_t ssp_deadline(int timeout_ms);
 int ssp_ms_left(int64_t deadline_ms);

@@ -46,25 +46,6 @@ int ssp_recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags,
 		 struct timespec *timeout);
 int ssp_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags);
 
-/* ------------------------------------------------------ poll.c, epoll.c */
-
-/*
- * A thread blocked in poll/select/epoll_wait takes part in core.c's waiter
- * protocol (ssp_wait_begin/ssp_wait_end: one poller arms the context,
- * every pump with events kicks every waiter) through this per-thread
- * waiter: its eventfd sits in the poll array, or in the kernel epoll set
- * while the thread sleeps there (in_ep on that set's list of sleepers, so
- * that ssp_ep_wake can kick exactly them).
- */
-struct ssp_ext_waiter {
-	struct ssp_waiter w;
-	struct ssp_link in_ep;
-};
-
-/* ssp_ext_waiter_self - this thread's, made on first use; NULL when no
- * eventfd can be had (the caller then naps in short steps). */
-struct ssp_ext_waiter *ssp_ext_waiter_self(void);
-
 /* ------------------------------------------------------------- sig.c */
 
 /*

@@ -239,9 +239,9 @@ static bool interrupt_set(int sig)
 	return __atomic_load_n(&sig_interrupt, __ATOMIC_RELAXED) & (1ull << (sig - 1));
 }
 
-/* glibc's __bsd_signal: the signal itself blocked in its handler,
- * SA_RESTART unless siginterrupt() asked otherwise. */
-sighandler_t ssp_signal(int sig, sighandler_t handler)
+/* signal()-style installation: @handler with @flags, the signal itself
+ * blocked in its handler when @block_self. */
+static sighandler_t signal_install(int sig, sighandler_t handler, int flags, bool block_self)
 {
 	struct sigaction act, old;
 
@@ -252,32 +252,34 @@ sighandler_t ssp_signal(int sig, sighandler_t handler)
 	memset(&act, 0, sizeof(act));
 	act.sa_handler = handler;
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
-	act.sa_flags = interrupt_set(sig) ? 0 : SA_RESTART;
+	if (block_self)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = flags;
 	if (ssp_sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
 }
 
-/* glibc's __sysv_signal: one-shot, not blocked in its handler, EINTR. */
-sighandler_t ssp_sysv_signal(int sig, sighandler_t handler)
+/* glibc's __bsd_signal: the signal itself blocked in its handler,
+ * SA_RESTART unless siginterrupt() asked otherwise. */
+sighandler_t ssp_signal(int sig, sighandler_t handler)
 {
-	struct sigaction act, old;
-
-	if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+	if (sig < 1 || sig >= NSIG) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
-	memset(&act, 0, sizeof(act));
-	act.sa_handler = handler;
-	sigemptyset(&act.sa_mask);
-	act.sa_flags = SA_RESETHAND | SA_NODEFER;
+	return signal_install(sig, handler, interrupt_set(sig) ? 0 : SA_RESTART, true);
+}
+
+/* glibc's __sysv_signal: one-shot, not blocked in its handler, EINTR. */
+sighandler_t ssp_sysv_signal(int sig, sighandler_t handler)
+{
+	int flags = SA_RESETHAND | SA_NODEFER;
+
 #ifdef SA_INTERRUPT
-	act.sa_flags |= SA_INTERRUPT;
+	flags |= SA_INTERRUPT;
 #endif
-	if (ssp_sigaction(sig, &act, &old) < 0)
-		return SIG_ERR;
-	return old.sa_handler;
+	return signal_install(sig, handler, flags, false);
 }
 
 /* glibc's sigset: SIG_HOLD blocks the signal; anything else installs the

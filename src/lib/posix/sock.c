@@ -188,10 +188,7 @@ static int port_claim(struct ssp_sock *s, uint16_t port)
 	}
 	ss_flush(ssp.ctx);
 	s->hold++;
-	while (!s->bind_done) {
-		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
-			break;
-	}
+	ssp_block_until(&s->bind_done, deadline);
 	s->hold--;
 	if (!s->bind_done) {
 		/* The service never answered: a late BOUND is given up. */
@@ -270,10 +267,7 @@ static int listen_once(struct ssp_sock *s, int backlog)
 	}
 	ss_flush(ssp.ctx);
 	s->hold++;
-	while (!s->listen_done) {
-		if (ssp_block(deadline, NULL) < 0 && errno == ETIMEDOUT)
-			break;
-	}
+	ssp_block_until(&s->listen_done, deadline);
 	s->hold--;
 	if (!s->listen_done) {
 		/* The service never answered: a late LISTENING is undone. */
