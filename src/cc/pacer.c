@@ -394,6 +394,19 @@ void ss_pacer_cancel(struct ss_pacer *p, struct ss_pacer_flow *f)
 	}
 }
 
+void ss_pacer_group_cancel(struct ss_pacer *p, struct ss_pacer_group *g)
+{
+	while (g->n_wait) {
+		struct ss_pacer_flow *f = ent_flow(link_ent(g->waitq.next));
+
+		link_del(&f->ent.link);
+		f->ent.where = SS_PACER_IDLE;
+		g->n_wait--;
+	}
+	if (g->ent.where == SS_PACER_WHEEL || g->ent.where == SS_PACER_OVERFLOW)
+		pacer_dequeue(p, &g->ent);
+}
+
 /* Queue group @g for when its bucket is out of debt, and after tick
  * @after (the tick being served up to). */
 static void pacer_group_arm(struct ss_pacer *p, struct ss_pacer_group *g, uint64_t now_ns,

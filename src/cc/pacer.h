@@ -178,6 +178,11 @@ void ss_pacer_schedule(struct ss_pacer *p, struct ss_pacer_flow *f);
 /* Remove @f from wherever it is queued (no-op if idle). */
 void ss_pacer_cancel(struct ss_pacer *p, struct ss_pacer_flow *f);
 
+/* Take group @g out of the pacer (its application is gone): its waiting
+ * flows become idle (they keep their group pointer: the caller moves
+ * them) and the group leaves the wheel. */
+void ss_pacer_group_cancel(struct ss_pacer *p, struct ss_pacer_group *g);
+
 /*
  * Serve the clock up to @now_ns: store in @out, in time order, up to @max
  * flows that may send now (their time has come and their group allows

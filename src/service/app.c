@@ -321,6 +321,26 @@ static bool app_cap_bind(pid_t pid)
 	return cap;
 }
 
+/* The process name of @pid (/proc/PID/comm), "" if it cannot be read. */
+static void app_comm(pid_t pid, char comm[16])
+{
+	char path[64];
+	size_t n = 0;
+
+	comm[0] = '\0';
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	n = fread(comm, 1, 15, f);
+	fclose(f);
+	while (n && (comm[n - 1] == '\n' || comm[n - 1] == '\0'))
+		n--;
+	comm[n] = '\0';
+}
+
 /* A random non-zero token for the attach reply. */
 static uint64_t app_token(void)
 {
@@ -374,6 +394,9 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 	socklen_t clen = sizeof(cred);
 	a->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 ? cred.pid : 0;
 	a->cap_bind = app_cap_bind(a->pid);
+	app_comm(a->pid, a->comm);
+	a->cc_ready = false;
+	a->capped = false;
 	a->token = app_token();
 	a->parent_id = q.has_parent ? (uint32_t)q.parent : 0;
 	a->parent_token = q.has_parent ? q.token : 0;

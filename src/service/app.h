@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cc/pacer.h"
 #include "shm/abi.h"
 #include "service/idpool.h"
 
@@ -47,6 +48,8 @@ struct ss_app {
 	pid_t pid;
 	uint64_t token;           /* random, from the attach reply: proves parenthood */
 	bool cap_bind;            /* CAP_NET_BIND_SERVICE at attach: ports < 1024 */
+	char comm[16];            /* process name at attach (/proc/PID/comm): the
+				   * congestion-control rules' key (cc_policy.h) */
 	uint32_t parent_id;       /* fork child: the parent's app id ... */
 	uint64_t parent_token;    /* ... and token (0: not a child) */
 
@@ -74,6 +77,11 @@ struct ss_app {
 	bool inherited;           /* SS_CMD_INHERIT done */
 	uint64_t cmd_errors;
 	bool broken;              /* corrupted its rings: being disconnected */
+	/* Congestion control (stack_cc.c), set up at its first connection. */
+	bool cc_ready;            /* cleared at attach */
+	const struct ss_cc_ops *cc_ops;
+	struct ss_pacer_group cap; /* the app's cap over all its flows ... */
+	bool capped;              /* ... when this is set */
 };
 
 /* A reference to another app's connection, inherited across fork. */

@@ -30,6 +30,13 @@ const char ss_config_usage[] =
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
+	"  --cc ALG              congestion control: dctcp-rate (default), dctcp-win,\n"
+	"                        timely, cubic or newreno\n"
+	"  --cc-app NAME=ALG     algorithm for the application whose process is NAME\n"
+	"                        (repeatable)\n"
+	"  --app-rate-cap NAME=MBIT  cap in Mbit/s over all flows of application NAME\n"
+	"                        (repeatable)\n"
+	"  --cc-interval-rtts N  control interval in smoothed RTTs (default 2)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -53,6 +60,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
 	cfg->ecn = true;
+	ss_cc_policy_default(&cfg->cc);
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
 	cfg->eal_argv[0] = cfg->eal_store;
@@ -220,6 +228,16 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 			cfg->ecn = false;
 		else
 			return fail(err, errlen, "ecn: expected on or off, got '%s'", val);
+	} else if (strcmp(key, "cc") == 0) {
+		return ss_cc_policy_set_algo(&cfg->cc, val, err, errlen);
+	} else if (strcmp(key, "cc-app") == 0) {
+		return ss_cc_policy_add_algo(&cfg->cc, val, err, errlen);
+	} else if (strcmp(key, "app-rate-cap") == 0) {
+		return ss_cc_policy_add_cap(&cfg->cc, val, err, errlen);
+	} else if (strcmp(key, "cc-interval-rtts") == 0) {
+		if (parse_uint(val, 1, 64, &n) != 0)
+			return fail(err, errlen, "cc-interval-rtts: expected 1..64, got '%s'", val);
+		cfg->cc.params.interval_rtts = (uint32_t)n;
 	} else if (strcmp(key, "delack-us") == 0) {
 		if (parse_uint(val, 0, 500000, &n) != 0)
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",

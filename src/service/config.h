@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "service/cc_policy.h"
+
 #define SS_CONFIG_MAX_EAL_ARGS 64
 #define SS_CONFIG_DEFAULT_CTL "/run/slipstream/slipstreamd.sock"
 
@@ -30,6 +32,7 @@ struct ss_config {
 	uint32_t time_wait_ms;
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
+	struct ss_cc_policy cc; /* congestion control: algorithm, per-app rules */
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */
 	int eal_argc;
@@ -54,7 +57,7 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
  * max-app-conns, max-buf, max-listeners, max-app-mem, time-wait-ms, delack-us, ecn,
- * log-level) plus "dpdk",
+ * cc, cc-app, app-rate-cap, cc-interval-rtts, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */
 int ss_config_parse_text(struct ss_config *cfg, const char *text,

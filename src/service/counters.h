@@ -86,6 +86,8 @@
 	X(tcp_oow_ack_limited)                                                   \
 	X(app_inherits)                                                          \
 	X(app_adopts)                                                            \
+	X(app_handbacks)                                                         \
+	X(app_handback_failed)                                                   \
 	X(app_inherit_listener_full)                                             \
 	X(app_inherit_failed)                                                    \
 	X(drop_tcp_seg_too_big)                                                  \
@@ -112,6 +114,15 @@
 	X(tcp_tail_probes)                                                       \
 	X(tcp_ce_segs)                                                           \
 	X(tcp_ecn_reductions)                                                    \
+	X(tcp_ecn_echoes)                                                        \
+	X(cc_intervals)                                                          \
+	X(cc_rate_updates)                                                       \
+	X(cc_window_updates)                                                     \
+	X(cc_reductions)                                                         \
+	X(cc_idle)                                                               \
+	X(cc_paced_waits)                                                        \
+	X(cc_cap_waits)                                                          \
+	X(cc_pacer_releases)                                                     \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
 	X(drop_no_mbuf)

@@ -165,6 +165,9 @@ int main(int argc, char **argv)
 		goto out_fps;
 	}
 	stack_up = true;
+	ss_stack_set_cc(&stack, &cfg.cc);
+	SS_INFO("congestion control: %s (%u application rule%s)", cfg.cc.ops->name,
+		cfg.cc.n_rules, cfg.cc.n_rules == 1 ? "" : "s");
 	fps[0]->stack = &stack;
 	fps[0]->doorbell_fd = reg.doorbell_fd;
 	fps[0]->proto.tcp_input = ss_stack_tcp_input;

@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cc/cc.h"
+#include "cc/pacer.h"
 #include "service/app.h"
+#include "service/cc_policy.h"
 #include "service/counters.h"
 #include "service/flow_table.h"
 #include "service/idpool.h"
@@ -49,6 +52,20 @@ struct ss_stack_io {
 #define SC_ARP_WAIT 0x20    /* active open waiting for the peer's MAC */
 #define SC_IN_TABLE 0x40    /* in the flow table */
 
+/* A connection's congestion control (stack_cc.c): the control loop's state
+ * (policy, once per interval) and its enforcement (pacer, every send). */
+struct ss_sconn_cc {
+	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */
+	union ss_cc_state st;         /* the algorithm's state */
+	const struct ss_cc_ops *ops;  /* NULL until the handshake completes */
+	struct ss_cc_counters prev;   /* the engine's counters at interval start */
+	struct ss_timer timer;        /* on the stack's cc_wheel while active */
+	struct ss_app *group_app;     /* whose cap group pf is in (NULL: none) */
+	uint64_t start_us;            /* start of the current interval */
+	uint32_t charged;             /* engine's sent_bytes already charged */
+	bool paced;                   /* pf enforces something (rate or cap) */
+};
+
 struct ss_sconn {
 	struct ss_tcp_conn tcp;  /* engine state; its hot part first */
 	struct ss_timer timer;
@@ -70,6 +87,7 @@ struct ss_sconn {
 	struct ss_sconn *dirty_next;
 	struct ss_sconn *pend_next;
 	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
+	struct ss_sconn_cc cc;
 };
 
 /*
@@ -139,6 +157,11 @@ struct ss_stack {
 	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */
 	struct ss_sconn *arp_wait; /* those opens, to check after each burst */
 	uint8_t dead_ring[4096]; /* stands in for an app's rings after release */
+
+	/* Congestion control (stack_cc.c). */
+	const struct ss_cc_policy *ccp; /* NULL: the engine's own NewReno */
+	struct ss_timer_wheel cc_wheel; /* control intervals of active flows */
+	struct ss_pacer pacer;          /* paced flows waiting for their time */
 };
 
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
@@ -173,6 +196,14 @@ bool ss_stack_round(struct ss_stack *s, uint64_t now_us);
  */
 bool ss_stack_may_sleep(struct ss_stack *s);
 void ss_stack_woke(struct ss_stack *s);
+
+/*
+ * Congestion control for connections that complete their handshake from
+ * now on: @p's algorithm (and per-application rules), run once per
+ * control interval, enforced by pacing or windows.  Without it (the
+ * default) the TCP engine's own NewReno runs.  @p must outlive the stack.
+ */
+void ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p);
 
 /* Earliest timer deadline (us), or UINT64_MAX. */
 uint64_t ss_stack_next_deadline(const struct ss_stack *s);

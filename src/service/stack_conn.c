@@ -137,6 +137,8 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		goto fail;
 	if ((rc = ss_idpool_init(&s->conn_ids, lim->max_flows)) != 0)
 		goto fail;
+	if ((rc = stack_cc_init(s)) != 0)
+		goto fail;
 	s->conns = calloc(lim->max_flows, sizeof(*s->conns));
 	s->listeners = calloc(lim->max_listeners, sizeof(*s->listeners));
 	s->active = calloc(reg ? reg->lim.max_apps : 1, sizeof(*s->active));
@@ -159,6 +161,7 @@ void ss_stack_fini(struct ss_stack *s)
 	ss_flow_table_fini(&s->flows);
 	ss_timer_wheel_fini(&s->wheel);
 	ss_idpool_fini(&s->conn_ids);
+	stack_cc_fini(s);
 	free(s->conns);
 	free(s->listeners);
 	free(s->active);
@@ -185,6 +188,7 @@ static struct ss_sconn *conn_alloc(struct ss_stack *s)
 static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 {
 	ss_timer_cancel(&s->wheel, &sc->timer);
+	stack_cc_conn_free(s, sc);
 	if (sc->flags & SC_IN_TABLE)
 		ss_flow_table_remove(&s->flows, &sc->key);
 	sc->flags = 0;
@@ -211,6 +215,7 @@ void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc)
 	a->n_conns--;
 	sc->app = NULL;
 	conn_detach_rings(s, sc);
+	stack_cc_conn_unowned(s, sc);
 }
 
 static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
@@ -523,6 +528,7 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 	}
 	stack_listeners_app_gone(s, a);
 	stack_inh_app_gone(s, a);
+	stack_cc_app_gone(s, a);
 }
 
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t li)
@@ -571,6 +577,7 @@ void stack_timers_run(struct ss_stack *s)
 			stack_conn_dirty(s, sc);
 		}
 	} while (n == 64);
+	stack_cc_run(s);
 }
 
 /* Adds the engine's per-connection counts to the thread's counters. */
@@ -606,6 +613,7 @@ static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
 	DRAIN(tail_probes, tcp_tail_probes)
 	DRAIN(ce_segs, tcp_ce_segs)
 	DRAIN(ecn_reductions, tcp_ecn_reductions)
+	DRAIN(ecn_echoes, tcp_ecn_echoes)
 #undef DRAIN
 }
 
@@ -654,8 +662,11 @@ void stack_conns_flush(struct ss_stack *s)
 	while (sc) {
 		struct ss_sconn *next = sc->dirty_next;
 		sc->flags &= (uint8_t)~SC_DIRTY;
-		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT))
+		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT)) {
+			stack_cc_before_output(s, sc);
 			ss_tcp_output(&sc->tcp, s->now_us);
+			stack_cc_after_output(s, sc);
+		}
 		conn_collect(s, sc);
 		if (sc->tcp.f.state == SS_TCPS_CLOSED && (sc->flags & SC_IN_TABLE)) {
 			/* Closed flows leave the table at once: later segments get RST. */
@@ -684,7 +695,9 @@ void stack_conns_flush(struct ss_stack *s)
 
 uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 {
-	return ss_timer_wheel_next(&s->wheel);
+	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
+
+	return c < t ? c : t;
 }
 
 void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g)

@@ -59,6 +59,21 @@ int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_
 bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a);
 
+/* stack_cc.c: congestion control (control loop and pacing). */
+int stack_cc_init(struct ss_stack *s);
+void stack_cc_fini(struct ss_stack *s);
+/* Around ss_tcp_output() in the flush: budget before, charge and arm after. */
+void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc);
+void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc);
+/* Due control intervals and pacer releases (marks connections dirty). */
+void stack_cc_run(struct ss_stack *s);
+/* The connection leaves its application (slot released) / goes away. */
+void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc);
+void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc);
+void stack_cc_app_gone(struct ss_stack *s, struct ss_app *a);
+/* Earliest control-interval or pacer deadline, us (UINT64_MAX: none). */
+uint64_t stack_cc_next_us(const struct ss_stack *s);
+
 /* stack_app.c */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc);
 void stack_pending_unlink(struct ss_stack *s, struct ss_sconn *sc);

@@ -63,7 +63,19 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	/* RFC 7323 §2.3: the smallest shift that lets the whole ring be offered. */
 	while (f->rcv_wscale < SS_TCP_WSCALE_MAX && (rx.size >> f->rcv_wscale) > 0xffff)
 		f->rcv_wscale++;
+	c->tx_budget = SS_TCP_BUDGET_UNLIMITED;
 	tcp_cc_init(c);
+}
+
+void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	c->cc_mode = mode <= SS_TCP_CC_RATE ? mode : SS_TCP_CC_ENGINE;
+	c->ecn_dctcp = ecn_dctcp;
+	f->cwnd = cwnd > f->mss ? cwnd : f->mss;
+	if (c->cc_mode == SS_TCP_CC_ENGINE && f->ssthresh < f->cwnd)
+		f->ssthresh = UINT32_MAX; /* resume as if in slow start below it */
 }
 
 /* RFC 6528 §3: ISN = M + F(localip, localport, remoteip, remoteport, secretkey),

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cc/cc.h"
 #include "wire/tcp.h"
 
 /* RFC 9293 §3.3.2 states.  LISTEN is not a connection state here: a
@@ -136,6 +137,21 @@ struct ss_tcp_params {
 	uint8_t ecn;               /* 1: negotiate ECN (RFC 3168) on SYN / SYN-ACK */
 };
 
+/*
+ * Who moves the congestion window (ss_tcp_cc_set()).  ENGINE: the engine's
+ * own per-ACK NewReno and RFC 3168 reaction (tcp_cc.c, tcp_ecn.c).  WINDOW
+ * and RATE: a control loop outside the engine (the service's, src/cc/)
+ * decides once per interval from the counters in conn->cc; the engine then
+ * keeps loss recovery (retransmitting) but never changes cwnd itself,
+ * except that a retransmission timeout in WINDOW mode drops it to one
+ * segment until the loop speaks again.  In RATE mode cwnd is only a cap;
+ * the caller paces with conn->tx_budget.
+ */
+enum ss_tcp_cc_mode { SS_TCP_CC_ENGINE, SS_TCP_CC_WINDOW, SS_TCP_CC_RATE };
+
+/* conn->tx_budget when the caller does not pace the connection. */
+#define SS_TCP_BUDGET_UNLIMITED UINT32_MAX
+
 void ss_tcp_params_default(struct ss_tcp_params *p);
 
 /* Segment the engine wants sent.  hdr.sport/dport/seq/ack/flags/window and
@@ -183,7 +199,10 @@ struct ss_tcp_conn_stats {
 	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
 	uint64_t tail_probes;                 /* RFC 8985 §7 loss probes sent */
 	uint64_t ce_segs;                     /* segments received with CE */
-	uint64_t ecn_reductions;              /* cwnd reductions for ECE */
+	uint64_t ecn_reductions;              /* cwnd reductions for ECE (ENGINE mode) */
+	uint64_t ecn_echoes;                  /* ECE episodes answered with CWR (WINDOW/RATE
+					       * modes: the reduction is the loop's) */
+	uint64_t budget_stops;                /* ss_tcp_output() stopped at tx_budget */
 };
 
 struct ss_tcp_conn {
@@ -222,7 +241,15 @@ struct ss_tcp_conn {
 	uint8_t ece_pending;          /* CE seen: ECE on our ACKs until the peer's CWR */
 	uint8_t cwr_pending;          /* we reduced for ECE: CWR on the next new data */
 	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
-	uint32_t ce_bytes;            /* payload bytes received with CE (for the CC loop) */
+	uint32_t ce_bytes;            /* payload bytes received with CE */
+	uint8_t ecn_dctcp;            /* echo CE per ACK (RFC 8257 §3.2), not until CWR */
+	uint8_t cc_mode;              /* enum ss_tcp_cc_mode */
+	uint8_t budget_hit;           /* the last ss_tcp_output() stopped at tx_budget */
+	uint32_t tx_budget;           /* payload bytes ss_tcp_output() may still send
+				       * (SS_TCP_BUDGET_UNLIMITED: not paced); a segment
+				       * may begin while it is above 0 */
+	uint32_t last_rtt_us;         /* latest RTT sample (0: none yet) */
+	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	uint64_t last_challenge_us;
@@ -274,7 +301,10 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
  * segments of at most mss bytes, our FIN when queued and all data is out,
  * and a pure ACK if SS_TCPF_ACK_NOW is set and nothing else carried it.
  * Arms the RTO when data/FIN is outstanding, the persist timer when the
- * peer's window is zero and data waits.  Returns segments emitted.
+ * peer's window is zero and data waits.  A paced connection (tx_budget
+ * not SS_TCP_BUDGET_UNLIMITED) sends data only while tx_budget is above
+ * 0, spends it, and sets budget_hit when it stopped there with data the
+ * windows would let go.  Returns segments emitted.
  */
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us);
 
@@ -319,6 +349,15 @@ void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare);
  * of the same sizes (another process adopted it): contents are copied,
  * positions stay.  Returns 0, or -1 (nothing changed) if a size differs. */
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx);
+
+/*
+ * Congestion control by the caller: @mode (enum ss_tcp_cc_mode) and, for
+ * WINDOW and RATE, the window in bytes (at least one MSS is kept).  ENGINE
+ * hands the window back to the engine's NewReno from the given value.
+ * @ecn_dctcp: echo CE on exactly the ACKs of CE-marked data, as DCTCP
+ * senders want (RFC 8257 §3.2), instead of until CWR (RFC 3168).
+ */
+void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp);
 
 /* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2), or
  * 0 when none is armed. */

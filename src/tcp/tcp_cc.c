@@ -32,6 +32,7 @@ void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us)
 
 	if (rtt_us == 0)
 		rtt_us = 1; /* srtt 0 means "no sample yet" */
+	c->last_rtt_us = rtt_us;
 	if (f->srtt_us == 0) {
 		f->srtt_us = rtt_us;
 		f->rttvar_us = rtt_us / 2;
@@ -62,10 +63,13 @@ void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
 
+	bool own = c->cc_mode == SS_TCP_CC_ENGINE;
+
 	if (f->flags & SS_TCPF_IN_RECOVERY) {
 		if (ss_seq_geq(f->snd_una, f->recover)) {
 			/* RFC 6582 §3.2 step 3 (full ACK): deflate to ssthresh. */
-			f->cwnd = f->ssthresh;
+			if (own)
+				f->cwnd = f->ssthresh;
 			f->flags &= (uint8_t)~SS_TCPF_IN_RECOVERY;
 			f->dupacks = 0;
 			return;
@@ -75,6 +79,8 @@ void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 		 * restart the timer for the first partial ACK. */
 		tcp_retransmit_una(c, now_us);
 		c->st.fast_retrans++;
+		if (!own)
+			return; /* the control loop owns the window */
 		f->cwnd = f->cwnd > acked ? f->cwnd - acked : 0;
 		if (acked >= f->mss)
 			f->cwnd += f->mss;
@@ -83,8 +89,8 @@ void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 		return;
 	}
 	f->dupacks = 0;
-	if (!acked)
-		return; /* only our SYN or FIN was acknowledged */
+	if (!acked || !own)
+		return; /* only our SYN or FIN was acknowledged, or not our window */
 	if (f->cwnd < f->ssthresh) {
 		/* Slow start, RFC 5681 eq. 2 with L = 1 SMSS (RFC 3465). */
 		f->cwnd += tcp_u32_min(acked, f->mss);
@@ -150,10 +156,13 @@ void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us)
 	struct ss_tcp_flow *f = &c->f;
 	uint32_t sacked = tcp_sacked_above_una(c);
 
+	bool own = c->cc_mode == SS_TCP_CC_ENGINE;
+
 	c->st.dup_acks++;
 	if (f->flags & SS_TCPF_IN_RECOVERY) {
 		/* RFC 6582 §3.2 step 4: inflate for the segment that left. */
-		f->cwnd += f->mss;
+		if (own)
+			f->cwnd += f->mss;
 		if (sack_new && ss_seq_geq(c->sack_high, c->rexmit_mark + 3u * f->mss)) {
 			c->st.lost_rexmits++;
 			tcp_retransmit_una(c, now_us);
@@ -173,24 +182,33 @@ void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us)
 	 * once (RFC 6675 §5) instead of waiting for another timeout. */
 	if (ss_seq_lt(f->snd_una, f->recover) && !sack_new)
 		return;
-	f->ssthresh = tcp_cc_loss_ssthresh(f);
 	f->recover = f->snd_max;
 	f->flags |= SS_TCPF_IN_RECOVERY;
 	c->st.fast_retrans++;
+	c->cc.fast_retx++;
+	if (own)
+		f->ssthresh = tcp_cc_loss_ssthresh(f);
 	tcp_retransmit_una(c, now_us);
 	/* RFC 5681 §3.2 step 3: artificially inflate by the 3 segments that left. */
-	f->cwnd = f->ssthresh + 3u * f->mss;
+	if (own)
+		f->cwnd = f->ssthresh + 3u * f->mss;
 }
 
 /* Retransmission timer expired (first expiry of an episode sets ssthresh:
- * RFC 5681 eq. 4; every expiry resets cwnd to the loss window). */
+ * RFC 5681 eq. 4; every expiry resets cwnd to the loss window).  Counted
+ * for the control loop in every mode. */
 void tcp_cc_on_rto(struct ss_tcp_conn *c)
 {
 	struct ss_tcp_flow *f = &c->f;
 
-	if (f->backoff == 0)
-		f->ssthresh = tcp_cc_loss_ssthresh(f);
-	f->cwnd = f->mss;
+	c->cc.timeouts++;
+	if (c->cc_mode == SS_TCP_CC_ENGINE) {
+		if (f->backoff == 0)
+			f->ssthresh = tcp_cc_loss_ssthresh(f);
+		f->cwnd = f->mss;
+	} else if (c->cc_mode == SS_TCP_CC_WINDOW) {
+		f->cwnd = f->mss; /* until the control loop has seen the timeout */
+	}
 	f->dupacks = 0;
 	f->flags &= (uint8_t)~SS_TCPF_IN_RECOVERY;
 	/* RFC 6582 §3.2 step 4 after a timeout: record recover. */

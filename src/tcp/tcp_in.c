@@ -61,6 +61,11 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 	if (data_acked) {
 		c->tx_acked += data_acked;
 		c->events |= SS_TCP_EV_TX_ACKED;
+		/* For the control loop: DCTCP's marked bytes are those acked
+		 * by ACKs that echo CE (RFC 8257 §3.3). */
+		c->cc.acked_bytes += data_acked;
+		if ((seg->flags & SS_TCP_ECE) && c->ecn_ok)
+			c->cc.ecn_bytes += data_acked;
 	}
 	c->retries = 0;
 	c->tlp_sent = 0;
@@ -118,7 +123,7 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
 	 * common case does not touch the cold ecn_ok). */
 	if ((seg->ip_ecn == SS_IP_ECN_CE || (seg->flags & (SS_TCP_ECE | SS_TCP_CWR))) &&
 	    c->ecn_ok && f->state != SS_TCPS_SYN_SENT)
-		tcp_ecn_input(c, seg);
+		tcp_ecn_input(c, seg, now_us);
 	if (f->state == SS_TCPS_ESTABLISHED &&
 	    (seg->flags & (SS_TCP_SYN | SS_TCP_FIN | SS_TCP_RST | SS_TCP_URG | SS_TCP_ACK)) ==
 		    SS_TCP_ACK &&

@@ -73,7 +73,7 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
 /* tcp_ecn.c */
 void tcp_ecn_on_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn);
 void tcp_ecn_on_synack(struct ss_tcp_conn *c, const struct ss_tcp *synack);
-void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg);
+void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
 void tcp_ecn_output(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, struct ss_tcp *h);
 
 /* tcp_ooo.c */

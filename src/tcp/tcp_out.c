@@ -127,6 +127,9 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 			f->rcv_adv = edge;
 		if (s.hdr.flags & SS_TCP_CWR)
 			c->cwr_pending = 0;
+		if ((s.hdr.flags & SS_TCP_ECE) && c->ecn_dctcp)
+			c->ece_pending = 0; /* per-ACK echo: this ACK carried it */
+		c->cc.sent_bytes += len; /* every data segment, resent or new */
 		if (flags & SS_TCP_ACK) {
 			f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
 			c->ack_pending = 0;
@@ -268,6 +271,8 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 	bool can_send = tcp_state_can_send(f->state);
 	uint32_t end = tcp_data_end(c);
 
+	c->budget_hit = 0;
+
 	/* No Nagle (TCP_NODELAY): whatever the windows allow goes now. */
 	while (can_send) {
 		uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
@@ -284,6 +289,13 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			len = tcp_min3(avail, usable, f->mss);
 			if (!len)
 				break;
+			if (!c->tx_budget) {
+				/* Paced: the caller gives more budget when the
+				 * pacer lets this flow send again. */
+				c->budget_hit = 1;
+				c->st.budget_stops++;
+				break;
+			}
 			/* PSH on the last segment of the burst. */
 			if (len == avail || len == usable)
 				flags |= SS_TCP_PSH;
@@ -304,6 +316,8 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			break;
 		}
 		n++;
+		if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED)
+			c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
 		if (rexmit) {
 			c->st.retrans_segs++;
 			f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */

@@ -4,7 +4,8 @@ peer namespace sets CE on every ECT packet (`testbed --ecn-all`).
 * Linux offers ECN (net.ipv4.tcp_ecn=1 in its namespace): the handshake
   negotiates it, every data segment arrives CE-marked, the service counts
   them (tcp_ce_segs) and echoes ECE; the other way, Linux echoes our CE
-  marks and the service reduces its window (tcp_ecn_reductions).  Both
+  marks, the service answers with CWR (tcp_ecn_echoes) and its control
+  loop cuts the flow's rate (cc_reductions).  Both
   transfers are byte-exact.
 * Linux declines (tcp_ecn=0): nothing is ECT, nothing is marked, no
   reductions; the transfers are exact all the same.
@@ -52,8 +53,13 @@ def test_ecn_negotiated_ce_echoed(ecn_bed, procs):
     assert _nstat(tb, "TcpExtTCPDeliveredCE") > ce0
     bulk_slipstream_to_linux(procs, tb, svc, 64 * MiB)
     d_out = counters_delta(mid, svc.stats())
-    # Linux receives our ECT(0) data as CE and sets ECE: we reduce.
-    assert d_out.get("tcp_ecn_reductions", 0) > 0, d_out
+    # Linux receives our ECT(0) data as CE and sets ECE: the engine answers
+    # with CWR, and the control loop (dctcp-rate, the default) cuts the rate.
+    assert d_out.get("tcp_ecn_echoes", 0) > 0, d_out
+    assert d_out.get("cc_reductions", 0) > 0, d_out
+    assert d_out.get("cc_rate_updates", 0) > 0, d_out
+    # The engine's own window halving is off while the loop runs.
+    assert d_out.get("tcp_ecn_reductions", 0) == 0, d_out
 
 
 def test_ecn_declined_by_linux(ecn_bed, procs):
@@ -66,5 +72,6 @@ def test_ecn_declined_by_linux(ecn_bed, procs):
         d = counters_delta(before, svc.stats())
         assert d.get("tcp_ce_segs", 0) == 0, d
         assert d.get("tcp_ecn_reductions", 0) == 0, d
+        assert d.get("tcp_ecn_echoes", 0) == 0, d
     finally:
         _peer_ecn(tb, 2)

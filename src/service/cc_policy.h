@@ -1,0 +1,52 @@
+/* cc_policy.h - which congestion-control algorithm and cap each application gets (service configuration). */
+#ifndef SS_SERVICE_CC_POLICY_H
+#define SS_SERVICE_CC_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cc/cc.h"
+
+/*
+ * The service picks one algorithm for every flow (`cc = ALG`, default
+ * dctcp-rate); rules keyed by the application's process name (its comm,
+ * as /proc/PID/comm shows it when it attaches) override the algorithm
+ * (`cc-app = NAME=ALG`) and set a bandwidth cap over all of the
+ * application's flows (`app-rate-cap = NAME=MBIT`).  One rule per name;
+ * a later line for the same name changes only what it names.
+ */
+#define SS_CC_APP_RULES 32
+#define SS_CC_NAME_MAX 16 /* TASK_COMM_LEN */
+
+struct ss_cc_app_rule {
+	char name[SS_CC_NAME_MAX];
+	const struct ss_cc_ops *ops; /* NULL: the service's algorithm */
+	uint64_t cap_bps;            /* bytes/s over all its flows; 0: none */
+};
+
+struct ss_cc_policy {
+	const struct ss_cc_ops *ops; /* NULL: the TCP engine's own NewReno, no
+				      * control loop (the stack's unit tests) */
+	struct ss_cc_params params;
+	uint32_t n_rules;
+	struct ss_cc_app_rule rules[SS_CC_APP_RULES];
+};
+
+/* dctcp-rate, default parameters, no rules. */
+void ss_cc_policy_default(struct ss_cc_policy *p);
+
+/* The rule for process name @comm, or NULL. */
+const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm);
+
+/*
+ * Configuration values.  Each returns 0, or -1 with a message in @err:
+ *   ss_cc_policy_set_algo  "ALG" (a name ss_cc_find() knows)
+ *   ss_cc_policy_add_algo  "NAME=ALG"
+ *   ss_cc_policy_add_cap   "NAME=MBIT" (Mbit/s, decimals allowed, 0.1 .. 100000)
+ */
+int ss_cc_policy_set_algo(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
+int ss_cc_policy_add_algo(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
+int ss_cc_policy_add_cap(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,344 @@
+/* stack_cc.c - congestion control on a fast-path stack: the per-interval control loop and its enforcement. */
+#include "service/stack_internal.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "service/log.h"
+
+/*
+ * Policy and enforcement, as DESIGN.md §3-§4 and TAS §3.2 split them:
+ *
+ * - Policy (slow, out of line): every active flow has a timer on
+ *   s->cc_wheel, due once per control interval (2 smoothed RTTs by
+ *   default).  When it fires, the engine's free-running counters (bytes
+ *   acked, ECN-echoed bytes, bytes sent, fast retransmits, timeouts) are
+ *   turned into a sample, the flow's algorithm (src/cc/) computes a rate
+ *   or a window, and the result is written back.  A flow that neither
+ *   sent nor was acked during an interval and has nothing in flight
+ *   leaves the wheel, so the work per interval follows the active flows,
+ *   not all flows; its next send puts it back.
+ *
+ * - Enforcement (every send): a rate-based flow, or any flow of an
+ *   application with a bandwidth cap, is paced.  Before ss_tcp_output()
+ *   it gets a byte budget only when the pacer lets it send (its own next
+ *   departure time has come and its application's token bucket is not in
+ *   debt); every byte the engine then sends — new data, fast and timeout
+ *   retransmissions, probes — is charged afterwards from the engine's
+ *   sent_bytes counter, so nothing escapes the budget.  A flow that ran
+ *   out of budget with data to send waits in the pacer (a timing wheel:
+ *   cost per packet independent of the number of flows) and comes back
+ *   through stack_cc_run().  Window-based flows send within the window the
+ *   loop set (the engine keeps loss recovery but leaves cwnd alone).
+ *
+ * The loop runs on the fast-path thread that owns the flows, out of line
+ * from the per-packet path, like connection set-up: on a machine whose
+ * cores are shared with the applications, a separate slow-path thread
+ * woken every interval would cost a cross-CPU wake-up per interval
+ * (DESIGN.md §4b).  It touches only cold per-connection state.
+ */
+
+#define CC_WHEEL_SLOTS 4096
+#define CC_WHEEL_TICK_US 16
+#define CC_PACER_MAX_LAG_NS 200000u  /* wake-ups in a VM are this late */
+#define CC_QUANTUM_NS 100000u        /* a release sends ~100 us of the rate ... */
+#define CC_QUANTUM_MAX 65536u        /* ... at most 64 KiB, at least 2 MSS */
+#define CC_RATE_CWND (1u << 30)      /* rate mode: the window is only a cap */
+#define CC_MIN_SEGS 2u               /* rate floor: segments per smoothed RTT */
+#define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
+#define CC_CAP_BURST_MAX (4u << 20)  /* ... is 2 ms of the cap, within these */
+
+static inline uint64_t cc_now_ns(const struct ss_stack *s)
+{
+	return s->now_us * 1000;
+}
+
+static inline struct ss_sconn *sconn_of_pf(struct ss_pacer_flow *pf)
+{
+	return (struct ss_sconn *)(void *)((uint8_t *)pf - offsetof(struct ss_sconn, cc.pf));
+}
+
+static inline struct ss_sconn *sconn_of_cc_timer(struct ss_timer *t)
+{
+	return (struct ss_sconn *)(void *)((uint8_t *)t - offsetof(struct ss_sconn, cc.timer));
+}
+
+int stack_cc_init(struct ss_stack *s)
+{
+	struct ss_pacer_params pp;
+	int rc = ss_timer_wheel_init(&s->cc_wheel, CC_WHEEL_SLOTS, CC_WHEEL_TICK_US, 0);
+
+	if (rc != 0)
+		return rc;
+	ss_pacer_params_default(&pp);
+	pp.max_lag_ns = CC_PACER_MAX_LAG_NS;
+	return ss_pacer_init(&s->pacer, &pp, 0);
+}
+
+void stack_cc_fini(struct ss_stack *s)
+{
+	ss_timer_wheel_fini(&s->cc_wheel);
+	ss_pacer_fini(&s->pacer);
+}
+
+void ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p)
+{
+	s->ccp = p && p->ops ? p : NULL;
+}
+
+/* The application's algorithm and cap, looked up once by process name. */
+static void cc_app_policy(struct ss_stack *s, struct ss_app *a)
+{
+	const struct ss_cc_app_rule *r;
+
+	if (a->cc_ready)
+		return;
+	a->cc_ready = true;
+	a->cc_ops = NULL;
+	a->capped = false;
+	r = ss_cc_policy_rule(s->ccp, a->comm);
+	if (!r)
+		return;
+	a->cc_ops = r->ops;
+	if (r->cap_bps) {
+		uint64_t burst = r->cap_bps / 500;
+
+		burst = burst < CC_CAP_BURST_MIN ? CC_CAP_BURST_MIN
+			: burst > CC_CAP_BURST_MAX ? CC_CAP_BURST_MAX : burst;
+		a->capped = ss_pacer_group_init(&a->cap, r->cap_bps, burst, cc_now_ns(s)) == 0;
+	}
+	SS_INFO("app %u (%s): congestion control %s, cap %llu Mbit/s", a->id, a->comm,
+		(a->cc_ops ? a->cc_ops : s->ccp->ops)->name,
+		a->capped ? (unsigned long long)(r->cap_bps * 8 / 1000000) : 0ull);
+}
+
+/* Bytes a pacer release lets the flow send: ~CC_QUANTUM_NS of its rate
+ * (or its cap), so releases are not more frequent than a sleeping thread
+ * can serve; charged exactly afterwards, so the size only shapes bursts. */
+static uint32_t cc_quantum(const struct ss_sconn *sc)
+{
+	const struct ss_pacer_flow *pf = &sc->cc.pf;
+	uint64_t rate = pf->rate ? pf->rate : UINT64_MAX;
+	uint64_t q, lo = 2u * sc->tcp.f.mss;
+
+	if (pf->group && pf->group->tb.rate < rate)
+		rate = pf->group->tb.rate;
+	q = rate / (1000000000u / CC_QUANTUM_NS);
+	return (uint32_t)(q < lo ? lo : q > CC_QUANTUM_MAX ? CC_QUANTUM_MAX : q);
+}
+
+static void cc_update_paced(struct ss_sconn *sc)
+{
+	sc->cc.paced = sc->cc.pf.rate || sc->cc.pf.group;
+	if (!sc->cc.paced)
+		sc->tcp.tx_budget = SS_TCP_BUDGET_UNLIMITED;
+	else if (sc->tcp.tx_budget == SS_TCP_BUDGET_UNLIMITED)
+		sc->tcp.tx_budget = 0; /* from now on only the pacer gives budget */
+}
+
+/* Writes the algorithm's decision into the engine and the pacer. */
+static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_out *out)
+{
+	bool dctcp = strncmp(sc->cc.ops->name, "dctcp", 5) == 0;
+
+	if (out->flags & SS_CC_OUT_RATE) {
+		/* Never below two segments per RTT, the floor a window-based
+		 * TCP keeps (RFC 5681 §3.1): a rate floor that ignores the RTT
+		 * would starve a flow on a short path that sees every packet
+		 * marked. */
+		uint64_t rate = out->rate_bps, srtt = sc->tcp.f.srtt_us;
+		uint64_t floor = srtt ? (uint64_t)CC_MIN_SEGS * sc->tcp.f.mss * 1000000u / srtt : 0;
+
+		if (rate < floor)
+			rate = floor;
+		ss_pacer_flow_set_rate(&sc->cc.pf, rate ? rate : 1);
+		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_RATE, CC_RATE_CWND, dctcp);
+		ss_ctr_inc(s->ctr, SS_CTR_cc_rate_updates);
+	} else {
+		ss_pacer_flow_set_rate(&sc->cc.pf, 0);
+		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_WINDOW, out->cwnd, dctcp);
+		ss_ctr_inc(s->ctr, SS_CTR_cc_window_updates);
+	}
+	if (out->flags & SS_CC_OUT_REDUCED)
+		ss_ctr_inc(s->ctr, SS_CTR_cc_reductions);
+	cc_update_paced(sc);
+}
+
+/* The handshake is done: the connection gets its algorithm. */
+static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
+{
+	const struct ss_cc_ops *ops = s->ccp->ops;
+	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_cc_out out;
+
+	if (sc->app) {
+		cc_app_policy(s, sc->app);
+		if (sc->app->cc_ops)
+			ops = sc->app->cc_ops;
+	}
+	ss_pacer_flow_init(&sc->cc.pf, 0, cc_now_ns(s));
+	ss_timer_init(&sc->cc.timer);
+	sc->cc.group_app = NULL;
+	sc->cc.ops = ops;
+	sc->cc.prev = c->cc;
+	sc->cc.charged = c->cc.sent_bytes;
+	sc->cc.start_us = s->now_us;
+	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
+	cc_apply(s, sc, &out);
+}
+
+/* The pacer group @sc's sends count against: its application's cap. */
+static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a)
+{
+	bool queued = sc->cc.pf.ent.where != SS_PACER_IDLE;
+
+	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
+	ss_pacer_flow_set_group(&sc->cc.pf, a ? &a->cap : NULL);
+	sc->cc.group_app = a;
+	cc_update_paced(sc);
+	if (queued && sc->cc.paced)
+		ss_pacer_schedule(&s->pacer, &sc->cc.pf);
+	else if (queued)
+		stack_conn_dirty(s, sc); /* not paced any more: send at once */
+}
+
+void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+
+	if (!sc->cc.ops) {
+		uint8_t st = c->f.state;
+
+		if (!s->ccp || st == SS_TCPS_CLOSED || st == SS_TCPS_SYN_SENT ||
+		    st == SS_TCPS_SYN_RCVD)
+			return;
+		cc_start(s, sc);
+	}
+	struct ss_app *want = sc->app && sc->app->capped ? sc->app : NULL;
+	if (want != sc->cc.group_app)
+		cc_regroup(s, sc, want);
+	if (sc->cc.paced && c->tx_budget == 0 && ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
+		c->tx_budget = cc_quantum(sc);
+}
+
+void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_pacer_flow *pf = &sc->cc.pf;
+	uint32_t sent;
+
+	if (!sc->cc.ops)
+		return;
+	sent = c->cc.sent_bytes - sc->cc.charged;
+	sc->cc.charged = c->cc.sent_bytes;
+	if (sc->cc.paced) {
+		uint64_t now = cc_now_ns(s);
+
+		if (sent)
+			ss_pacer_charge(&s->pacer, pf, sent, now);
+		if (c->budget_hit && pf->ent.where == SS_PACER_IDLE) {
+			/* Held back with data to send: wait for the pacer.  A
+			 * flow whose own time has come waits for its cap. */
+			ss_ctr_inc(s->ctr, pf->group && pf->next_ns <= now ? SS_CTR_cc_cap_waits
+									  : SS_CTR_cc_paced_waits);
+			ss_pacer_schedule(&s->pacer, pf);
+		}
+		c->tx_budget = 0; /* what is left of a release is not kept */
+	}
+	/* A flow that sends becomes active: intervals start now. */
+	if (!ss_timer_armed(&sc->cc.timer) && (sent || c->f.snd_max != c->f.snd_una)) {
+		sc->cc.start_us = s->now_us;
+		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
+			     s->now_us + ss_cc_interval_us(&s->ccp->params, c->f.srtt_us));
+	}
+}
+
+/* One control interval of @sc has ended. */
+static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_cc_sample smp;
+	struct ss_cc_out out;
+	uint64_t iv = s->now_us - sc->cc.start_us;
+	uint32_t rtt = c->cc.acked_bytes != sc->cc.prev.acked_bytes ? c->last_rtt_us : 0;
+
+	if (c->f.state == SS_TCPS_CLOSED)
+		return;
+	ss_cc_sample_fill(&smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
+			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
+	sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
+	cc_apply(s, sc, &out);
+	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
+	sc->cc.prev = c->cc;
+	sc->cc.start_us = s->now_us;
+	stack_conn_dirty(s, sc); /* a larger window may let it send */
+	if (smp.sent_bytes || smp.acked_bytes || smp.inflight)
+		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
+			     s->now_us + ss_cc_interval_us(&s->ccp->params, c->f.srtt_us));
+	else
+		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
+}
+
+void stack_cc_run(struct ss_stack *s)
+{
+	struct ss_timer *due[64];
+	struct ss_pacer_flow *go[64];
+	unsigned n;
+
+	if (!s->ccp)
+		return;
+	do {
+		n = ss_timer_wheel_expire(&s->cc_wheel, s->now_us, due, 64);
+		for (unsigned i = 0; i < n; i++)
+			cc_interval(s, sconn_of_cc_timer(due[i]));
+	} while (n == 64);
+	do {
+		n = ss_pacer_poll(&s->pacer, cc_now_ns(s), go, 64);
+		for (unsigned i = 0; i < n; i++) {
+			struct ss_sconn *sc = sconn_of_pf(go[i]);
+
+			sc->tcp.tx_budget = cc_quantum(sc);
+			ss_ctr_inc(s->ctr, SS_CTR_cc_pacer_releases);
+			stack_conn_dirty(s, sc);
+		}
+	} while (n == 64);
+}
+
+void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (sc->cc.ops && sc->cc.group_app)
+		cc_regroup(s, sc, NULL);
+}
+
+void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (!sc->cc.ops)
+		return;
+	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
+	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
+	sc->cc.ops = NULL;
+	sc->cc.group_app = NULL;
+}
+
+void stack_cc_app_gone(struct ss_stack *s, struct ss_app *a)
+{
+	if (!a->capped)
+		return;
+	/* Flows it held lost their slots already; any other (moved away
+	 * by a fork hand-over and not sent since) leaves the group now. */
+	for (uint32_t i = 0; i < s->lim.max_flows; i++)
+		if (s->conns[i].cc.group_app == a)
+			cc_regroup(s, &s->conns[i], NULL);
+	ss_pacer_group_cancel(&s->pacer, &a->cap);
+	a->capped = false;
+}
+
+uint64_t stack_cc_next_us(const struct ss_stack *s)
+{
+	uint64_t t = ss_timer_wheel_next(&s->cc_wheel);
+	uint64_t p = ss_pacer_next_ns(&s->pacer);
+
+	if (p != UINT64_MAX && (p + 999) / 1000 < t)
+		t = (p + 999) / 1000;
+	return t;
+}
