@@ -67,6 +67,14 @@ static void test_errors(void)
 		{ "--rx-desc", "1000", "rx-desc: expected a power of two in 64..16384, got '1000'" },
 		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
 		{ "--bogus", "1", "unknown option 'bogus'" },
+		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
+		{ "--cc-app", "redis-server", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'redis-server'" },
+		{ "--cc-app", "=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got '=cubic'" },
+		{ "--cc-app", "a-very-long-process-name=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'a-very-long-process-name=cubic'" },
+		{ "--cc-app", "nginx=bbr", "cc-app: unknown algorithm 'bbr' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
+		{ "--app-rate-cap", "iperf3=0", "app-rate-cap: expected Mbit/s in 0.1..100000, got '0'" },
+		{ "--app-rate-cap", "iperf3=fast", "app-rate-cap: expected Mbit/s in 0.1..100000, got 'fast'" },
+		{ "--cc-interval-rtts", "0", "cc-interval-rtts: expected 1..64, got '0'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };
@@ -81,6 +89,30 @@ static void test_errors(void)
 	CHECK_STR(err, "unexpected argument 'stray' (see --help)");
 	CHECK_EQ_U64(PARSE("--ip"), (uint64_t)-1);
 	CHECK_STR(err, "--ip needs a value");
+}
+
+/* Congestion control: the service's algorithm, per-application rules by
+ * process name (a later line for a name changes only what it names). */
+static void test_cc_options(void)
+{
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24"), 0);
+	CHECK(cfg.cc.ops == ss_cc_find("dctcp-rate"));
+	CHECK_EQ_U64(cfg.cc.n_rules, 0);
+	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 2);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc", "cubic", "--cc-app", "redis-server=dctcp-win",
+			   "--app-rate-cap", "iperf3=50", "--app-rate-cap", "redis-server=2.5",
+			   "--cc-app", "iperf3=timely", "--cc-interval-rtts", "3"), 0);
+	CHECK(cfg.cc.ops == &ss_cc_cubic_ops);
+	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 3);
+	CHECK_EQ_U64(cfg.cc.n_rules, 2);
+	const struct ss_cc_app_rule *r = ss_cc_policy_rule(&cfg.cc, "redis-server");
+	CHECK(r && r->ops == &ss_cc_dctcp_win_ops);
+	CHECK_EQ_U64(r ? r->cap_bps : 0, 312500); /* 2.5 Mbit/s in bytes/s */
+	r = ss_cc_policy_rule(&cfg.cc, "iperf3");
+	CHECK(r && r->ops == &ss_cc_timely_ops);
+	CHECK_EQ_U64(r ? r->cap_bps : 0, 6250000);
+	CHECK(ss_cc_policy_rule(&cfg.cc, "iperf") == NULL);
+	CHECK(ss_cc_policy_rule(&cfg.cc, "nginx") == NULL);
 }
 
 static void test_file(void)
@@ -142,6 +174,7 @@ int main(void)
 {
 	test_defaults_and_options();
 	test_errors();
+	test_cc_options();
 	test_file();
 	test_ipv4_text();
 	return check_done("test_config");

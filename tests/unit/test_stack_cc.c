@@ -1,0 +1,267 @@
+/* test_stack_cc.c - congestion control in the service's stack: the control loop over active flows, pacing, per-application caps and algorithms, ECN feedback. */
+#include "check.h"
+#include "stack_harness.h"
+
+#include <string.h>
+
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+
+static uint64_t ctr(struct sh *h, enum ss_counter_id id)
+{
+	return ss_ctr_read(&h->ctr, id);
+}
+
+/* The process name the service reads at attach: ours (the harness
+ * attaches over a socketpair in this process). */
+static char self_comm[16];
+
+static void read_self_comm(void)
+{
+	FILE *f = fopen("/proc/self/comm", "r");
+	size_t n = f ? fread(self_comm, 1, sizeof(self_comm) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	while (n && self_comm[n - 1] == '\n')
+		n--;
+	self_comm[n] = '\0';
+}
+
+struct flow {
+	uint32_t slot, gen;
+	uint8_t *tx;
+	uint32_t tx_tail, tx_unacked;
+	uint64_t queued, got; /* app bytes queued / peer bytes read and checked */
+	bool connected, bad;
+	struct sh_peer_conn *peer;
+};
+
+static void poll_events(struct sh *h, struct flow *fl, unsigned n)
+{
+	struct ss_shm_ev ev;
+
+	while (sh_event(h, &ev)) {
+		struct flow *f = NULL;
+		if (ev.type == SS_EV_CONNECTED) {
+			f = &fl[ev.cookie];
+			f->slot = ev.conn;
+			f->gen = ev.gen;
+			f->connected = ev.error == 0;
+			f->tx = h->app->region + ev.tx_off;
+			continue;
+		}
+		for (unsigned i = 0; i < n; i++)
+			if (fl[i].connected && fl[i].slot == ev.conn && fl[i].gen == ev.gen)
+				f = &fl[i];
+		if (f && ev.type == SS_EV_TX_ACKED)
+			f->tx_unacked -= ev.arg;
+	}
+}
+
+/* @n flows to the peer, connected. */
+static void open_flows(struct sh *h, struct flow *fl, unsigned n)
+{
+	h->peer_listen_port = 9000;
+	for (unsigned i = 0; i < n; i++) {
+		memset(&fl[i], 0, sizeof(fl[i]));
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9000,
+						.cookie = i });
+	}
+	sh_pump(h, 16);
+	poll_events(h, fl, n);
+	for (unsigned i = 0; i < n; i++) {
+		CHECK(fl[i].connected);
+		fl[i].peer = &h->peer[i];
+		CHECK(fl[i].peer->used);
+	}
+}
+
+/* The app keeps each flow's transmit ring full (pattern bytes, seed = flow
+ * index), up to @limit bytes per flow; the peer reads and checks. */
+static void keep_full(struct sh *h, struct flow *fl, unsigned n, uint64_t limit)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct flow *f = &fl[i];
+		uint32_t size = h->app->txbuf_size;
+		uint64_t left = limit - f->queued;
+		uint32_t k = size - f->tx_unacked;
+
+		if (k > left)
+			k = (uint32_t)left;
+		if (!k)
+			continue;
+		for (uint32_t j = 0; j < k; j++)
+			f->tx[(f->tx_tail + j) & (size - 1)] = sh_pat(f->queued + j, i);
+		f->tx_tail += k;
+		f->tx_unacked += k;
+		f->queued += k;
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = f->slot, .gen = f->gen,
+						.arg = k });
+	}
+}
+
+/* Runs @us of virtual time in 50 us steps, the app keeping rings full. */
+static void run(struct sh *h, struct flow *fl, unsigned n, uint64_t us, uint64_t limit)
+{
+	for (uint64_t t = 0; t < us; t += 50) {
+		keep_full(h, fl, n, limit);
+		h->now_us += 50;
+		sh_pump(h, 64);
+		for (unsigned i = 0; i < n; i++)
+			sh_peer_read_check(fl[i].peer, &fl[i].got, i, &fl[i].bad);
+		sh_pump(h, 8);
+		poll_events(h, fl, n);
+	}
+}
+
+static struct ss_sconn *sconn(struct sh *h, const struct flow *f)
+{
+	return h->app->slot_conn[f->slot];
+}
+
+/* The control loop runs only for active flows: a sending flow gets
+ * intervals and rate updates; once it has sent everything and all is
+ * acknowledged it leaves the wheel (cc_idle), and comes back when it
+ * sends again.  The data is exact all along. */
+static void test_loop_follows_active_flows(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[2];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 2);
+	struct ss_sconn *sc0 = sconn(&h, &fl[0]), *sc1 = sconn(&h, &fl[1]);
+	CHECK(sc0->cc.ops == &ss_cc_dctcp_rate_ops);
+	CHECK_EQ_U64(sc0->tcp.cc_mode, SS_TCP_CC_RATE);
+	CHECK_EQ_U64(sc0->tcp.ecn_dctcp, 1);
+
+	/* Only flow 0 sends: 300 kB. */
+	run(&h, fl, 1, 200000, 300000);
+	CHECK_EQ_U64(fl[0].got, 300000);
+	CHECK(!fl[0].bad);
+	CHECK(ctr(&h, SS_CTR_cc_intervals) > 0);
+	CHECK(ctr(&h, SS_CTR_cc_rate_updates) > 0);
+	CHECK(!ss_timer_armed(&sc1->cc.timer)); /* never active */
+	/* Done and acknowledged: the flow goes idle and leaves the wheel. */
+	sh_advance(&h, 20000, 100);
+	CHECK(!ss_timer_armed(&sc0->cc.timer));
+	CHECK(ctr(&h, SS_CTR_cc_idle) >= 1);
+	uint64_t iv = ctr(&h, SS_CTR_cc_intervals);
+	sh_advance(&h, 100000, 1000);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_intervals), iv); /* idle costs nothing */
+	/* Sending again makes it active again. */
+	run(&h, fl, 1, 5000, 310000);
+	CHECK_EQ_U64(fl[0].got, 310000);
+	CHECK(ss_timer_armed(&sc0->cc.timer) || ctr(&h, SS_CTR_cc_intervals) > iv);
+	sh_fini(&h);
+}
+
+/* An application capped at 8 Mbit/s (1 MB/s) with two flows: together
+ * they stay within the cap (bucket depth and one overdraft allowed), get
+ * nearly all of it, and share it evenly; data exact. */
+static void test_app_cap(const struct ss_cc_ops *algo)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[2];
+	char err[128], rule[64];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	pol.ops = algo;
+	snprintf(rule, sizeof(rule), "%s=8", self_comm);
+	CHECK(ss_cc_policy_add_cap(&pol, rule, err, sizeof(err)) == 0);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 2);
+	CHECK(h.app->capped);
+	CHECK_EQ_U64(h.app->cap.tb.rate, 1000000);
+
+	run(&h, fl, 2, 20000, UINT64_MAX); /* settle */
+	uint64_t g0 = fl[0].got, g1 = fl[1].got;
+	run(&h, fl, 2, 2000000, UINT64_MAX);
+	uint64_t d0 = fl[0].got - g0, d1 = fl[1].got - g1, sum = d0 + d1;
+	/* 2 s at 1 MB/s = 2 000 000 bytes; the bucket holds 16 KiB and one
+	 * release may overdraw it by a quantum, and a ring's worth may be in
+	 * flight at either end. */
+	CHECK(sum <= 2000000 + 16384 + 2 * 65536);
+	CHECK(sum >= 1900000);
+	CHECK(d0 * 10 >= sum * 4 && d1 * 10 >= sum * 4);
+	CHECK(!fl[0].bad && !fl[1].bad);
+	CHECK(ctr(&h, SS_CTR_cc_cap_waits) > 0);
+	sh_fini(&h);
+}
+
+/* A per-application algorithm: cc-app NAME=newreno gives that app's flows
+ * NewReno (window mode, RFC 3168 echo), the rest keep the service's. */
+static void test_app_algorithm(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[1];
+	char err[128], rule[64];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	snprintf(rule, sizeof(rule), "%s=newreno", self_comm);
+	CHECK(ss_cc_policy_add_algo(&pol, rule, err, sizeof(err)) == 0);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	struct ss_sconn *sc = sconn(&h, &fl[0]);
+	CHECK(sc->cc.ops == &ss_cc_newreno_ops);
+	CHECK_EQ_U64(sc->tcp.cc_mode, SS_TCP_CC_WINDOW);
+	CHECK_EQ_U64(sc->tcp.ecn_dctcp, 0);
+	CHECK_EQ_U64(sc->tcp.tx_budget, SS_TCP_BUDGET_UNLIMITED); /* not paced */
+	run(&h, fl, 1, 100000, 200000);
+	CHECK_EQ_U64(fl[0].got, 200000);
+	CHECK(!fl[0].bad);
+	CHECK(ctr(&h, SS_CTR_cc_window_updates) > 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_paced_waits), 0);
+	sh_fini(&h);
+}
+
+/* Every data segment to the peer arrives CE-marked: the peer (a classic
+ * RFC 3168 receiver) echoes ECE, our side answers with CWR and its
+ * dctcp-rate loop cuts the rate. */
+static bool mark_ce(struct sh *h, const struct ss_tcp *seg)
+{
+	(void)h;
+	if (seg->payload_len && seg->ip_ecn == SS_IP_ECN_ECT0)
+		((struct ss_tcp *)seg)->ip_ecn = SS_IP_ECN_CE;
+	return false; /* nothing lost */
+}
+
+static void test_ecn_feedback(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[1];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	CHECK_EQ_U64(fl[0].peer->c.ecn_ok, 1);
+	h.lose = mark_ce;
+	run(&h, fl, 1, 100000, 400000);
+	CHECK_EQ_U64(fl[0].got, 400000);
+	CHECK(!fl[0].bad);
+	CHECK(fl[0].peer->c.st.ce_segs > 0);
+	CHECK(ctr(&h, SS_CTR_tcp_ecn_echoes) > 0);
+	CHECK(ctr(&h, SS_CTR_cc_reductions) > 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_ecn_reductions), 0); /* the loop's job */
+	sh_fini(&h);
+}
+
+int main(void)
+{
+	read_self_comm();
+	test_loop_follows_active_flows();
+	test_app_cap(&ss_cc_dctcp_rate_ops);
+	test_app_cap(&ss_cc_cubic_ops);
+	test_app_algorithm();
+	test_ecn_feedback();
+	return check_done("test_stack_cc");
+}
