@@ -44,7 +44,7 @@
 #define CC_QUANTUM_NS 100000u        /* a release sends ~100 us of the rate ... */
 #define CC_QUANTUM_MAX 65536u        /* ... at most 64 KiB, at least 2 MSS */
 #define CC_RATE_CWND (1u << 30)      /* rate mode: the window is only a cap */
-#define CC_MIN_SEGS 2u               /* rate floor: segments per smoothed RTT */
+#define CC_MIN_SEGS 1u               /* rate floor: segments per smoothed RTT */
 #define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
 #define CC_CAP_BURST_MAX (4u << 20)  /* ... is 2 ms of the cap, within these */
 
@@ -142,10 +142,11 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
 	bool dctcp = strncmp(sc->cc.ops->name, "dctcp", 5) == 0;
 
 	if (out->flags & SS_CC_OUT_RATE) {
-		/* Never below two segments per RTT, the floor a window-based
-		 * TCP keeps (RFC 5681 §3.1): a rate floor that ignores the RTT
-		 * would starve a flow on a short path that sees every packet
-		 * marked. */
+		/* Never below one segment per smoothed RTT, the least a
+		 * window-based TCP sends (RFC 5681 §3.1 after a timeout): a
+		 * fixed floor of 1 Mbit/s would starve a flow on a short path
+		 * that sees every packet marked, while the RTT, queueing
+		 * included, keeps this floor consistent with the bottleneck. */
 		uint64_t rate = out->rate_bps, srtt = sc->tcp.f.srtt_us;
 		uint64_t floor = srtt ? (uint64_t)CC_MIN_SEGS * sc->tcp.f.mss * 1000000u / srtt : 0;
 
