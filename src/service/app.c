@@ -396,7 +396,7 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 	a->cap_bind = app_cap_bind(a->pid);
 	app_comm(a->pid, a->comm);
 	a->cc_ready = false;
-	a->capped = false;
+	a->cap = NULL;
 	a->token = app_token();
 	a->parent_id = q.has_parent ? (uint32_t)q.parent : 0;
 	a->parent_token = q.has_parent ? q.token : 0;

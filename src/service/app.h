@@ -80,8 +80,7 @@ struct ss_app {
 	/* Congestion control (stack_cc.c), set up at its first connection. */
 	bool cc_ready;            /* cleared at attach */
 	const struct ss_cc_ops *cc_ops;
-	struct ss_pacer_group cap; /* the app's cap over all its flows ... */
-	bool capped;              /* ... when this is set */
+	struct ss_pacer_group *cap; /* its rule's cap (stack-owned), NULL: none */
 };
 
 /* A reference to another app's connection, inherited across fork. */

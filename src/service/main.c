@@ -165,7 +165,10 @@ int main(int argc, char **argv)
 		goto out_fps;
 	}
 	stack_up = true;
-	ss_stack_set_cc(&stack, &cfg.cc);
+	if ((rc = ss_stack_set_cc(&stack, &cfg.cc)) != 0) {
+		SS_ERR("congestion control: %s", strerror(-rc));
+		goto out_fps;
+	}
 	SS_INFO("congestion control: %s (%u application rule%s)", cfg.cc.ops->name,
 		cfg.cc.n_rules, cfg.cc.n_rules == 1 ? "" : "s");
 	fps[0]->stack = &stack;

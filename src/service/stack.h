@@ -60,7 +60,6 @@ struct ss_sconn_cc {
 	const struct ss_cc_ops *ops;  /* NULL until the handshake completes */
 	struct ss_cc_counters prev;   /* the engine's counters at interval start */
 	struct ss_timer timer;        /* on the stack's cc_wheel while active */
-	struct ss_app *group_app;     /* whose cap group pf is in (NULL: none) */
 	uint64_t start_us;            /* start of the current interval */
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
@@ -162,6 +161,7 @@ struct ss_stack {
 	const struct ss_cc_policy *ccp; /* NULL: the engine's own NewReno */
 	struct ss_timer_wheel cc_wheel; /* control intervals of active flows */
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
+	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
 };
 
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
@@ -202,8 +202,10 @@ void ss_stack_woke(struct ss_stack *s);
  * now on: @p's algorithm (and per-application rules), run once per
  * control interval, enforced by pacing or windows.  Without it (the
  * default) the TCP engine's own NewReno runs.  @p must outlive the stack.
+ * Each app-rate-cap rule gets one token bucket, shared by every process
+ * of that name.  Returns 0 or -ENOMEM (then no loop runs).
  */
-void ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p);
+int ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p);
 
 /* Earliest timer deadline (us), or UINT64_MAX. */
 uint64_t ss_stack_next_deadline(const struct ss_stack *s);

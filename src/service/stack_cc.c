@@ -1,7 +1,9 @@
 /* stack_cc.c - congestion control on a fast-path stack: the per-interval control loop and its enforcement. */
 #include "service/stack_internal.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "service/log.h"
@@ -79,11 +81,38 @@ void stack_cc_fini(struct ss_stack *s)
 {
 	ss_timer_wheel_fini(&s->cc_wheel);
 	ss_pacer_fini(&s->pacer);
+	free(s->caps);
+	s->caps = NULL;
 }
 
-void ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p)
+/* A cap's bucket: 2 ms of the cap deep, within [CC_CAP_BURST_MIN, _MAX]. */
+static uint64_t cc_cap_burst(uint64_t cap_bps)
 {
+	uint64_t burst = cap_bps / 500;
+
+	return burst < CC_CAP_BURST_MIN ? CC_CAP_BURST_MIN
+	       : burst > CC_CAP_BURST_MAX ? CC_CAP_BURST_MAX : burst;
+}
+
+int ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p)
+{
+	free(s->caps);
+	s->caps = NULL;
 	s->ccp = p && p->ops ? p : NULL;
+	if (!s->ccp || !p->n_rules)
+		return 0;
+	/* One bucket per rule, shared by every process of that name: a
+	 * program's forked workers or second instance share its cap. */
+	s->caps = calloc(p->n_rules, sizeof(*s->caps));
+	if (!s->caps) {
+		s->ccp = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < p->n_rules; i++)
+		if (p->rules[i].cap_bps)
+			ss_pacer_group_init(&s->caps[i], p->rules[i].cap_bps,
+					    cc_cap_burst(p->rules[i].cap_bps), cc_now_ns(s));
+	return 0;
 }
 
 /* The application's algorithm and cap, looked up once by process name. */
@@ -95,21 +124,15 @@ static void cc_app_policy(struct ss_stack *s, struct ss_app *a)
 		return;
 	a->cc_ready = true;
 	a->cc_ops = NULL;
-	a->capped = false;
+	a->cap = NULL;
 	r = ss_cc_policy_rule(s->ccp, a->comm);
 	if (!r)
 		return;
 	a->cc_ops = r->ops;
-	if (r->cap_bps) {
-		uint64_t burst = r->cap_bps / 500;
-
-		burst = burst < CC_CAP_BURST_MIN ? CC_CAP_BURST_MIN
-			: burst > CC_CAP_BURST_MAX ? CC_CAP_BURST_MAX : burst;
-		a->capped = ss_pacer_group_init(&a->cap, r->cap_bps, burst, cc_now_ns(s)) == 0;
-	}
-	SS_INFO("app %u (%s): congestion control %s, cap %llu Mbit/s", a->id, a->comm,
-		(a->cc_ops ? a->cc_ops : s->ccp->ops)->name,
-		a->capped ? (unsigned long long)(r->cap_bps * 8 / 1000000) : 0ull);
+	if (r->cap_bps)
+		a->cap = &s->caps[r - s->ccp->rules];
+	SS_INFO("app %u (%s): congestion control %s, cap %.1f Mbit/s", a->id, a->comm,
+		(a->cc_ops ? a->cc_ops : s->ccp->ops)->name, (double)r->cap_bps * 8 / 1e6);
 }
 
 /* Bytes a pacer release lets the flow send: ~CC_QUANTUM_NS of its rate
@@ -179,7 +202,6 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	}
 	ss_pacer_flow_init(&sc->cc.pf, 0, cc_now_ns(s));
 	ss_timer_init(&sc->cc.timer);
-	sc->cc.group_app = NULL;
 	sc->cc.ops = ops;
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
@@ -189,13 +211,12 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 }
 
 /* The pacer group @sc's sends count against: its application's cap. */
-static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a)
+static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_pacer_group *g)
 {
 	bool queued = sc->cc.pf.ent.where != SS_PACER_IDLE;
 
 	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
-	ss_pacer_flow_set_group(&sc->cc.pf, a ? &a->cap : NULL);
-	sc->cc.group_app = a;
+	ss_pacer_flow_set_group(&sc->cc.pf, g);
 	cc_update_paced(sc);
 	if (queued && sc->cc.paced)
 		ss_pacer_schedule(&s->pacer, &sc->cc.pf);
@@ -215,8 +236,9 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 			return;
 		cc_start(s, sc);
 	}
-	struct ss_app *want = sc->app && sc->app->capped ? sc->app : NULL;
-	if (want != sc->cc.group_app)
+	/* The owner may change (fork hand-over): its cap applies. */
+	struct ss_pacer_group *want = sc->app ? sc->app->cap : NULL;
+	if (want != sc->cc.pf.group)
 		cc_regroup(s, sc, want);
 	if (sc->cc.paced && c->tx_budget == 0 && ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
 		c->tx_budget = cc_quantum(sc);
@@ -307,7 +329,7 @@ void stack_cc_run(struct ss_stack *s)
 
 void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc)
 {
-	if (sc->cc.ops && sc->cc.group_app)
+	if (sc->cc.ops && sc->cc.pf.group)
 		cc_regroup(s, sc, NULL);
 }
 
@@ -318,20 +340,6 @@ void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc)
 	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
 	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
 	sc->cc.ops = NULL;
-	sc->cc.group_app = NULL;
-}
-
-void stack_cc_app_gone(struct ss_stack *s, struct ss_app *a)
-{
-	if (!a->capped)
-		return;
-	/* Flows it held lost their slots already; any other (moved away
-	 * by a fork hand-over and not sent since) leaves the group now. */
-	for (uint32_t i = 0; i < s->lim.max_flows; i++)
-		if (s->conns[i].cc.group_app == a)
-			cc_regroup(s, &s->conns[i], NULL);
-	ss_pacer_group_cancel(&s->pacer, &a->cap);
-	a->capped = false;
 }
 
 uint64_t stack_cc_next_us(const struct ss_stack *s)

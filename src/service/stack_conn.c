@@ -528,7 +528,6 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 	}
 	stack_listeners_app_gone(s, a);
 	stack_inh_app_gone(s, a);
-	stack_cc_app_gone(s, a);
 }
 
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t li)

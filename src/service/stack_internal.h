@@ -70,7 +70,6 @@ void stack_cc_run(struct ss_stack *s);
 /* The connection leaves its application (slot released) / goes away. */
 void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc);
 void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc);
-void stack_cc_app_gone(struct ss_stack *s, struct ss_app *a);
 /* Earliest control-interval or pacer deadline, us (UINT64_MAX: none). */
 uint64_t stack_cc_next_us(const struct ss_stack *s);
 

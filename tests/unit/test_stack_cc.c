@@ -176,8 +176,8 @@ static void test_app_cap(const struct ss_cc_ops *algo)
 	CHECK(ss_cc_policy_add_cap(&pol, rule, err, sizeof(err)) == 0);
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
-	CHECK(h.app->capped);
-	CHECK_EQ_U64(h.app->cap.tb.rate, 1000000);
+	CHECK(h.app->cap == &h.st.caps[0]);
+	CHECK_EQ_U64(h.app->cap ? h.app->cap->tb.rate : 0, 1000000);
 
 	run(&h, fl, 2, 20000, UINT64_MAX); /* settle */
 	uint64_t g0 = fl[0].got, g1 = fl[1].got;
