@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int policy_fail(char *err, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int policy_fail(char *err, size_t errlen,
+							      const char *fmt, ...)
 {
 	va_list ap;
 
