@@ -180,8 +180,14 @@ enum ss_event_type {
 	SS_EVENT_CMD_ERROR,     /* a command was rejected: cmd_op, error, conn (may be NULL) */
 	SS_EVENT_BOUND,         /* listener (port entry), local_port, cookie, error */
 	SS_EVENT_INHERITED,     /* (fork) error; bytes = connections held */
-	SS_EVENT_ADOPTED,       /* (fork) conn, cookie, endpoints: the connection is ours */
-	SS_EVENT_MOVED,         /* (fork) conn: another process adopted it; the handle is dead */
+	SS_EVENT_ADOPTED,       /* (fork) conn, cookie, endpoints: the connection is ours.
+				 * bytes 1: unasked, the process that had it let go and it
+				 * is ours again; cookie = the reference it replaces
+				 * (slot << 32 | gen) */
+	SS_EVENT_MOVED,         /* (fork) conn: another process adopted it; the handle is dead.
+				 * bytes 1: this process keeps a reference to it (listener =
+				 * the adopter's app id, cookie = its slot << 32 | gen).
+				 * conn NULL: such a reference (listener, cookie) is gone */
 };
 
 struct ss_event {

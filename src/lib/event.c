@@ -91,8 +91,8 @@ static bool ev_open(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	return true;
 }
 
-/* ADOPTED: a connection moved in from another process of ours, with its
- * stream positions (shm/abi.h).  false = bogus. */
+/* ADOPTED or RETURNED: a connection moved in from another process of
+ * ours, with its stream positions (shm/abi.h).  false = bogus. */
 static bool ev_adopted(struct ss_ctx *ctx, const struct ss_shm_ev *e, struct ss_event *out)
 {
 	const struct ss_app *app = ctx->app;
@@ -111,6 +111,7 @@ static bool ev_adopted(struct ss_ctx *ctx, const struct ss_shm_ev *e, struct ss_
 	c->tx_tail = e->arg4;
 	c->peer_fin = e->flags & SS_EVF_PEER_FIN;
 	c->shut_wr = e->flags & SS_EVF_SHUT_WR;
+	c->fin_acked = e->flags & SS_EVF_FIN_ACKED;
 	if (e->flags & SS_EVF_DEAD) {
 		c->state = CONN_DEAD;
 		c->error = e->error ? e->error : ECONNRESET;
@@ -154,14 +155,29 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->listener = e->arg;
 		return 1;
 	case SS_EV_ADOPTED:
+	case SS_EV_RETURNED:
 		out->type = SS_EVENT_ADOPTED;
+		out->bytes = e->type == SS_EV_RETURNED; /* unasked: handed back */
 		return ev_adopted(ctx, e, out) ? 1 : -1;
+	case SS_EV_REF_GONE:
+		/* Public form: MOVED without a handle, naming the reference. */
+		out->type = SS_EVENT_MOVED;
+		out->listener = e->arg;
+		out->cookie = (uint64_t)e->conn << 32 | e->gen;
+		return 1;
 	case SS_EV_MOVED:
 		c = conn_lookup(ctx, e);
 		if (!c)
 			return -1;
 		out->type = SS_EVENT_MOVED;
 		out->conn = c;
+		out_endpoints(out, c);
+		if (e->flags & SS_EVF_HELD) {
+			/* The reference we keep: the adopter's handle. */
+			out->bytes = 1;
+			out->listener = e->arg;
+			out->cookie = (uint64_t)e->arg2 << 32 | e->arg3;
+		}
 		c->state = CONN_DEAD;
 		c->error = EBADF;
 		ss_conn_bury(c);
@@ -173,7 +189,7 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->conn = conn_lookup(ctx, e);
 		out->cookie = e->cookie; /* a failed ss_connect() is matched by its cookie */
 		return 1;
-	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN:
+	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN: case SS_EV_FIN_ACKED:
 	case SS_EV_RESET: case SS_EV_ERROR: case SS_EV_CLOSED:
 		c = conn_lookup(ctx, e);
 		if (!c)
@@ -211,6 +227,14 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->bytes = e->arg;
 		return 1;
 	}
+	case SS_EV_FIN_ACKED:
+		/* Only after our shutdown, once; the application is told
+		 * nothing (the state is in the handle: Linux's CLOSE once the
+		 * peer's FIN is in too). */
+		if (c->fin_acked || !c->shut_wr)
+			return -1;
+		c->fin_acked = true;
+		return 0;
 	case SS_EV_PEER_FIN:
 		if (c->peer_fin)
 			return -1;

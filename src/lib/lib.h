@@ -26,6 +26,7 @@ struct ss_conn {
 	bool shut_wr;           /* ss_shutdown/ss_close/ss_abort posted */
 	bool closing;           /* ss_close/ss_abort posted */
 	bool peer_fin;
+	bool fin_acked;         /* our FIN was acknowledged (SS_EV_FIN_ACKED) */
 	int error;              /* ECONNRESET... once DEAD */
 	void *user;
 

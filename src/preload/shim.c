@@ -243,6 +243,14 @@ ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset, size_t count)
 	return sendfile(out_fd, in_fd, (off_t *)offset, count);
 }
 
+ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
+	       unsigned int flags)
+{
+	if (SOCK(fd_in) || SOCK(fd_out))
+		return ssp_splice(fd_in, off_in, fd_out, off_out, len, flags);
+	return REAL_EXT(splice)(fd_in, off_in, fd_out, off_out, len, flags);
+}
+
 int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *tmo)
 {
 	if (SOCK(fd))

@@ -51,6 +51,7 @@ struct ss_stack_io {
 #define SC_PASSIVE 0x10     /* created by a listener */
 #define SC_ARP_WAIT 0x20    /* active open waiting for the peer's MAC */
 #define SC_IN_TABLE 0x40    /* in the flow table */
+#define SC_FIN_ACKED 0x80   /* SS_EV_FIN_ACKED was posted for this handle */
 
 /* A connection's congestion control (stack_cc.c): the control loop's state
  * (policy, once per interval) and its enforcement (pacer, every send). */

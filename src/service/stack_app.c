@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "service/log.h"
+#include "service/stack_fork.h"
 
 /* ---- events --------------------------------------------------------------- */
 
@@ -74,6 +75,24 @@ void stack_post_simple(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8
 	post_one(s, a, ctx, type, conn, gen, error, arg, cookie);
 }
 
+bool stack_post_room(struct ss_stack *s, struct ss_app *a, uint16_t ctx, unsigned n)
+{
+	(void)s;
+	int64_t fr = ctx < a->n_ctx ? arx_free(a, &a->ctx[ctx]) : -1;
+	return fr >= (int64_t)n;
+}
+
+void stack_post_moved(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t slot,
+		      uint32_t gen, const uint32_t ref[3])
+{
+	struct ss_shm_ev *ev = post_one(s, a, ctx, SS_EV_MOVED, slot, gen, 0, ref ? ref[0] : 0, 0);
+	if (!ev || !ref)
+		return;
+	ev->flags = SS_EVF_HELD;
+	ev->arg2 = ref[1];
+	ev->arg3 = ref[2];
+}
+
 void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t type,
 		     uint32_t id, uint16_t error, uint32_t arg, uint16_t port, uint64_t cookie)
 {
@@ -124,11 +143,33 @@ static void ev_endpoints(const struct ss_sconn *sc, struct ss_shm_ev *ev)
 	ev->tx_off = (uint64_t)(ss_app_tx_ring(a, sc->slot) - a->region);
 }
 
-void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags)
+bool stack_conn_fin_acked(const struct ss_sconn *sc)
 {
 	const struct ss_tcp_flow *f = &sc->tcp.f;
-	struct ss_shm_ev *ev = post_one(s, sc->app, sc->ctx, SS_EV_ADOPTED, 0, 0,
-					(uint16_t)sc->tcp.error, f->rx_head, sc->cookie);
+
+	switch (f->state) {
+	case SS_TCPS_FIN_WAIT_2:
+	case SS_TCPS_TIME_WAIT:
+		return true;
+	case SS_TCPS_CLOSED: /* from LAST_ACK or TIME_WAIT, not by an error */
+		return (f->flags & SS_TCPF_FIN_SENT) && !sc->tcp.error;
+	default:
+		return false;
+	}
+}
+
+void stack_post_moved_in(struct ss_stack *s, struct ss_sconn *sc, uint8_t type, uint8_t flags,
+			 uint64_t cookie)
+{
+	const struct ss_tcp_flow *f = &sc->tcp.f;
+	/* The new owner learns the FIN's fate here: no FIN_ACKED later. */
+	sc->flags &= (uint8_t)~SC_FIN_ACKED;
+	if (stack_conn_fin_acked(sc)) {
+		flags |= SS_EVF_FIN_ACKED;
+		sc->flags |= SC_FIN_ACKED;
+	}
+	struct ss_shm_ev *ev = post_one(s, sc->app, sc->ctx, type, 0, 0, (uint16_t)sc->tcp.error,
+					f->rx_head, cookie);
 	if (!ev)
 		return;
 	ev_endpoints(sc, ev);
@@ -136,6 +177,11 @@ void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags)
 	ev->arg2 = f->rx_tail;
 	ev->arg3 = f->tx_head;
 	ev->arg4 = f->tx_tail;
+}
+
+void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags)
+{
+	stack_post_moved_in(s, sc, SS_EV_ADOPTED, flags, sc->cookie);
 }
 
 /* The app closed the handle and the rings are no longer needed. */
@@ -161,7 +207,10 @@ bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 			((ev & SS_TCP_EV_CONNECTED) || (!(sc->flags & SC_PASSIVE) &&
 							 (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR))));
 	bool release = conn_releasable(sc);
-	unsigned need = announce + !!sc->rx_pending + !!sc->acked_pending +
+	/* Our FIN acknowledged: with the peer's FIN, Linux's CLOSE state
+	 * (shutdown() and getpeername() then say ENOTCONN). */
+	bool fin_acked = !(sc->flags & (SC_FIN_ACKED | SC_APP_CLOSED)) && stack_conn_fin_acked(sc);
+	unsigned need = announce + !!sc->rx_pending + !!sc->acked_pending + fin_acked +
 			!!(ev & SS_TCP_EV_PEER_FIN) + !!(ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) +
 			release;
 
@@ -219,6 +268,13 @@ bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 		e->gen = sc->gen;
 		e->arg = sc->acked_pending;
 		sc->acked_pending = 0;
+	}
+	if (fin_acked) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_FIN_ACKED;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		sc->flags |= SC_FIN_ACKED;
 	}
 	if (ev & SS_TCP_EV_PEER_FIN) {
 		e = arx_next(a, cx);
@@ -400,8 +456,26 @@ static unsigned take_commands(struct ss_stack *s, struct ss_app *a, uint16_t ctx
 
 /* ---- applications coming and going ------------------------------------------ */
 
+/*
+ * Commands a departed app published before it went are carried out (the
+ * data it wrote, its closes), as Linux sends what write() accepted before
+ * exit.  Bounded: the app can publish no more than its rings hold.
+ */
+static void app_drain_commands(struct ss_stack *s, struct ss_app *a)
+{
+	uint32_t rounds = a->atx_slots / (s->lim.cmd_budget ? s->lim.cmd_budget : 1) + 1;
+
+	for (uint32_t c = 0; c < a->n_ctx; c++)
+		for (uint32_t r = 0; r < rounds && !a->broken; r++)
+			if (take_commands(s, a, (uint16_t)c) == 0)
+				break;
+}
+
 static void app_teardown(struct ss_stack *s, struct ss_app *a)
 {
+	if (!a->broken)
+		app_drain_commands(s, a);
+	stack_fork_app_gone(s, a);
 	stack_conn_app_gone(s, a);
 	a->n_listeners = 0;
 	for (uint32_t c = 0; c < a->n_ctx; c++)

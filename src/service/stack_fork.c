@@ -1,5 +1,5 @@
 /* stack_fork.c - sockets shared across fork: a child inherits its parent's ports and connections, adopts or releases them. */
-#include "service/stack_internal.h"
+#include "service/stack_fork.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,10 +12,18 @@
  * holds: the owner's handle (app id + token, slot, gen) in child->inh and
  * a count in sconn->holds.  While holds > 0 the owner's close is only
  * recorded (held_close); the last release performs it, as Linux sends
- * the FIN when the last process closes its descriptor.  SS_CMD_ADOPT
- * moves a connection into the caller's region; every other reference
- * goes stale (the owner's handle they name is gone).  These are rare
- * control operations, so they may scan and allocate.
+ * the FIN when the last process closes its descriptor.
+ *
+ * SS_CMD_ADOPT moves a connection into the caller's region (the first
+ * process that uses it); the old owner keeps a reference to the new
+ * handle, every other reference goes stale (the handle it names is
+ * gone).  When an owner lets go of a connection others hold, it goes
+ * back to one of them ("hand-back") rather than closing: on exit to any
+ * holder, on close or abort only to a process it was forked from (one
+ * that used the connection before; a child merely holding it keeps the
+ * recorded close, so the FIN waits for it, as on Linux).
+ *
+ * These are rare control operations, so they may scan and allocate.
  */
 
 static struct ss_sconn *inh_resolve(struct ss_stack *s, const struct ss_inh *r)
@@ -56,6 +64,39 @@ static void inh_remove(struct ss_app *a, uint32_t i)
 	a->inh[i] = a->inh[--a->n_inh];
 }
 
+/* @a's reference to @sc's current handle, or -1. */
+static int64_t inh_find_conn(const struct ss_app *a, const struct ss_sconn *sc)
+{
+	const struct ss_app *o = sc->app;
+
+	for (uint32_t i = 0; i < a->n_inh; i++) {
+		const struct ss_inh *r = &a->inh[i];
+		if (r->owner_id == o->id && r->owner_token == o->token && r->slot == sc->slot &&
+		    r->gen == sc->gen)
+			return i;
+	}
+	return -1;
+}
+
+/* @anc is @a's parent, or its parent's parent, ... (tokens checked: a
+ * parent that went away may have left its slot to another app). */
+static bool app_descends(const struct ss_stack *s, const struct ss_app *a, const struct ss_app *anc)
+{
+	for (uint32_t hops = 0; hops < s->reg->lim.max_apps && a->parent_token; hops++) {
+		if (a->parent_id >= s->reg->lim.max_apps)
+			return false;
+		const struct ss_app *p = &s->reg->apps[a->parent_id];
+		if (p->token != a->parent_token)
+			return false;
+		if (p == anc)
+			return true;
+		a = p;
+	}
+	return false;
+}
+
+static bool conn_hand_back(struct ss_stack *s, struct ss_sconn *sc, bool closing);
+
 /* One reference fewer; the last one carries out the owner's close. */
 static void hold_drop(struct ss_stack *s, struct ss_sconn *sc)
 {
@@ -70,9 +111,12 @@ static void hold_drop(struct ss_stack *s, struct ss_sconn *sc)
 
 bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 {
-	(void)s;
 	if (sc->holds == 0)
 		return false;
+	/* A process we were forked from still has it open: it goes back
+	 * there (an abort too: on Linux SO_LINGER acts at the last close). */
+	if (conn_hand_back(s, sc, true))
+		return true;
 	/* An abort wins over a close recorded earlier. */
 	if (abort || !sc->held_close)
 		sc->held_close = abort ? 2 : 1;
@@ -152,17 +196,60 @@ int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_
 	return 0;
 }
 
-int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
+/* The stream's state for ADOPTED/RETURNED (SS_EVF_*). */
+static uint8_t conn_ev_flags(const struct ss_sconn *sc)
 {
-	int64_t i = inh_find(a, cmd->ip, cmd->conn, cmd->gen);
-	if (i < 0)
-		return -EBADF;
-	struct ss_sconn *sc = inh_resolve(s, &a->inh[i]);
-	if (!sc) {
-		inh_remove(a, (uint32_t)i);
-		return -EBADF; /* closed, or adopted by another process */
+	const struct ss_tcp_flow *f = &sc->tcp.f;
+	uint8_t flags = 0;
+
+	if (f->flags & SS_TCPF_PEER_FIN)
+		flags |= SS_EVF_PEER_FIN;
+	if (f->flags & SS_TCPF_FIN_QUEUED)
+		flags |= SS_EVF_SHUT_WR;
+	if (sc->tcp.error)
+		flags |= SS_EVF_DEAD;
+	return flags;
+}
+
+/*
+ * The references naming handle (@o, @slot, @gen) go, but @skip's: each
+ * holder is told (SS_EV_REF_GONE), so that a copy waiting for the
+ * connection to come back fails instead (ENOTCONN).
+ */
+static void refs_gone(struct ss_stack *s, const struct ss_app *o, uint32_t slot, uint32_t gen,
+		      const struct ss_app *skip)
+{
+	for (uint32_t i = 0; i < s->reg->lim.max_apps; i++) {
+		struct ss_app *h = &s->reg->apps[i];
+		uint32_t st = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
+		if (h == skip || !h->n_inh || (st != SS_APP_ACTIVE && st != SS_APP_DYING))
+			continue;
+		for (uint32_t k = 0; k < h->n_inh;) {
+			const struct ss_inh *r = &h->inh[k];
+			if (r->owner_id != o->id || r->owner_token != o->token || r->slot != slot ||
+			    r->gen != gen) {
+				k++;
+				continue;
+			}
+			inh_remove(h, k);
+			if (st == SS_APP_ACTIVE && !h->broken)
+				stack_post_simple(s, h, 0, SS_EV_REF_GONE, slot, gen, 0, o->id, 0);
+		}
 	}
+}
+
+/*
+ * Moves @sc with its rings to @a: a new handle there (events to context
+ * @ctx), the ring contents copied in place, the old owner's slot freed;
+ * the references to the old handle go (but @a's own: the caller's), so
+ * holds is 0.  The old owner is told nothing here.  0, or -EINVAL (ring
+ * sizes differ) or -EMFILE (no free slot), and then nothing changed.
+ */
+static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint16_t ctx)
+{
 	struct ss_app *o = sc->app;
+	uint32_t old_slot = sc->slot, old_gen = sc->gen;
+
 	if (o->rxbuf_size != a->rxbuf_size || o->txbuf_size != a->txbuf_size)
 		return -EINVAL;
 	int64_t slot = ss_idpool_alloc(&a->slots);
@@ -174,43 +261,153 @@ int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		ss_idpool_free(&a->slots, (uint32_t)slot);
 		return -EINVAL;
 	}
-	inh_remove(a, (uint32_t)i);
-
-	/* The old owner's handle dies: CLOSED if it had closed it, else MOVED. */
-	uint32_t old_slot = sc->slot, old_gen = sc->gen;
-	uint16_t old_ctx = sc->ctx;
-	bool owner_closed = sc->held_close != 0;
 	if (sc->flags & SC_PENDING)
 		stack_pending_unlink(s, sc);
-	o->slot_conn[old_slot] = NULL;
-	ss_idpool_free(&o->slots, old_slot);
+	o->slot_conn[sc->slot] = NULL;
+	ss_idpool_free(&o->slots, sc->slot);
 	o->n_conns--;
-	stack_post_simple(s, o, old_ctx, owner_closed ? SS_EV_CLOSED : SS_EV_MOVED, old_slot,
-			  old_gen, 0, 0, 0);
 	stack_conn_set_handle(s, sc, a, (uint32_t)slot, ctx);
-	sc->cookie = cmd->cookie;
-	sc->holds = 0;        /* the others' references name a dead handle now */
 	sc->held_close = 0;
-	sc->flags &= (uint8_t)~SC_APP_CLOSED; /* the old owner's close went with its handle */
+	sc->flags &= (uint8_t)~SC_APP_CLOSED; /* a close went with the old handle */
 
 	/* Everything the engine has not reported yet is in the positions. */
-	const struct ss_tcp_flow *f = &sc->tcp.f;
 	sc->tcp.events &= SS_TCP_EV_CLOSED;
 	sc->tcp.rx_new = 0;
 	sc->tcp.tx_acked = 0;
 	sc->ev_pending = 0;
 	sc->rx_pending = sc->acked_pending = 0;
-	uint8_t flags = 0;
-	if (f->flags & SS_TCPF_PEER_FIN)
-		flags |= SS_EVF_PEER_FIN;
-	if (f->flags & SS_TCPF_FIN_QUEUED)
-		flags |= SS_EVF_SHUT_WR;
-	if (sc->tcp.error)
-		flags |= SS_EVF_DEAD;
-	stack_post_adopted(s, sc, flags);
+	if (sc->holds)
+		refs_gone(s, o, old_slot, old_gen, a);
+	sc->holds = 0;
+	return 0;
+}
+
+int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
+{
+	int64_t i = inh_find(a, cmd->ip, cmd->conn, cmd->gen);
+	if (i < 0)
+		return -EBADF;
+	struct ss_sconn *sc = inh_resolve(s, &a->inh[i]);
+	if (!sc) {
+		inh_remove(a, (uint32_t)i);
+		return -EBADF; /* closed, or adopted by another process */
+	}
+	struct ss_app *o = sc->app;
+	uint32_t old_slot = sc->slot, old_gen = sc->gen;
+	uint16_t old_ctx = sc->ctx;
+	bool owner_closed = sc->held_close != 0;
+	int rc = conn_move(s, sc, a, ctx);
+	if (rc != 0)
+		return rc;
+	inh_remove(a, (uint32_t)i);
+	sc->cookie = cmd->cookie;
+
+	/* The old owner's handle dies: CLOSED if it had closed it.  Else it
+	 * keeps the socket (a reference to the new handle) and gets the
+	 * connection back when we let go. */
+	if (owner_closed) {
+		stack_post_simple(s, o, old_ctx, SS_EV_CLOSED, old_slot, old_gen, 0, 0, 0);
+	} else {
+		struct ss_inh r = { .owner_id = a->id, .owner_token = a->token,
+				    .slot = sc->slot, .gen = sc->gen };
+		bool keep = __atomic_load_n(&o->state, __ATOMIC_ACQUIRE) == SS_APP_ACTIVE &&
+			    inh_push(o, &r) == 0;
+		uint32_t ref[3] = { r.owner_id, r.slot, r.gen };
+		if (keep)
+			sc->holds = 1;
+		stack_post_moved(s, o, old_ctx, old_slot, old_gen, keep ? ref : NULL);
+	}
+	stack_post_adopted(s, sc, conn_ev_flags(sc));
 	ss_ctr_inc(s->ctr, SS_CTR_app_adopts);
 	stack_conn_dirty(s, sc);
 	return 0;
+}
+
+/* ---- hand-back: the owner lets go, a holder takes the connection ---- */
+
+/* @h can take @sc now: same ring sizes, a free slot, room for the event. */
+static bool holder_can_take(struct ss_stack *s, struct ss_app *h, const struct ss_sconn *sc)
+{
+	return h->rxbuf_size == sc->app->rxbuf_size && h->txbuf_size == sc->app->txbuf_size &&
+	       h->slots.n_free > 0 && stack_post_room(s, h, 0, 1);
+}
+
+/*
+ * The holder that takes @sc from its owner: a live app holding a
+ * reference to it, preferring one the owner descends from (it used the
+ * connection before); only such one with @ancestors_only.  NULL if none
+ * (*@refused: one exists but cannot take it now); *@ref its reference.
+ */
+static struct ss_app *holder_pick(struct ss_stack *s, const struct ss_sconn *sc,
+				  bool ancestors_only, uint32_t *ref, bool *refused)
+{
+	struct ss_app *best = NULL;
+	bool best_anc = false;
+
+	*refused = false;
+	for (uint32_t i = 0; i < s->reg->lim.max_apps; i++) {
+		struct ss_app *h = &s->reg->apps[i];
+		if (h == sc->app || h->broken || !h->n_inh ||
+		    __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) != SS_APP_ACTIVE)
+			continue;
+		int64_t k = inh_find_conn(h, sc);
+		if (k < 0)
+			continue;
+		bool anc = app_descends(s, sc->app, h);
+		if ((ancestors_only && !anc) || (best && (best_anc || !anc)))
+			continue;
+		if (!holder_can_take(s, h, sc)) {
+			*refused = true;
+			continue;
+		}
+		best = h;
+		best_anc = anc;
+		*ref = (uint32_t)k;
+	}
+	return best;
+}
+
+/*
+ * @sc's owner lets go of it (@closing: closes or aborts it; else it is
+ * gone): hand it to a holder, which gets SS_EV_RETURNED; a closing owner
+ * gets SS_EV_CLOSED.  True when done.
+ */
+static bool conn_hand_back(struct ss_stack *s, struct ss_sconn *sc, bool closing)
+{
+	struct ss_app *o = sc->app, *h;
+	uint32_t k = 0, old_slot = sc->slot, old_gen = sc->gen;
+	uint16_t old_ctx = sc->ctx;
+	bool refused;
+
+	if (!sc->holds || !(sc->flags & SC_ANNOUNCED))
+		return false;
+	h = holder_pick(s, sc, closing, &k, &refused);
+	if (!h || conn_move(s, sc, h, 0) != 0) {
+		if (h || refused)
+			ss_ctr_inc(s->ctr, SS_CTR_app_handback_failed);
+		return false;
+	}
+	uint64_t key = (uint64_t)h->inh[k].slot << 32 | h->inh[k].gen;
+	inh_remove(h, k);
+	sc->cookie = 0;
+	if (closing)
+		stack_post_simple(s, o, old_ctx, SS_EV_CLOSED, old_slot, old_gen, 0, 0, 0);
+	stack_post_moved_in(s, sc, SS_EV_RETURNED, conn_ev_flags(sc), key);
+	ss_ctr_inc(s->ctr, SS_CTR_app_handbacks);
+	stack_conn_dirty(s, sc);
+	return true;
+}
+
+void stack_fork_app_gone(struct ss_stack *s, struct ss_app *a)
+{
+	for (uint32_t slot = 0; slot < a->max_conns; slot++) {
+		struct ss_sconn *sc = a->slot_conn[slot];
+		if (!sc || !sc->holds || conn_hand_back(s, sc, false))
+			continue;
+		/* Nobody could take it: it is reset, and its holders told. */
+		refs_gone(s, a, sc->slot, sc->gen, NULL);
+		sc->holds = 0;
+	}
 }
 
 void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a)

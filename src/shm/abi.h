@@ -76,8 +76,18 @@
  * region: SS_EV_ADOPTED carries the new handle and the four stream
  * positions (arg rx consumed, arg2 rx received, arg3 tx acknowledged,
  * arg4 tx queued) and flags (SS_EVF_*); the old owner gets SS_EV_MOVED for
- * its handle, which is dead from then on, and every other inherited
- * reference to it goes stale (EBADF).
+ * its handle, which is dead from then on.  Unless it had closed the handle,
+ * the old owner keeps a reference to the connection (as its descriptor
+ * stays open on Linux): MOVED has SS_EVF_HELD and names the adopter's
+ * handle (arg app id, arg2 slot, arg3 gen), which SS_CMD_RELEASE takes.
+ * When an owner closes or aborts a connection that a process it was
+ * forked from still holds, or exits while any process holds one, the
+ * connection goes back to such a holder instead of closing: its rings
+ * move into the holder's region and the holder gets SS_EV_RETURNED (as
+ * ADOPTED, with cookie = the reference it replaces, slot << 32 | gen);
+ * the closer gets SS_EV_CLOSED.  Whenever a connection moves, the other
+ * references to its old handle go and their holders get SS_EV_REF_GONE
+ * (so do they when an exiting owner's connection finds no taker).
  *
  * Rings are single-producer single-consumer with free-running 32-bit
  * indices; slot = index & (slots - 1).  Producer: write slot, then
@@ -187,13 +197,21 @@ enum ss_shm_ev_type {
 	SS_EV_BOUND,      /* cookie, conn = port entry id, local_port, error */
 	SS_EV_INHERITED,  /* error; arg = port entries joined, arg2 = connections held */
 	SS_EV_ADOPTED,    /* cookie, conn, gen, endpoints, buffers, positions, flags */
-	SS_EV_MOVED,      /* conn, gen: the handle is dead, another process adopted it */
+	SS_EV_MOVED,      /* conn, gen: the handle is dead, another process adopted it;
+			   * flags SS_EVF_HELD: arg, arg2, arg3 name our reference */
+	SS_EV_FIN_ACKED,  /* conn, gen: our FIN was acknowledged (after SHUTDOWN) */
+	SS_EV_RETURNED,   /* as ADOPTED, unasked (fork: the owner let go); cookie =
+			   * the reference it replaces: slot << 32 | gen */
+	SS_EV_REF_GONE,   /* arg = app id, conn, gen: our reference to that handle
+			   * is gone (the connection moved elsewhere or was reset) */
 	SS_EV_TYPE_MAX
 };
 
-#define SS_EVF_PEER_FIN 0x01 /* ADOPTED: the peer's FIN was received */
-#define SS_EVF_SHUT_WR 0x02  /* ADOPTED: our FIN is queued or sent */
-#define SS_EVF_DEAD 0x04     /* ADOPTED: reset or timed out (error says which) */
+#define SS_EVF_PEER_FIN 0x01 /* ADOPTED/RETURNED: the peer's FIN was received */
+#define SS_EVF_SHUT_WR 0x02  /* ADOPTED/RETURNED: our FIN is queued or sent */
+#define SS_EVF_DEAD 0x04     /* ADOPTED/RETURNED: reset or timed out (error says which) */
+#define SS_EVF_FIN_ACKED 0x08 /* ADOPTED/RETURNED: our FIN was acknowledged */
+#define SS_EVF_HELD 0x10     /* MOVED: we hold a reference to the connection */
 
 struct ss_shm_ev {
 	uint8_t type;

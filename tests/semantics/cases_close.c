@@ -1,5 +1,6 @@
 /* cases_close.c - half-close, shutdown, resets, SIGPIPE, SO_LINGER and close. */
 #include <fcntl.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,115 @@ static void shutdown_notconn(void)
 	fd = sc_peer_open("SINK -\n");
 	SC_ERR(shutdown(fd, 3), EINVAL);
 	SC_ERR(shutdown(fd, -1), EINVAL);
+}
+
+/* TCP_INFO's tcpi_state of fd. */
+static int tcp_state(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	SC_OK(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len));
+	return ti.tcpi_state;
+}
+
+/* Wait (up to SC_WAIT_MS) until fd reaches TCP_INFO state want. */
+static void tcp_state_wait(int fd, int want)
+{
+	double deadline = sc_now_ms() + SC_WAIT_MS;
+
+	while (tcp_state(fd) != want && sc_now_ms() < deadline)
+		sc_sleep_ms(5);
+	SC_EQ(tcp_state(fd), want);
+}
+
+/* In TCP_CLOSE (both FINs done, or reset) a socket has no peer: every
+ * shutdown() is ENOTCONN (a bad how still EINVAL first), so is
+ * getpeername(); getsockname() still answers. */
+static void closed_checks(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	SC_ERR(shutdown(fd, SHUT_WR), ENOTCONN);
+	SC_ERR(shutdown(fd, SHUT_RD), ENOTCONN);
+	SC_ERR(shutdown(fd, SHUT_RDWR), ENOTCONN);
+	SC_ERR(shutdown(fd, 7), EINVAL);
+	SC_ERR(getpeername(fd, (struct sockaddr *)&a, &len), ENOTCONN);
+	len = sizeof(a);
+	SC_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	SC_TRUE(a.sin_port != 0);
+	SC_EQ(tcp_state(fd), TCP_CLOSE);
+}
+
+/* The peer's FIN first, then ours: once the peer acknowledges ours the
+ * socket is in TCP_CLOSE (LAST_ACK before: shutdown() still 0). */
+static void shutdown_closed(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SEND 100\nFIN %s\n", sc_tag(tag, sizeof(tag), 0));
+	uint8_t buf[100];
+	double deadline;
+
+	sc_recv_exact(fd, buf, sizeof(buf), SC_WAIT_MS);
+	sc_recv_eof(fd, SC_WAIT_MS);
+	SC_EQ(tcp_state(fd), TCP_CLOSE_WAIT);
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	/* Again until our FIN is acknowledged: 0 in LAST_ACK, then ENOTCONN. */
+	deadline = sc_now_ms() + SC_WAIT_MS;
+	while (shutdown(fd, SHUT_WR) == 0 && sc_now_ms() < deadline)
+		sc_sleep_ms(5);
+	SC_EQ(errno, ENOTCONN);
+	closed_checks(fd);
+	SC_EQ(sc_poll1(fd, POLLIN | POLLOUT | POLLRDHUP, 0),
+	      POLLIN | POLLOUT | POLLHUP | POLLRDHUP);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	SC_ERR(send(fd, buf, 1, MSG_NOSIGNAL), EPIPE);
+	SC_EQ(sc_close(fd), 0);
+	peer_end_check(tag, "eof", 0);
+}
+
+/* Our FIN first, the peer keeps sending: FIN_WAIT_2 once it is
+ * acknowledged, where shutdown() is still 0 and the peer is still there. */
+static void shutdown_fin_wait(void)
+{
+	char tag[128];
+	int fd = sc_peer_open("SINK %s\n", sc_tag(tag, sizeof(tag), 0));
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	SC_EQ(send(fd, "abc", 3, 0), 3);
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	peer_end_check(tag, "eof", 3);
+	/* The peer closed after EOF: its FIN ends it (TCP_CLOSE). */
+	tcp_state_wait(fd, TCP_CLOSE);
+	closed_checks(fd);
+	SC_EQ(sc_close(fd), 0);
+
+	fd = sc_peer_open("HOLD 5000 -\n");
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	tcp_state_wait(fd, TCP_FIN_WAIT2);
+	SC_EQ(shutdown(fd, SHUT_WR), 0);
+	SC_EQ(shutdown(fd, SHUT_RDWR), 0);
+	SC_EQ(getpeername(fd, (struct sockaddr *)&a, &len), 0);
+	sc_addr_check(&a, &sc.peer, ntohs(sc.peer.sin_port));
+}
+
+/* A reset puts the socket in TCP_CLOSE at once: shutdown() says ENOTCONN
+ * before the error is read, and leaves it to recv() (data first). */
+static void shutdown_after_reset(void)
+{
+	int fd = sc_peer_open("SEND 10\nSLEEP 50\nRST\n");
+	uint8_t buf[16];
+
+	reset_wait(fd);
+	closed_checks(fd);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 10);
+	sc_pattern_check(buf, 10, 0);
+	SC_ERR(recv(fd, buf, sizeof(buf), 0), ECONNRESET);
+	SC_EQ(recv(fd, buf, sizeof(buf), 0), 0);
+	SC_ERR(shutdown(fd, SHUT_WR), ENOTCONN);
 }
 
 /* SHUT_RDWR on a live connection: the peer sees EOF, we see POLLHUP. */
@@ -254,6 +364,9 @@ const struct sc_case sc_cases_close[] = {
 	{ "peer_fin", peer_fin },
 	{ "shutdown_rd", shutdown_rd },
 	{ "shutdown_notconn", shutdown_notconn },
+	{ "shutdown_closed", shutdown_closed },
+	{ "shutdown_fin_wait", shutdown_fin_wait },
+	{ "shutdown_after_reset", shutdown_after_reset },
 	{ "shutdown_rdwr", shutdown_rdwr },
 	{ "peer_reset_recv", peer_reset_recv },
 	{ "peer_reset_after_data", peer_reset_after_data },

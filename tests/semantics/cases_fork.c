@@ -1,10 +1,13 @@
-/* cases_fork.c - sockets shared across fork: worker processes accepting on one listener, hand-off to a child, a child that leaves them alone. */
+/* cases_fork.c - sockets shared across fork: worker processes accepting on one listener, hand-off to a child, a child that leaves them alone, a connection that comes back to its holder. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -177,10 +180,228 @@ static void fork_child_idle(void)
 	sc_pattern_check(in, 100, 0);
 }
 
+/* FNV-1a over n bytes, continuing h. */
+static uint64_t hash_bytes(uint64_t h, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+#define HASH0 0xcbf29ce484222325ull
+
+/* The child's own stream: byte i. */
+static uint8_t child_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + 3 + (i >> 8));
+}
+
+/* Poll then recv until n bytes; false on EOF, error or SC_WAIT_MS. */
+static bool child_recv(int fd, uint8_t *buf, size_t n)
+{
+	size_t got = 0;
+	double deadline = sc_now_ms() + SC_WAIT_MS;
+
+	while (got < n && sc_now_ms() < deadline) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		r = recv(fd, buf + got, n - got, MSG_DONTWAIT);
+		if (r <= 0 && !(r < 0 && errno == EAGAIN))
+			return false;
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return got == n;
+}
+
+/*
+ * The child reads part of what the peer sent and sends a stream of its
+ * own, then exits; the parent, which kept its copy, reads the rest of the
+ * peer's data and the echo of the child's stream, byte for byte (hashes
+ * on both sides), and goes on using the connection.
+ */
+static void fork_inherit_data(void)
+{
+	static uint8_t buf[30000];
+	int fd = sc_peer_open("SEND 20000\nECHO\n");
+	uint64_t want = HASH0, got = HASH0;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		static uint8_t out[30000];
+		size_t off = 0;
+
+		if (!child_recv(fd, buf, 5000))
+			_exit(2);
+		for (size_t i = 0; i < 5000; i++)
+			if (buf[i] != sc_pattern_byte(i))
+				_exit(3);
+		for (size_t i = 0; i < sizeof(out); i++)
+			out[i] = child_byte(i);
+		while (off < sizeof(out)) {
+			ssize_t r = send(fd, out + off, sizeof(out) - off, MSG_NOSIGNAL);
+
+			if (r <= 0)
+				_exit(4);
+			off += (size_t)r;
+		}
+		_exit(0);
+	}
+	SC_EQ(child_wait(pid), 0);
+	/* The peer's bytes the child left, then the echo of the child's. */
+	sc_recv_exact(fd, buf, 15000, SC_WAIT_MS);
+	sc_pattern_check(buf, 15000, 5000);
+	sc_recv_exact(fd, buf, 30000, SC_WAIT_MS);
+	for (size_t i = 0; i < 30000; i++) {
+		uint8_t b = child_byte(i);
+
+		want = hash_bytes(want, &b, 1);
+	}
+	got = hash_bytes(got, buf, 30000);
+	SC_EQ(got, want);
+	/* The parent's own bytes go both ways. */
+	sc_pattern_fill(buf, 1000, 0);
+	sc_send_all(fd, buf, 1000);
+	sc_recv_exact(fd, buf + 1000, 1000, SC_WAIT_MS);
+	SC_TRUE(memcmp(buf, buf + 1000, 1000) == 0);
+}
+
+/* The child uses the connection and closes its copy but lives on: the
+ * parent's copy works at once (no FIN went out: it was not the last). */
+static void fork_child_closes(void)
+{
+	int fd = sc_peer_open("ECHO\n"), done[2], go[2];
+	char in[16], c = 0;
+	pid_t pid;
+
+	SC_OK(pipe(done));
+	SC_OK(pipe(go));
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		int rc = send(fd, "child!", 6, MSG_NOSIGNAL) == 6 ? 0 : 1;
+
+		if (close(fd) != 0)
+			rc = 2;
+		close(done[0]);
+		close(go[1]);
+		if (write(done[1], "d", 1) != 1)
+			rc = 3;
+		if (read(go[0], &c, 1) != 1) /* until the parent is through */
+			rc = 4;
+		_exit(rc);
+	}
+	close(done[1]);
+	close(go[0]);
+	SC_EQ(read(done[0], &c, 1), 1);
+	sc_recv_exact(fd, in, 6, SC_WAIT_MS);
+	SC_TRUE(memcmp(in, "child!", 6) == 0);
+	SC_EQ(send(fd, "parent", 6, 0), 6);
+	sc_recv_exact(fd, in, 6, SC_WAIT_MS);
+	SC_TRUE(memcmp(in, "parent", 6) == 0);
+	SC_EQ(write(go[1], "g", 1), 1);
+	close(go[1]);
+	close(done[0]);
+	SC_EQ(child_wait(pid), 0);
+	SC_EQ(send(fd, "again!", 6, 0), 6);
+	sc_recv_exact(fd, in, 6, SC_WAIT_MS);
+	SC_TRUE(memcmp(in, "again!", 6) == 0);
+}
+
+/* The parent is blocked in recv() when the child uses the connection and
+ * exits: the parent's call returns what the peer sends back. */
+static void fork_parent_blocked(void)
+{
+	int fd = sc_peer_open("ECHO\n");
+	struct timeval tv = { 3, 0 };
+	char in[16];
+	pid_t pid;
+
+	SC_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		usleep(100 * 1000); /* the parent blocks first */
+		_exit(send(fd, "child!", 6, MSG_NOSIGNAL) == 6 ? 0 : 1);
+	}
+	SC_EQ(recv(fd, in, 6, MSG_WAITALL), 6);
+	SC_TRUE(memcmp(in, "child!", 6) == 0);
+	SC_EQ(child_wait(pid), 0);
+	SC_EQ(send(fd, "parent", 6, 0), 6);
+	sc_recv_exact(fd, in, 6, SC_WAIT_MS);
+	SC_TRUE(memcmp(in, "parent", 6) == 0);
+}
+
+/*
+ * The process that made the connection forks and exits at once (daemon
+ * style, without closing it); its child, which never touched it before,
+ * uses it afterwards.  The child reports on a pipe (it is not ours to
+ * reap: the middle process is).
+ */
+static void fork_owner_exits(void)
+{
+	int res[2], rc = -1;
+	char c = 'x';
+	pid_t pid;
+
+	SC_OK(pipe(res));
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), gone[2];
+		uint8_t out[300], in[300];
+
+		close(res[0]);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sc.peer, sizeof(sc.peer)) != 0 ||
+		    send(fd, "ECHO\n", 5, 0) != 5 || pipe(gone) != 0)
+			_exit(2);
+		sc_pattern_fill(out, sizeof(out), 0);
+		if (send(fd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
+			_exit(3);
+		if (fork() == 0) {
+			char r = '0';
+
+			/* EOF once the middle process has exited. */
+			close(gone[1]);
+			if (read(gone[0], &c, 1) != 0)
+				r = '5';
+			else if (!child_recv(fd, in, sizeof(in)) || memcmp(in, out, sizeof(in)) != 0)
+				r = '6';
+			else if (send(fd, "late", 4, MSG_NOSIGNAL) != 4 || !child_recv(fd, in, 4) ||
+				 memcmp(in, "late", 4) != 0)
+				r = '7';
+			if (write(res[1], &r, 1) != 1)
+				r = '8';
+			_exit(0);
+		}
+		_exit(0);
+	}
+	close(res[1]);
+	SC_EQ(child_wait(pid), 0);
+	{
+		struct pollfd p = { .fd = res[0], .events = POLLIN };
+
+		if (poll(&p, 1, SC_WAIT_MS) == 1)
+			rc = (int)read(res[0], &c, 1);
+	}
+	close(res[0]);
+	SC_EQ(rc, 1);
+	SC_EQ(c, '0');
+}
+
 const struct sc_case sc_cases_fork[] = {
 	{ "fork_workers", fork_workers },
 	{ "fork_handoff", fork_handoff },
 	{ "fork_parent_leaves", fork_parent_leaves },
 	{ "fork_child_idle", fork_child_idle },
+	{ "fork_inherit_data", fork_inherit_data },
+	{ "fork_child_closes", fork_child_closes },
+	{ "fork_parent_blocked", fork_parent_blocked },
+	{ "fork_owner_exits", fork_owner_exits },
 	{ NULL, NULL },
 };

@@ -1,4 +1,4 @@
-/* test_stack_ports.c - port entries (bind, listen, SO_REUSEPORT) and sockets shared across fork (inherit, arm, hold, release, adopt) through the stack's command rings. */
+/* test_stack_ports.c - port entries (bind, listen, SO_REUSEPORT), sockets shared across fork (inherit, arm, hold, release, adopt, hand-back) and FIN_ACKED through the stack's command rings. */
 #include "check.h"
 #include "stack_harness.h"
 
@@ -1061,11 +1061,24 @@ static void test_adopt(void)
 	CHECK_EQ_U64(c.a->n_conns, 1);
 	CHECK_EQ_U64(c.a->n_inh, 1);
 	CHECK_EQ_U64(p.a->n_conns, 1);
-	/* The parent's handle is dead: MOVED, then EBADF. */
+	/* The parent's handle is dead: MOVED, then EBADF.  It keeps a
+	 * reference to the child's handle (its descriptor stays open). */
 	ev = EXPECT(&p, SS_EV_MOVED);
 	CHECK_EQ_U64(ev.conn, pa.slot);
 	CHECK_EQ_U64(ev.gen, pa.gen);
+	CHECK_EQ_U64(ev.flags, SS_EVF_HELD);
+	CHECK_EQ_U64(ev.arg, c.a->id);
+	CHECK_EQ_U64(ev.arg2, ca.slot);
+	CHECK_EQ_U64(ev.arg3, ca.gen);
 	NO_EVENT(&p);
+	CHECK_EQ_U64(p.a->n_inh, 1);
+	/* The sibling's reference named the parent's handle: gone, and told. */
+	ev = EXPECT(&c2, SS_EV_REF_GONE);
+	CHECK_EQ_U64(ev.arg, p.a->id);
+	CHECK_EQ_U64(ev.conn, pa.slot);
+	CHECK_EQ_U64(ev.gen, pa.gen);
+	NO_EVENT(&c2);
+	CHECK_EQ_U64(c2.a->n_inh, 1);
 	CMD(&p, .op = SS_CMD_TX, .conn = pa.slot, .gen = pa.gen, .arg = 1);
 	sh_pump(&h, 4);
 	EXPECT_CMD_ERROR(&p, SS_CMD_TX, pa.slot, pa.gen, EBADF);
@@ -1122,15 +1135,40 @@ static void test_adopt(void)
 	CHECK_EQ_U64(cacked, 9000);
 	CHECK_EQ_U64(k->c.f.rx_tail, 11000); /* nothing twice */
 
-	/* The child closes: FIN to the peer, CLOSED to the child. */
+	/* The child closes: the parent still has it open, so it goes back
+	 * there (RETURNED naming the reference, identical rings, the
+	 * positions); no FIN; CLOSED to the child. */
+	memcpy(prx_snap, ca.rx, RING);
+	memcpy(ptx_snap, ca.tx, RING);
 	CMD(&c, .op = SS_CMD_CLOSE, .conn = ca.slot, .gen = ca.gen);
 	sh_pump(&h, 8);
-	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_ESTABLISHED);
 	ev = EXPECT(&c, SS_EV_CLOSED);
 	CHECK_EQ_U64(ev.conn, ca.slot);
 	CHECK_EQ_U64(ev.gen, ca.gen);
 	NO_EVENT(&c);
 	NO_EVENT(&c2);
+	ev = EXPECT(&p, SS_EV_RETURNED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.flags, 0);
+	CHECK_EQ_U64(ev.cookie, (uint64_t)ca.slot << 32 | ca.gen);
+	CHECK_EQ_U64(ev.arg, 4500);
+	CHECK_EQ_U64(ev.arg2, 4500);
+	CHECK_EQ_U64(ev.arg3, 11000);
+	CHECK_EQ_U64(ev.arg4, 11000);
+	CHECK_EQ_U64(ev.remote_port, 43000);
+	struct aconn pb = take_conn(&p, &ev);
+	CHECK_MEM(pb.rx, prx_snap, RING);
+	CHECK_MEM(pb.tx, ptx_snap, RING);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(p.a->n_inh, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handbacks), 1);
+	/* The parent's close is the last: FIN now. */
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = pb.slot, .gen = pb.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, pb.slot);
 	NO_EVENT(&p);
 	/* The child's reference to the other connection is still good. */
 	CHECK_EQ_U64(c.a->n_inh, 1);
@@ -1210,6 +1248,421 @@ static void test_adopt_closed(void)
 	NO_EVENT(&c);
 	CHECK_EQ_U64(h.st.n_flows, 0);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_adopts), 1);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* ---- fork: hand-back (the owner lets go while another process holds it) ---- */
+
+/* FNV-1a over @n bytes, continuing @h. */
+static uint64_t hash_bytes(uint64_t h, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	return h;
+}
+
+#define HASH0 0xcbf29ce484222325ull
+
+/* Hash of stream bytes [@pos, @pos + @n) of a ring. */
+static uint64_t hash_ring(const uint8_t *ring, uint32_t pos, uint32_t n)
+{
+	uint64_t h = HASH0;
+	for (uint32_t i = 0; i < n; i++)
+		h = hash_bytes(h, &ring[(pos + i) & (RING - 1)], 1);
+	return h;
+}
+
+/* Hash of pattern bytes [@off, @off + @n) seeded @seed. */
+static uint64_t hash_pat(uint64_t off, uint32_t n, unsigned seed)
+{
+	uint64_t h = HASH0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t b = sh_pat(off + i, seed);
+		h = hash_bytes(h, &b, 1);
+	}
+	return h;
+}
+
+/* The peer takes everything it has into *@h; returns the byte count. */
+static uint32_t peer_read_hash(struct sh_peer_conn *k, uint64_t *h)
+{
+	uint32_t n = ss_tcp_rx_avail(&k->c), size = k->c.rx.size;
+	for (uint32_t i = 0; i < n; i++)
+		*h = hash_bytes(*h, &k->rxbuf[(k->c.f.rx_head + i) & (size - 1)], 1);
+	ss_tcp_recv_done(&k->c, n);
+	return n;
+}
+
+/* A listener on 8080 for the harness's app and one accepted connection. */
+static struct aconn owner_conn(struct sh *h, struct cl *p, struct sh_peer_conn **k)
+{
+	cl_cmd(p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .cookie = 3 });
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = EXPECT(p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, 0);
+	return accept_one(h, p, k, 43000, 8080, 3);
+}
+
+/* The child @c adopts the parent's @pa: returns its handle. */
+static struct aconn adopt_ok(struct sh *h, struct cl *c, struct cl *p, const struct aconn *pa)
+{
+	CMD(c, .op = SS_CMD_ADOPT, .conn = pa->slot, .gen = pa->gen, .ip = p->a->id, .cookie = 5);
+	sh_pump(h, 4);
+	struct ss_shm_ev ev = EXPECT(c, SS_EV_ADOPTED);
+	CHECK_EQ_U64(ev.error, 0);
+	struct aconn ca = take_conn(c, &ev);
+	ev = EXPECT(p, SS_EV_MOVED);
+	CHECK_EQ_U64(ev.flags, SS_EVF_HELD);
+	CHECK_EQ_U64(ev.arg, c->a->id);
+	return ca;
+}
+
+/*
+ * fork_inherit's case: the child uses the connection, then exits while
+ * the parent still has it.  The parent gets it back with every byte: the
+ * peer's data the child never read, the child's data not yet
+ * acknowledged, and what the child published just before it went.
+ */
+static void test_handback_exit(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	struct sh_peer_conn *k;
+	uint64_t rx = 0, acked = 0;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	struct aconn pa = owner_conn(&h, &p, &k);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+	struct aconn ca = adopt_ok(&h, &c, &p, &pa);
+
+	/* The peer sends 20000 bytes; the child reads 5000 of them. */
+	CHECK(sh_peer_write(k, 0, 20000, 7) == 0);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 16);
+	drain_counts(&c, ca.slot, ca.gen, &rx, &acked);
+	CHECK_EQ_U64(rx, 20000);
+	CHECK_EQ_U64(hash_ring(ca.rx, 0, 20000), hash_pat(0, 20000, 7));
+	CMD(&c, .op = SS_CMD_RX_DONE, .conn = ca.slot, .gen = ca.gen, .arg = 5000);
+	/* The child sends 18000 bytes, delivered and acknowledged... */
+	uint64_t peer_h = HASH0;
+	uint32_t peer_n = 0;
+	app_write(ca.tx, 0, 18000, 8);
+	CMD(&c, .op = SS_CMD_TX, .conn = ca.slot, .gen = ca.gen, .arg = 18000);
+	sh_pump(&h, 16);
+	sh_advance(&h, 500000, 10000);
+	peer_n += peer_read_hash(k, &peer_h);
+	CHECK_EQ_U64(peer_n, 18000);
+	drain_counts(&c, ca.slot, ca.gen, &rx, &acked);
+	CHECK_EQ_U64(acked, 18000);
+	/* ...then 12000 that are lost on the way... */
+	h.lose = lose_data;
+	app_write(ca.tx, 18000, 12000, 8);
+	CMD(&c, .op = SS_CMD_TX, .conn = ca.slot, .gen = ca.gen, .arg = 12000);
+	sh_pump(&h, 16);
+	CHECK(h.lose_count > 0);
+	/* ...and publishes 3000 more as it exits (the service has not taken
+	 * them when it sees the hang-up). */
+	app_write(ca.tx, 30000, 3000, 8);
+	CMD(&c, .op = SS_CMD_TX, .conn = ca.slot, .gen = ca.gen, .arg = 3000);
+	ss_app_hangup(&h.reg, c.a);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(c.a->state, SS_APP_DEAD);
+
+	/* The parent has it again: the positions, every unread and every
+	 * unacknowledged byte in its own rings. */
+	ev = EXPECT(&p, SS_EV_RETURNED);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.flags, 0);
+	CHECK_EQ_U64(ev.cookie, (uint64_t)ca.slot << 32 | ca.gen);
+	CHECK_EQ_U64(ev.arg, 5000);
+	CHECK_EQ_U64(ev.arg2, 20000);
+	CHECK_EQ_U64(ev.arg3, 18000);
+	CHECK_EQ_U64(ev.arg4, 33000);
+	CHECK_EQ_U64(ev.local_port, 8080);
+	CHECK_EQ_U64(ev.remote_port, 43000);
+	CHECK_EQ_U64(ev.rx_off, ss_app_rx_ring(p.a, ev.conn) - p.a->region);
+	struct aconn pb = take_conn(&p, &ev);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(hash_ring(pb.rx, 5000, 15000), hash_pat(5000, 15000, 7));
+	CHECK_EQ_U64(hash_ring(pb.tx, 18000, 15000), hash_pat(18000, 15000, 8));
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handbacks), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handback_failed), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_reset_app_gone), 0);
+	CHECK_EQ_U64(p.a->n_inh, 0);
+	CHECK_EQ_U64(p.a->n_conns, 1);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+
+	/* The lost bytes go again, now from the parent's ring: the peer has
+	 * all 33000, once each, in order. */
+	h.lose = NULL;
+	sh_advance(&h, 3000000, 10000);
+	peer_n += peer_read_hash(k, &peer_h);
+	CHECK_EQ_U64(peer_n, 33000);
+	CHECK_EQ_U64(peer_h, hash_pat(0, 33000, 8));
+	CHECK_EQ_U64(k->c.f.rx_tail, 33000);
+	rx = acked = 0;
+	drain_counts(&p, pb.slot, pb.gen, &rx, &acked);
+	CHECK_EQ_U64(acked, 15000);
+	CHECK_EQ_U64(rx, 0);
+
+	/* Both directions go on for the parent. */
+	rx = acked = 0;
+	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pb.slot, .gen = pb.gen, .arg = 15000);
+	CHECK(sh_peer_write(k, 20000, 1000, 7) == 0);
+	ss_tcp_output(&k->c, h.now_us);
+	app_write(pb.tx, 33000, 2000, 8);
+	CMD(&p, .op = SS_CMD_TX, .conn = pb.slot, .gen = pb.gen, .arg = 2000);
+	sh_pump(&h, 16);
+	sh_advance(&h, 500000, 10000);
+	drain_counts(&p, pb.slot, pb.gen, &rx, &acked);
+	CHECK_EQ_U64(rx, 1000);
+	CHECK_EQ_U64(acked, 2000);
+	CHECK_EQ_U64(hash_ring(pb.rx, 20000, 1000), hash_pat(20000, 1000, 7));
+	peer_h = HASH0;
+	CHECK_EQ_U64(peer_read_hash(k, &peer_h), 2000);
+	CHECK_EQ_U64(peer_h, hash_pat(33000, 2000, 8));
+	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pb.slot, .gen = pb.gen, .arg = 1000);
+	CMD(&p, .op = SS_CMD_CLOSE, .conn = pb.slot, .gen = pb.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, pb.slot);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* The adopter aborts (SO_LINGER {1, 0}) while the parent holds it: no
+ * RST, the parent gets it back; the parent's abort then resets it. */
+static void test_handback_abort(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	struct sh_peer_conn *k;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	struct aconn pa = owner_conn(&h, &p, &k);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+	struct aconn ca = adopt_ok(&h, &c, &p, &pa);
+	CHECK(sh_peer_write(k, 0, 100, 3) == 0);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&c, SS_EV_RX);
+	CHECK_EQ_U64(ev.arg, 100);
+
+	CMD(&c, .op = SS_CMD_ABORT, .conn = ca.slot, .gen = ca.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_rst_sent), 0);
+	ev = EXPECT(&c, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, ca.slot);
+	NO_EVENT(&c);
+	ev = EXPECT(&p, SS_EV_RETURNED);
+	CHECK_EQ_U64(ev.arg, 0);
+	CHECK_EQ_U64(ev.arg2, 100);
+	struct aconn pb = take_conn(&p, &ev);
+	CHECK_EQ_U64(hash_ring(pb.rx, 0, 100), hash_pat(0, 100, 3));
+	NO_EVENT(&p);
+	/* Not an ancestor of the parent: the child's reference is gone. */
+	CHECK_EQ_U64(c.a->n_inh, 0);
+	CMD(&p, .op = SS_CMD_ABORT, .conn = pb.slot, .gen = pb.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(k->c.error, ECONNRESET);
+	ev = EXPECT(&p, SS_EV_CLOSED);
+	CHECK_EQ_U64(ev.conn, pb.slot);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* The owner exits while a child holds the connection it never used: the
+ * child gets it (RETURNED naming the parent's handle) and goes on. */
+static void test_handback_owner_exits(void)
+{
+	struct sh h;
+	struct cl harness, p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &harness);
+	CHECK_EQ_U64(cl_attach(&h, &p, ATTACH, NULL, 0), 1);
+	struct sh_peer_conn *k;
+	struct aconn pa = owner_conn(&h, &p, &k);
+	CHECK(sh_peer_write(k, 0, 500, 4) == 0);
+	ss_tcp_output(&k->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_RX);
+	CHECK_EQ_U64(ev.arg, 500);
+	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pa.slot, .gen = pa.gen, .arg = 200);
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+
+	cl_close(&p);
+	ss_app_hangup(&h.reg, p.a);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(p.a->state, SS_APP_DEAD);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_ESTABLISHED);
+	ev = EXPECT(&c, SS_EV_RETURNED);
+	CHECK_EQ_U64(ev.cookie, (uint64_t)pa.slot << 32 | pa.gen);
+	CHECK_EQ_U64(ev.arg, 200);
+	CHECK_EQ_U64(ev.arg2, 500);
+	struct aconn cb = take_conn(&c, &ev);
+	CHECK_EQ_U64(hash_ring(cb.rx, 200, 300), hash_pat(200, 300, 4));
+	NO_EVENT(&c);
+	CHECK_EQ_U64(c.a->n_inh, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_reset_app_gone), 0);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+	/* The reference it named is spent. */
+	CMD(&c, .op = SS_CMD_RELEASE, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&c, SS_CMD_RELEASE, pa.slot, pa.gen, EBADF);
+	/* The child reads the rest; its close is the last one: FIN. */
+	CMD(&c, .op = SS_CMD_RX_DONE, .conn = cb.slot, .gen = cb.gen, .arg = 300);
+	CMD(&c, .op = SS_CMD_CLOSE, .conn = cb.slot, .gen = cb.gen);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	ev = EXPECT(&c, SS_EV_CLOSED);
+	NO_EVENT(&c);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* A holder that cannot take it (other ring sizes): counted, and the
+ * connection is reset as before. */
+static void test_handback_refused(void)
+{
+	struct sh h;
+	struct cl harness, p, c;
+	char line[256];
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &harness);
+	CHECK_EQ_U64(cl_attach(&h, &p, ATTACH, NULL, 0), 1);
+	struct sh_peer_conn *k;
+	struct aconn pa = owner_conn(&h, &p, &k);
+	snprintf(line, sizeof(line), "attach 1 contexts=1 conns=16 rxbuf=4096 txbuf=4096 parent=%u token=%llu",
+		 p.a->id, (unsigned long long)p.a->token);
+	CHECK_EQ_U64(cl_attach(&h, &c, line, NULL, 0), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+	cl_close(&p);
+	ss_app_hangup(&h.reg, p.a);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handback_failed), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handbacks), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_reset_app_gone), 1);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(k->c.error, ECONNRESET);
+	/* The child is told its reference is gone. */
+	struct ss_shm_ev ev = EXPECT(&c, SS_EV_REF_GONE);
+	CHECK_EQ_U64(ev.arg, p.a->id);
+	CHECK_EQ_U64(ev.conn, pa.slot);
+	CHECK_EQ_U64(ev.gen, pa.gen);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(c.a->n_inh, 0);
+	CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 1);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&c, SS_CMD_ADOPT, pa.slot, pa.gen, EBADF);
+	CHECK_EQ_U64(ss_app_reclaim(&h.reg), 1);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/* ---- FIN_ACKED: both FINs done is Linux's CLOSE ---- */
+
+static bool lose_all(struct sh *h, const struct ss_tcp *seg)
+{
+	(void)h;
+	(void)seg;
+	return true;
+}
+
+static void test_fin_acked(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	cl_cmd(&p, (struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 8080, .cookie = 3 });
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	struct sh_peer_conn *k1, *k2, *k3, *k4;
+	struct aconn a1 = accept_one(&h, &p, &k1, 43001, 8080, 3);
+	struct aconn a2 = accept_one(&h, &p, &k2, 43002, 8080, 3);
+	struct aconn a3 = accept_one(&h, &p, &k3, 43003, 8080, 3);
+	struct aconn a4 = accept_one(&h, &p, &k4, 43004, 8080, 3);
+
+	/* We shut down first: FIN_ACKED once the peer acknowledges it
+	 * (FIN_WAIT_2), then the peer's FIN, and FIN_ACKED is not repeated. */
+	CMD(&p, .op = SS_CMD_SHUTDOWN, .conn = a1.slot, .gen = a1.gen);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_FIN_ACKED);
+	CHECK_EQ_U64(ev.conn, a1.slot);
+	CHECK_EQ_U64(ev.gen, a1.gen);
+	NO_EVENT(&p);
+	CHECK(sh_peer_write(k1, 0, 10, 1) == 0);
+	ss_tcp_shutdown(&k1->c, h.now_us);
+	ss_tcp_output(&k1->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_RX);
+	ev = EXPECT(&p, SS_EV_PEER_FIN);
+	CHECK_EQ_U64(ev.conn, a1.slot);
+	NO_EVENT(&p);
+
+	/* The peer's FIN first: our FIN in LAST_ACK, FIN_ACKED when the
+	 * engine reaches CLOSED (the handle stays ours). */
+	ss_tcp_shutdown(&k2->c, h.now_us);
+	ss_tcp_output(&k2->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_PEER_FIN);
+	CHECK_EQ_U64(ev.conn, a2.slot);
+	NO_EVENT(&p);
+	CMD(&p, .op = SS_CMD_SHUTDOWN, .conn = a2.slot, .gen = a2.gen);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_FIN_ACKED);
+	CHECK_EQ_U64(ev.conn, a2.slot);
+	NO_EVENT(&p);
+	sh_advance(&h, 1000000, 100000);
+	NO_EVENT(&p);
+
+	/* Our FIN never acknowledged, then a reset: RESET only. */
+	h.lose = lose_all;
+	CMD(&p, .op = SS_CMD_SHUTDOWN, .conn = a3.slot, .gen = a3.gen);
+	sh_pump(&h, 8);
+	NO_EVENT(&p);
+	h.lose = NULL;
+	ss_tcp_abort(&k3->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_RESET);
+	CHECK_EQ_U64(ev.conn, a3.slot);
+	NO_EVENT(&p);
+
+	/* A half-closed connection adopted by a child: the flag says so, and
+	 * no FIN_ACKED follows for the child. */
+	CMD(&p, .op = SS_CMD_SHUTDOWN, .conn = a4.slot, .gen = a4.gen);
+	sh_pump(&h, 8);
+	ev = EXPECT(&p, SS_EV_FIN_ACKED);
+	CHECK_EQ_U64(ev.conn, a4.slot);
+	NO_EVENT(&p);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 4);
+	CMD(&c, .op = SS_CMD_ADOPT, .conn = a4.slot, .gen = a4.gen, .ip = p.a->id, .cookie = 6);
+	sh_pump(&h, 8);
+	ev = EXPECT(&c, SS_EV_ADOPTED);
+	CHECK_EQ_U64(ev.flags, SS_EVF_SHUT_WR | SS_EVF_FIN_ACKED);
+	NO_EVENT(&c);
+	ev = EXPECT(&p, SS_EV_MOVED);
+	NO_EVENT(&p);
+	ss_tcp_shutdown(&k4->c, h.now_us);
+	ss_tcp_output(&k4->c, h.now_us);
+	sh_pump(&h, 8);
+	ev = EXPECT(&c, SS_EV_PEER_FIN);
+	NO_EVENT(&c);
 	cl_close(&c);
 	sh_fini(&h);
 }
@@ -1351,6 +1804,11 @@ int main(void)
 	test_holder_exits();
 	test_adopt();
 	test_adopt_closed();
+	test_handback_exit();
+	test_handback_abort();
+	test_handback_owner_exits();
+	test_handback_refused();
+	test_fin_acked();
 	test_inherit_errors();
 	test_attach_lines();
 	return check_done("test_stack_ports");

@@ -81,6 +81,11 @@ struct ssp_sock *ssp_sock_enter(int fd)
 		errno = ssp.mode == SSP_M_ON && ssp_fd_get(fd) ? ENOTSOCK : EBADF;
 		return NULL;
 	}
+	/* Shared across fork: another process may have adopted it (or given
+	 * it back) meanwhile; see that before using it (one load when no
+	 * event waits). */
+	if (s->shared && ring_arx_avail(&ssp.ctx->arx))
+		ssp_pump();
 	if (s->inh)
 		ssp_sock_claim(s);
 	return s;
@@ -407,6 +412,21 @@ void ssp_conn_release(struct ss_conn *c, bool abort)
 		deferred_push(c, abort);
 }
 
+/* @c is gone from under a close still waiting in the deferred list (it
+ * moved to another process): forget it.  True when it was there. */
+static bool deferred_forget(const struct ss_conn *c)
+{
+	for (uint32_t i = 0; i < ssp.n_deferred; i++) {
+		if (ssp.deferred[i] != c)
+			continue;
+		ssp.n_deferred--;
+		ssp.deferred[i] = ssp.deferred[ssp.n_deferred];
+		ssp.deferred_abort[i] = ssp.deferred_abort[ssp.n_deferred];
+		return true;
+	}
+	return false;
+}
+
 static void deferred_retry(void)
 {
 	uint32_t k = 0;
@@ -475,6 +495,9 @@ static void sock_free(struct ssp_sock *s)
 				ss_release(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen);
 			else if (s->conn)
 				ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
+			break;
+		case SSP_S_AWAY: /* our reference to where the connection went */
+			ss_release(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen);
 			break;
 		default:
 			if (s->has_entry)
@@ -590,6 +613,21 @@ static void ev_adopted(const struct ss_event *e, struct ssp_sock *s)
 	}
 }
 
+/* A connection handed back to us (fork.c): to the socket holding the
+ * reference it replaces. */
+static void ev_returned(const struct ss_event *e)
+{
+	struct ssp_sock *s;
+
+	if (!e->conn)
+		return; /* the library ran out of memory and refused it */
+	s = ssp_ref_find(e);
+	if (s)
+		ssp_sock_returned(s, e->conn);
+	else
+		ssp_conn_release(e->conn, false); /* closed here meanwhile */
+}
+
 static void ssp_event(const struct ss_event *e)
 {
 	struct ssp_sock *s;
@@ -624,17 +662,28 @@ static void ssp_event(const struct ss_event *e)
 		ssp.inherit_err = e->error;
 		return;
 	case SS_EVENT_ADOPTED:
-		ev_adopted(e, cookie_find(e->cookie));
+		if (e->bytes)
+			ev_returned(e);
+		else
+			ev_adopted(e, cookie_find(e->cookie));
 		return;
 	case SS_EVENT_MOVED:
-		s = e->conn ? ss_conn_user(e->conn) : NULL;
-		if (!s)
+		if (!e->conn) {
+			/* A reference of ours is gone (fork.c). */
+			ssp_ref_gone(e->listener, (uint32_t)(e->cookie >> 32), (uint32_t)e->cookie);
 			return;
-		/* Another process of ours adopted it (fork): ours is dead. */
-		s->conn = NULL;
-		s->state = SSP_S_FAILED;
-		s->moved = true;
-		ssp_sock_touch(s);
+		}
+		/* Another process of ours adopted it (fork): ours is away
+		 * until it comes back (fork.c). */
+		s = ss_conn_user(e->conn);
+		deferred_forget(e->conn);
+		if (s) {
+			ssp_sock_moved(s, e);
+		} else if (e->bytes) {
+			/* Closed here meanwhile: let go of the reference too. */
+			ss_release(ssp.ctx, e->listener, (uint32_t)(e->cookie >> 32),
+				   (uint32_t)e->cookie);
+		}
 		return;
 	case SS_EVENT_CMD_ERROR:
 		if (e->cmd_op == SS_OP_BIND) {

@@ -79,13 +79,15 @@ static bool intr_restart(int timeo_ms)
 	return errno == EINTR && ssp_intr_restart() && timeo_ms == 0;
 }
 
-/* Wait while @s is connecting (blocking sockets); lock held.  0 once it
- * is not, -1 with errno.  @timeo_ms: the socket's timeout for the call. */
+/* Wait while @s is connecting, or its connection is away in another
+ * process of ours (fork.c: as if that one took all the data); lock held.
+ * 0 once it is neither, -1 with errno.  @timeo_ms: the socket's timeout
+ * for the call. */
 static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, int timeo_ms)
 {
 	bool pumped = false;
 
-	while (s->state == SSP_S_CONNECTING) {
+	while (s->state == SSP_S_CONNECTING || s->state == SSP_S_AWAY) {
 		if (nonblock && !pumped) {
 			ssp_pump(); /* the answer may be waiting: as current as Linux */
 			pumped = true;
@@ -99,6 +101,22 @@ static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, i
 			errno = timeout_err();
 			return -1;
 		}
+	}
+	return 0;
+}
+
+/* After a wait inside a call: @s is not connected any more, so another
+ * process of ours took the connection meanwhile (fork.c).  Wait for it
+ * to come back, as at the start of a call: 0 once it has, else -1 with
+ * errno (@none when it is gone for good). */
+static int rewait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, int timeo_ms,
+			    int none)
+{
+	if (wait_connected(s, nonblock, deadline, timeo_ms) < 0)
+		return -1;
+	if (s->state != SSP_S_CONNECTED) {
+		errno = none;
+		return -1;
 	}
 	return 0;
 }
@@ -124,10 +142,51 @@ static int io_begin(struct ssp_sock *s, int flags, int known, const char *key, b
 	return 0;
 }
 
-/* Lock held, @s held.  The bytes copied, or -1 with errno. */
-static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int flags)
+/*
+ * Where sock_recv's bytes go: the caller's iovecs, or a pipe written
+ * straight from the receive ring (splice), never blocking on the pipe.
+ */
+struct recv_sink {
+	const struct iovec *iov;
+	int n;
+	int fd;            /* pipe, when iov is NULL */
+	bool full;         /* the pipe took less than it was offered */
+};
+
+/* Put @k bytes of the ring (@src) into @sink at offset @off: the bytes
+ * put (fewer, even 0, when a pipe is full), or -1 with errno (EPIPE: the
+ * kernel has raised SIGPIPE, as splice does). */
+static ssize_t sink_put(struct recv_sink *sink, const struct iovec src[2], size_t off, size_t k)
 {
-	size_t want = iov_total(iov, n), got = 0;
+	struct iovec v[2] = { src[0], src[1] };
+	int nv = 2;
+	ssize_t w;
+
+	if (sink->iov) {
+		iov_copy(sink->iov, sink->n, off, src, 2, 0, k);
+		return (ssize_t)k;
+	}
+	if (v[0].iov_len >= k) {
+		v[0].iov_len = k;
+		nv = 1;
+	} else {
+		v[1].iov_len = k - v[0].iov_len;
+	}
+	w = pwritev2(sink->fd, v, nv, -1, RWF_NOWAIT);
+	if (w < 0 && errno == EAGAIN)
+		w = 0;
+	if (w >= 0 && (size_t)w < k)
+		sink->full = true;
+	return w;
+}
+
+/* Lock held, @s held.  Up to @want bytes into @sink (all of them with
+ * MSG_WAITALL), or -1 with errno. */
+static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want, int flags)
+{
+	const struct iovec *iov = sink->iov;
+	int n = sink->n;
+	size_t got = 0;
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	int64_t deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
 	bool released = false, pumped = false;
@@ -157,12 +216,19 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 		}
 		if (avail && !(flags & MSG_PEEK)) {
 			size_t k = avail < want - got ? avail : want - got;
+			ssize_t w = sink_put(sink, src, got, k);
 
-			iov_copy(iov, n, got, src, 2, 0, k);
-			ss_recv_done(c, k);
+			if (w <= 0) {
+				if (got)
+					break;
+				if (w == 0)
+					errno = EAGAIN; /* the pipe is full: splice waits for it */
+				return -1;
+			}
+			ss_recv_done(c, (size_t)w);
 			released = true;
-			got += k;
-			if (got == want || !(flags & MSG_WAITALL))
+			got += (size_t)w;
+			if (got == want || !(flags & MSG_WAITALL) || sink->full)
 				break;
 			continue;
 		}
@@ -204,8 +270,12 @@ static ssize_t sock_recv(struct ssp_sock *s, const struct iovec *iov, int n, int
 				return -1;
 			}
 		}
-		if (s->state != SSP_S_CONNECTED)
-			break;
+		if (s->state != SSP_S_CONNECTED) {
+			if (got)
+				break;
+			if (rewait_connected(s, nonblock, deadline, s->rcvtimeo_ms, ENOTCONN) < 0)
+				return -1;
+		}
 	}
 	if (released)
 		ss_flush(ssp.ctx);
@@ -221,7 +291,9 @@ struct send_src {
 	int n;
 	int fd;            /* file, when iov is NULL */
 	off_t *pos;        /* pread position (advanced), NULL: read() */
-	bool eof;          /* the file ended */
+	bool pipe;         /* fd is a pipe, read without blocking (splice) */
+	bool eof;          /* the file ended, or the pipe ran dry */
+	bool drained;      /* the pipe ran dry (its writers are still there) */
 };
 
 /* Put up to @k bytes from @src (@off bytes in) into @dst: the bytes put,
@@ -246,6 +318,13 @@ static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t of
 		r = preadv(src->fd, v, nv, *src->pos);
 		if (r > 0)
 			*src->pos += r;
+	} else if (src->pipe) {
+		r = preadv2(src->fd, v, nv, -1, RWF_NOWAIT);
+		if (r < 0 && errno == EAGAIN) {
+			/* Another reader took what splice saw there. */
+			src->drained = true;
+			r = 0;
+		}
 	} else {
 		r = ssp_real.readv(src->fd, v, nv);
 	}
@@ -334,8 +413,14 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 				break;
 			}
 		}
-		if (s->state != SSP_S_CONNECTED)
-			break;
+		if (s->state != SSP_S_CONNECTED) {
+			if (sent)
+				break;
+			if (rewait_connected(s, nonblock, deadline, s->sndtimeo_ms, EPIPE) < 0) {
+				err = errno;
+				break;
+			}
+		}
 	}
 	/* MSG_MORE is a hint only: the service sends at once (TCP_NODELAY),
 	 * and data left unpublished would wait for the next call. */
@@ -376,12 +461,13 @@ static struct ssp_sock *iov_enter(int fd, int n)
 static ssize_t recv_iov(int fd, const struct iovec *iov, int n, int flags)
 {
 	struct ssp_sock *s = iov_enter(fd, n);
+	struct recv_sink sink = { .iov = iov, .n = n, .fd = -1 };
 	ssize_t rc;
 	int err;
 
 	if (!s)
 		return -1;
-	rc = sock_recv(s, iov, n, flags);
+	rc = sock_recv(s, &sink, iov_total(iov, n), flags);
 	err = errno;
 	ssp_sock_unhold(s);
 	ssp_unlock();
@@ -456,6 +542,26 @@ ssize_t ssp_sendmsg(int fd, const struct msghdr *msg, int flags)
 		return -1;
 	}
 	return send_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+/* ------------------------------------------------------- splice halves */
+
+ssize_t ssp_sock_recv_pipe(struct ssp_sock *s, int fd, size_t len, bool *full)
+{
+	struct recv_sink sink = { .fd = fd };
+	ssize_t rc = sock_recv(s, &sink, len, 0);
+
+	*full = sink.full;
+	return rc;
+}
+
+ssize_t ssp_sock_send_pipe(struct ssp_sock *s, int fd, size_t len, bool *drained, bool *sigpipe)
+{
+	struct send_src src = { .fd = fd, .pipe = true };
+	ssize_t rc = sock_send_src(s, &src, len, 0, sigpipe);
+
+	*drained = src.drained;
+	return rc;
 }
 
 /* ------------------------------------------------------------ sendfile */
@@ -722,6 +828,14 @@ int ssp_sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 
 /* ------------------------------------------------------------ readiness */
 
+bool ssp_sock_closed(const struct ssp_sock *s)
+{
+	const struct ss_conn *c = s->conn;
+
+	return s->state == SSP_S_CONNECTED && c &&
+	       (ss_conn_error(c) || (c->peer_fin && c->fin_acked));
+}
+
 /* As Linux's tcp_poll reports them, from the connection state. */
 uint32_t ssp_sock_poll(const struct ssp_sock *s)
 {
@@ -739,6 +853,7 @@ uint32_t ssp_sock_poll(const struct ssp_sock *s)
 		ssp_listen_want((struct ssp_sock *)(uintptr_t)s);
 		return s->accq.n ? POLLIN : 0;
 	case SSP_S_CONNECTING:
+	case SSP_S_AWAY: /* another process of ours has it now */
 		return 0;
 	case SSP_S_FAILED:
 		return POLLIN | POLLOUT | POLLHUP | POLLRDHUP | (s->err ? POLLERR : 0);

@@ -18,9 +18,15 @@
  * connection the parent holds.  Locally, each connected socket becomes an
  * inherited reference (s->inh): on first use the child adopts the
  * connection (SS_CMD_ADOPT moves it and its ring contents into the
- * child's region; the parent's copy then fails with ENOTCONN), and
- * closing it unused just drops the reference; the connection's FIN waits
- * for the last process, as on Linux.  Listeners shared this way hand new
+ * child's region; the parent's copy is then AWAY: it keeps a reference,
+ * its blocking calls wait, non-blocking ones say EAGAIN and poll shows
+ * nothing, as if the child took all the data), and closing it unused
+ * just drops the reference; the connection's FIN waits for the last
+ * process, as on Linux.  When the child closes the connection or exits,
+ * the service hands it back (an unasked ADOPTED): the parent's copy works
+ * again, nothing lost.  A holder whose owner exits gets it the same way.
+ * A reference that goes for good (the connection moved on elsewhere)
+ * fails its socket with ENOTCONN.  Listeners shared this way hand new
  * connections to the processes that accept from them (ssp_listen_want).
  *
  * fork() through the shim attaches the child at once and keeps the parent
@@ -83,6 +89,8 @@ static void sock_convert(struct ssp_sock *s, struct convert *cv)
 			s->inh_owner = cv->owner;
 			s->inh_slot = s->conn->slot;
 			s->inh_gen = s->conn->gen;
+			ss_conn_endpoints(s->conn, &s->ref_lip, &s->ref_lport, &s->ref_rip,
+					  &s->ref_rport);
 		}
 		s->conn = NULL;
 		break;
@@ -210,6 +218,105 @@ void ssp_sock_claim(struct ssp_sock *s)
 		ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
 			     "process (or closed): this copy fails with ENOTCONN");
 	}
+	ssp_sock_touch(s);
+}
+
+void ssp_sock_moved(struct ssp_sock *s, const struct ss_event *e)
+{
+	s->conn = NULL;
+	s->state = SSP_S_FAILED;
+	s->moved = true;
+	if (e->bytes) {
+		s->state = SSP_S_AWAY;
+		s->moved = false;
+		s->inh_owner = e->listener;
+		s->inh_slot = (uint32_t)(e->cookie >> 32);
+		s->inh_gen = (uint32_t)e->cookie;
+		s->ref_lip = e->local_ip;
+		s->ref_rip = e->remote_ip;
+		s->ref_lport = e->local_port;
+		s->ref_rport = e->remote_port;
+	}
+	ssp_sock_touch(s);
+}
+
+void ssp_sock_returned(struct ssp_sock *s, struct ss_conn *c)
+{
+	if (s->inh && s->cookie) {
+		/* A claim of ours is on its way: this answers it (the service
+		 * refuses the ADOPT, our reference being spent). */
+		ssp_list_del(&s->in_cookie);
+		s->cookie = 0;
+		s->adopt_done = true;
+		s->adopt_err = 0;
+	}
+	s->inh = s->moved = false;
+	s->state = SSP_S_CONNECTED;
+	s->conn = c;
+	s->err = 0;
+	s->shut_wr |= c->shut_wr;
+	ss_conn_set_user(c, s);
+	ssp_sock_touch(s);
+}
+
+/* A socket holding a reference: one inherited and not claimed yet, or
+ * one whose connection is away. */
+static bool sock_has_ref(const struct ssp_sock *s)
+{
+	return s->inh || s->state == SSP_S_AWAY;
+}
+
+struct ref_match {
+	const struct ss_event *e; /* RETURNED: match slot, gen and endpoints */
+	uint32_t owner, slot, gen; /* else: this handle */
+	struct ssp_sock *s;
+};
+
+static void ref_match(int fd, struct ssp_file *f, void *arg)
+{
+	struct ref_match *m = arg;
+	const struct ss_event *e = m->e;
+	struct ssp_sock *s;
+
+	(void)fd;
+	if (m->s || f->type != SSP_F_SOCK)
+		return;
+	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	if (!sock_has_ref(s) || s->inh_slot != m->slot || s->inh_gen != m->gen)
+		return;
+	/* A hand-back names no owner: the connection's endpoints do. */
+	if (e ? s->ref_lip == e->local_ip && s->ref_rip == e->remote_ip &&
+		s->ref_lport == e->local_port && s->ref_rport == e->remote_port
+	      : s->inh_owner == m->owner)
+		m->s = s;
+}
+
+struct ssp_sock *ssp_ref_find(const struct ss_event *e)
+{
+	struct ref_match m = { e, 0, (uint32_t)(e->cookie >> 32), (uint32_t)e->cookie, NULL };
+
+	ssp_fd_foreach(ref_match, &m);
+	return m.s;
+}
+
+void ssp_ref_gone(uint32_t owner, uint32_t slot, uint32_t gen)
+{
+	struct ref_match m = { NULL, owner, slot, gen, NULL };
+	struct ssp_sock *s;
+
+	ssp_fd_foreach(ref_match, &m);
+	s = m.s;
+	if (!s)
+		return;
+	if (s->inh && s->cookie)
+		return; /* a claim is on its way: its answer (EBADF) settles it */
+	s->inh = false;
+	s->conn = NULL;
+	s->state = SSP_S_FAILED;
+	s->err = 0;
+	s->moved = true;
+	ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
+		     "process (or closed): this copy fails with ENOTCONN");
 	ssp_sock_touch(s);
 }
 

@@ -132,15 +132,20 @@ static void tcp_info_fill(const struct ssp_sock *s, struct tcp_info *ti)
 	switch (s->state) {
 	case SSP_S_LISTEN: ti->tcpi_state = TCP_LISTEN; return;
 	case SSP_S_CONNECTING: ti->tcpi_state = TCP_SYN_SENT; return;
+	case SSP_S_AWAY: ti->tcpi_state = TCP_ESTABLISHED; return; /* in another process */
 	case SSP_S_CONNECTED: break;
 	default: ti->tcpi_state = TCP_CLOSE; return;
 	}
-	if (!c || ss_conn_error(c)) {
+	if (!c || ssp_sock_closed(s)) {
 		ti->tcpi_state = TCP_CLOSE;
 		return;
 	}
-	ti->tcpi_state = c->peer_fin ? (c->shut_wr ? TCP_LAST_ACK : TCP_CLOSE_WAIT)
-			 : c->shut_wr ? TCP_FIN_WAIT1 : TCP_ESTABLISHED;
+	if (c->peer_fin)
+		ti->tcpi_state = c->shut_wr ? TCP_LAST_ACK : TCP_CLOSE_WAIT;
+	else if (c->shut_wr)
+		ti->tcpi_state = c->fin_acked ? TCP_FIN_WAIT2 : TCP_FIN_WAIT1;
+	else
+		ti->tcpi_state = TCP_ESTABLISHED;
 	ti->tcpi_snd_mss = ti->tcpi_rcv_mss = ti->tcpi_advmss = 1460;
 	ti->tcpi_pmtu = 1500;
 	ti->tcpi_rcv_space = ssp.rxbuf;
@@ -196,6 +201,7 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case TCP_INFO: {
 			struct tcp_info ti;
 
+			ssp_pump(); /* the state as current as Linux's */
 			tcp_info_fill(s, &ti);
 			put_opt(val, len, &ti, sizeof(ti));
 			goto ok;
@@ -248,6 +254,9 @@ int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 		return ssp_fail_unlock(EFAULT);
 	if (s->state == SSP_S_CONNECTED) {
 		ss_conn_endpoints(s->conn, &ip, &port, NULL, NULL);
+	} else if (s->state == SSP_S_AWAY) {
+		ip = s->ref_lip;
+		port = s->ref_lport;
 	} else if (s->bound) {
 		ip = s->bind_ip;
 		port = s->bind_port;
@@ -267,9 +276,16 @@ int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 		return -1;
 	if (!sa || !len)
 		return ssp_fail_unlock(EFAULT);
-	if (s->state != SSP_S_CONNECTED)
+	ssp_pump(); /* a reset or the last FIN may be waiting */
+	if (s->state == SSP_S_AWAY) {
+		ip = s->ref_rip;
+		port = s->ref_rport;
+	} else if (s->state != SSP_S_CONNECTED || ssp_sock_closed(s)) {
+		/* Linux: no peer once the connection is in TCP_CLOSE. */
 		return ssp_fail_unlock(ENOTCONN);
-	ss_conn_endpoints(s->conn, NULL, NULL, &ip, &port);
+	} else {
+		ss_conn_endpoints(s->conn, NULL, NULL, &ip, &port);
+	}
 	name_out(sa, len, ip, port);
 	ssp_unlock();
 	return 0;

@@ -17,9 +17,10 @@
  * Per-thread contexts come later: today several threads blocking in the
  * layer at once may see a wake-up late (one context eventfd for all).
  *
- * fork(): the child must not touch the parent's shared region.  The child
- * marks the layer dead: operations on accelerated fds fail with EBADF and
- * close() just releases the fd number.
+ * fork(): the child must not touch the parent's shared region: it
+ * attaches as its own application and inherits the sockets (fork.c); a
+ * socket's connection lives in one process at a time (SSP_S_AWAY in the
+ * others that hold it), handed back when that process lets go.
  */
 
 #include <poll.h>
@@ -130,6 +131,8 @@ enum ssp_state {
 	SSP_S_CONNECTING, /* ss_connect posted, CONNECTED not yet seen */
 	SSP_S_CONNECTED,  /* sock->conn set (the connection may be dead inside) */
 	SSP_S_FAILED,     /* connect failed: sock->err tells why */
+	SSP_S_AWAY,       /* fork: another process of ours adopted the connection;
+			   * we hold a reference (inh_*) until it comes back */
 };
 
 /* Accepted connections waiting for accept(): a growable FIFO. */
@@ -171,7 +174,9 @@ struct ssp_sock {
 	uint32_t inh_owner, inh_slot, inh_gen; /* the owner's handle */
 	bool adopt_done;        /* ADOPTED (or its CMD_ERROR) arrived */
 	int adopt_err;
-	bool moved;             /* another process adopted the connection */
+	bool moved;             /* another process has the connection for good */
+	uint32_t ref_lip, ref_rip; /* the connection's endpoints while inh or */
+	uint16_t ref_lport, ref_rport; /* AWAY: a hand-back is matched on them */
 	uint32_t fork_gen;      /* last fork that converted it */
 
 	/* socket options (stored; most are fixed behaviour in the service) */
@@ -323,6 +328,11 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 /* ssp_sock_poll - Linux poll bits (POLLIN, POLLOUT, ...) of @s now. */
 uint32_t ssp_sock_poll(const struct ssp_sock *s);
 
+/* ssp_sock_closed - @s is connected but in Linux's CLOSE state: reset,
+ * timed out, or both FINs done (the peer's received, ours acknowledged):
+ * shutdown() and getpeername() say ENOTCONN. */
+bool ssp_sock_closed(const struct ssp_sock *s);
+
 /* ----------------------------------------------------------- fork.c */
 
 /* ssp_fork - fork(2) for the shim: the child attaches as its own
@@ -336,6 +346,18 @@ int ssp_child_attach(void);
  * time: adopt its connection (blocks for the service's answer).  Lock
  * held.  Afterwards @s is connected, or failed with s->moved set. */
 void ssp_sock_claim(struct ssp_sock *s);
+/* ssp_sock_moved - another process of ours adopted @s's connection
+ * (SS_EVENT_MOVED @e): @s is AWAY, holding the reference the event
+ * names, or failed (ENOTCONN) when it names none.  ssp_sock_returned -
+ * the connection is @s's again: @c (SS_EVENT_ADOPTED, unasked).
+ * ssp_ref_find - the socket holding the reference that event @e
+ * replaces, or NULL.  ssp_ref_gone - the reference to handle (@owner,
+ * @slot, @gen) is gone (SS_EVENT_MOVED without a conn): its socket fails
+ * with ENOTCONN.  Lock held. */
+void ssp_sock_moved(struct ssp_sock *s, const struct ss_event *e);
+void ssp_sock_returned(struct ssp_sock *s, struct ss_conn *c);
+struct ssp_sock *ssp_ref_find(const struct ss_event *e);
+void ssp_ref_gone(uint32_t owner, uint32_t slot, uint32_t gen);
 /* ssp_listen_want - this process accepts from listener @s (shared across
  * fork): ask the service for its connections.  Lock held. */
 void ssp_listen_want(struct ssp_sock *s);

@@ -1,7 +1,8 @@
-/* posix_ext.h - POSIX layer additions beside posix.h: sendfile, recvmmsg/sendmmsg, signal interception (SA_RESTART). */
+/* posix_ext.h - POSIX layer additions beside posix.h: sendfile, splice, recvmmsg/sendmmsg, signal interception (SA_RESTART). */
 #ifndef SS_LIB_POSIX_POSIX_EXT_H
 #define SS_LIB_POSIX_POSIX_EXT_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@ struct ssp_real_ext {
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 };
 
 extern struct ssp_real_ext ssp_real_ext;
@@ -38,6 +40,33 @@ void ssp_ext_init(void);
  * is read like recv(); any other @out_fd: EINVAL (Linux's rules).
  */
 ssize_t ssp_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+
+/*
+ * The socket halves of splice (splice.c), on @s (lock held, @s held);
+ * recv()'s and send()'s semantics on the socket's side (O_NONBLOCK,
+ * SO_RCVTIMEO/SO_SNDTIMEO, errors once, SA_RESTART).
+ * ssp_sock_recv_pipe - up to @len received bytes written into pipe @fd
+ * straight from the receive ring, never blocking on the pipe: *@full when
+ * it took less than there was (-1 with EAGAIN when it took nothing).
+ * ssp_sock_send_pipe - up to @len bytes read from pipe @fd straight into
+ * the send ring, never blocking on the pipe: *@drained when it had fewer.
+ */
+ssize_t ssp_sock_recv_pipe(struct ssp_sock *s, int fd, size_t len, bool *full);
+ssize_t ssp_sock_send_pipe(struct ssp_sock *s, int fd, size_t len, bool *drained, bool *sigpipe);
+
+/* ----------------------------------------------------------- splice.c */
+
+/*
+ * ssp_splice - splice(2) where @fd_in or @fd_out is accelerated: between
+ * an accelerated socket and a pipe, copying through the connection's
+ * rings; Linux's checks in Linux's order (EINVAL for flags and for any
+ * pair without a pipe, ESPIPE for an offset on the pipe, EINVAL for one
+ * on the socket, EBADF for a wrong access mode).  SPLICE_F_NONBLOCK and
+ * the pipe's O_NONBLOCK govern waiting for the pipe, the socket's
+ * O_NONBLOCK waiting for the socket, as on Linux.
+ */
+ssize_t ssp_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
+		   unsigned int flags);
 
 /* ssp_recvmmsg/ssp_sendmmsg - on an accelerated @fd (Linux's stream socket
  * semantics: msg_len per entry, the count returned, an error only when no

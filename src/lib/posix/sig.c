@@ -47,6 +47,7 @@ static void ext_resolve(void)
 	RESOLVE(sendfile);
 	RESOLVE(recvmmsg);
 	RESOLVE(sendmmsg);
+	RESOLVE(splice);
 }
 
 static pthread_once_t ext_once = PTHREAD_ONCE_INIT;

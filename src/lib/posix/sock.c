@@ -452,6 +452,8 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	switch (s->state) {
 	case SSP_S_CONNECTING:
 		return ssp_fail_unlock(EALREADY);
+	case SSP_S_AWAY:
+		return ssp_fail_unlock(EISCONN);
 	case SSP_S_CONNECTED:
 		/* Linux: the first connect() after a non-blocking one completed
 		 * returns 0; only later ones say EISCONN. */
@@ -539,7 +541,18 @@ int ssp_shutdown(int fd, int how)
 		return -1;
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return ssp_fail_unlock(EINVAL);
-	if (s->state != SSP_S_CONNECTED)
+	/* Linux's inet_shutdown: ENOTCONN in TCP_CLOSE, which a connection
+	 * reaches when reset or once both FINs are done (pending events may
+	 * tell: take them first). */
+	ssp_pump();
+	if (s->state == SSP_S_AWAY) {
+		/* Linux would shut the socket down for every process that has
+		 * it; the one using it now owns the connection. */
+		ssp_log_once("shutdown_away", "shutdown() of a socket another process (fork) is "
+			     "using: not supported, ENOTCONN");
+		return ssp_fail_unlock(ENOTCONN);
+	}
+	if (s->state != SSP_S_CONNECTED || ssp_sock_closed(s))
 		return ssp_fail_unlock(ENOTCONN);
 	if (how != SHUT_WR)
 		s->shut_rd = true;
