@@ -77,6 +77,10 @@ int ss_region_validate(const void *region, uint64_t region_size, uint32_t n_ctx)
 	if (h->buf_off < ctx_end || h->buf_off > region_size ||
 	    (region_size - h->buf_off) / per_conn < h->max_conns)
 		goto bad;
+	if (h->info_off < ctx_end || h->info_off % SS_SHM_CACHELINE ||
+	    h->info_off > h->buf_off ||
+	    (h->buf_off - h->info_off) / sizeof(struct ss_shm_conn_info) < h->max_conns)
+		goto bad;
 	return 0;
 bad:
 	errno = EPROTO;
@@ -370,6 +374,7 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 	app->rxbuf_size = app->hdr->rxbuf_size;
 	app->txbuf_size = app->hdr->txbuf_size;
 	app->buf_off = app->hdr->buf_off;
+	app->info_off = app->hdr->info_off;
 	close(fds[0]);
 	close(fds[1]);
 	fds[0] = fds[1] = -1;
@@ -493,4 +498,26 @@ struct ss_ctx *ss_ctx_get(struct ss_app *app, unsigned i)
 		return NULL;
 	}
 	return &app->ctx[i];
+}
+
+int ss_conn_info(const struct ss_conn *c, struct ss_shm_conn_info *out)
+{
+	const struct ss_app *app = c->ctx->app;
+	const volatile struct ss_shm_conn_info *in;
+
+	if (c->slot >= app->max_conns)
+		return -1;
+	in = (const volatile struct ss_shm_conn_info *)(const void *)((const uint8_t *)app->region +
+								      app->info_off) + c->slot;
+	for (int tries = 0; tries < 64; tries++) {
+		uint32_t seq = __atomic_load_n(&in->seq, __ATOMIC_ACQUIRE);
+
+		if (seq & 1)
+			continue; /* the service is writing it */
+		memcpy(out, (const void *)in, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&in->seq, __ATOMIC_RELAXED) == seq)
+			return seq ? 0 : -1; /* 0: never written */
+	}
+	return -1;
 }

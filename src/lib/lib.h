@@ -76,6 +76,7 @@ struct ss_app {
 	uint64_t token;         /* from the attach reply: a forked child presents it */
 	uint32_t max_conns, rxbuf_size, txbuf_size;
 	uint64_t buf_off;
+	uint64_t info_off;      /* struct ss_shm_conn_info per slot (TCP_INFO) */
 	unsigned n_ctx;
 	struct ss_ctx ctx[];
 };
@@ -101,6 +102,10 @@ int ss_release(struct ss_ctx *ctx, uint32_t owner_app, uint32_t slot, uint32_t g
 /* ss_app_forget - a forked child lets go of its parent's attachment: unmap
  * and close its copies, post nothing (the parent still uses it). */
 void ss_app_forget(struct ss_app *app);
+
+/* attach.c: the service's TCP_INFO figures for @c (abi.h seqlock); 0, or
+ * -1 when none is readable (not published yet, or written right now). */
+int ss_conn_info(const struct ss_conn *c, struct ss_shm_conn_info *out);
 
 /* attach.c: the region layout checks, shared with the tests. */
 int ss_region_validate(const void *region, uint64_t region_size,

@@ -237,7 +237,9 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	uint64_t stride = align_up(ring_bytes + (uint64_t)lim->atx_slots * sizeof(struct ss_shm_cmd) +
 				   ring_bytes + (uint64_t)lim->arx_slots * sizeof(struct ss_shm_ev), PAGE);
 	uint64_t ctx_off = PAGE;
-	uint64_t buf_off = align_up(ctx_off + stride * q->contexts, PAGE);
+	uint64_t info_off = align_up(ctx_off + stride * q->contexts, PAGE);
+	uint64_t buf_off = align_up(info_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_info),
+				    PAGE);
 	uint64_t size = buf_off + (uint64_t)q->conns * (q->rxbuf + q->txbuf);
 
 	a->region_fd = memfd_create("slipstream-app", MFD_CLOEXEC);
@@ -257,6 +259,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	a->rxbuf_size = (uint32_t)q->rxbuf;
 	a->txbuf_size = (uint32_t)q->txbuf;
 	a->buf_off = buf_off;
+	a->info_off = info_off;
 
 	struct ss_shm_hdr *h = (struct ss_shm_hdr *)(void *)a->region;
 	h->magic = SS_SHM_MAGIC;
@@ -272,6 +275,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	h->rxbuf_size = a->rxbuf_size;
 	h->txbuf_size = a->txbuf_size;
 	h->buf_off = buf_off;
+	h->info_off = info_off;
 
 	a->ctx = calloc(a->n_ctx, sizeof(*a->ctx));
 	if (!a->ctx)

@@ -65,6 +65,7 @@ struct ss_app {
 	uint32_t max_conns;
 	uint32_t rxbuf_size, txbuf_size;
 	uint64_t buf_off;
+	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */

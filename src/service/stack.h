@@ -64,6 +64,10 @@ struct ss_sconn_cc {
 	uint64_t start_us;            /* start of the current interval */
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
+	/* For TCP_INFO (published at each interval, cc_publish()). */
+	uint32_t total_retrans;       /* segments, summed as the stats drain */
+	uint32_t rx_seen;             /* rx_tail at the last publish */
+	uint64_t bytes_acked, bytes_received;
 };
 
 struct ss_sconn {

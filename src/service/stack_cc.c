@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,6 +189,57 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
 	cc_update_paced(sc);
 }
 
+/*
+ * TCP_INFO's figures into the owner's shared record for the slot (a
+ * seqlock, abi.h): at the handshake and at each control interval, so the
+ * per-packet path never pays for it.
+ */
+static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
+{
+	const struct ss_tcp_conn *c = &sc->tcp;
+	const struct ss_tcp_flow *f = &c->f;
+	struct ss_app *a = sc->app;
+	struct ss_shm_conn_info *in;
+	uint64_t rate = sc->cc.pf.rate;
+
+	(void)s;
+	if (!a || sc->slot >= a->max_conns)
+		return;
+	in = (struct ss_shm_conn_info *)(void *)(a->region + a->info_off) + sc->slot;
+	sc->cc.bytes_received += f->rx_tail - sc->cc.rx_seen;
+	sc->cc.rx_seen = f->rx_tail;
+	uint32_t seq = __atomic_load_n(&in->seq, __ATOMIC_RELAXED);
+	seq |= 1; /* odd: writing (an app that scribbled on seq only confuses itself) */
+	__atomic_store_n(&in->seq, seq, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	in->state = f->state;
+	in->options = (uint8_t)(((f->flags & SS_TCPF_TS) ? SS_INFO_OPT_TS : 0) |
+				((f->flags & SS_TCPF_SACK_PERM) ? SS_INFO_OPT_SACK : 0) |
+				(f->snd_wscale || f->rcv_wscale ? SS_INFO_OPT_WSCALE : 0) |
+				(c->ecn_ok ? SS_INFO_OPT_ECN : 0));
+	in->snd_wscale = f->snd_wscale;
+	in->rcv_wscale = f->rcv_wscale;
+	in->retransmits = c->retries;
+	in->backoff = f->backoff;
+	in->ca_state = (f->flags & SS_TCPF_IN_RECOVERY) ? 3 : f->backoff ? 4 : 0;
+	in->rto_us = f->rto_us;
+	in->srtt_us = f->srtt_us;
+	in->rttvar_us = f->rttvar_us;
+	in->snd_mss = f->mss;
+	in->rcv_mss = c->params->mss;
+	in->snd_cwnd = rate ? (uint32_t)(rate * (f->srtt_us ? f->srtt_us : 1) / 1000000u) : f->cwnd;
+	in->snd_ssthresh = rate ? UINT32_MAX : f->ssthresh;
+	in->unacked = f->snd_max - f->snd_una;
+	in->snd_wnd = f->snd_wnd;
+	in->rcv_wnd = f->rcv_adv - f->rcv_nxt;
+	in->total_retrans = sc->cc.total_retrans;
+	in->pacing_rate = rate;
+	in->bytes_acked = sc->cc.bytes_acked;
+	in->bytes_received = sc->cc.bytes_received;
+	snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
+	__atomic_store_n(&in->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
 /* The handshake is done: the connection gets its algorithm. */
 static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 {
@@ -206,8 +258,10 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
 	sc->cc.start_us = s->now_us;
+	sc->cc.rx_seen = c->f.rx_tail;
 	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
 	cc_apply(s, sc, &out);
+	cc_publish(s, sc);
 }
 
 /* The pacer group @sc's sends count against: its application's cap. */
@@ -292,6 +346,8 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
 	cc_apply(s, sc, &out);
 	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
+	sc->cc.bytes_acked += smp.acked_bytes;
+	cc_publish(s, sc);
 	sc->cc.prev = c->cc;
 	sc->cc.start_us = s->now_us;
 	stack_conn_dirty(s, sc); /* a larger window may let it send */

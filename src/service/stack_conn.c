@@ -622,6 +622,7 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_tcp_conn *c = &sc->tcp;
 	uint8_t ev = c->events;
 
+	sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
 	conn_stats_drain(s, &c->st);
 	if (!ev)
 		return;

@@ -20,6 +20,8 @@
  *   hdr.ctx_off + i*ctx_stride   context i: struct ss_shm_ring atx (app -> svc)
  *                                followed by atx slots, then struct ss_shm_ring
  *                                arx (svc -> app) and its slots
+ *   hdr.info_off + k*sizeof(struct ss_shm_conn_info)
+ *                                connection slot k: the figures TCP_INFO shows
  *   hdr.buf_off + k*(rxbuf+txbuf) connection slot k: receive ring, transmit ring
  *
  * Trust: the service writes the header once and never reads it back.  Every
@@ -106,7 +108,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 1u
+#define SS_SHM_VERSION 2u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -136,7 +138,45 @@ struct ss_shm_hdr {
 	uint32_t txbuf_size;   /* power of two */
 	uint32_t pad_;
 	uint64_t buf_off;      /* connection slot 0; page aligned */
+	uint64_t info_off;     /* struct ss_shm_conn_info of slot 0; page aligned */
 };
+
+/*
+ * What the service knows about one connection, for TCP_INFO: written by
+ * the service when the handshake completes and at the end of every
+ * control interval while the connection is active (so never on the
+ * per-packet path), read by the application at any time.  A seqlock: seq
+ * is odd while the service writes; a reader copies the record between two
+ * equal even loads of seq.  The figures are the slot's current owner's
+ * connection; a record of a slot with no connection is stale.
+ */
+struct ss_shm_conn_info {
+	uint32_t seq;
+	uint8_t state;          /* RFC 9293 state, enum ss_tcp_state order */
+	uint8_t options;        /* SS_INFO_OPT_* negotiated */
+	uint8_t snd_wscale, rcv_wscale;
+	uint8_t retransmits;    /* consecutive timeouts of the current episode */
+	uint8_t backoff;        /* RTO backoff exponent */
+	uint8_t ca_state;       /* 0 open, 3 recovery, 4 loss (Linux TCP_CA_*) */
+	uint8_t pad_;
+	uint32_t rto_us, srtt_us, rttvar_us;
+	uint32_t snd_mss, rcv_mss;
+	uint32_t snd_cwnd;      /* bytes (rate-based flows: the rate over srtt) */
+	uint32_t snd_ssthresh;  /* bytes; UINT32_MAX: none */
+	uint32_t unacked;       /* bytes in flight */
+	uint32_t snd_wnd, rcv_wnd;
+	uint32_t total_retrans; /* segments retransmitted */
+	uint32_t pad2_;
+	uint64_t pacing_rate;   /* bytes/s; 0: not paced */
+	uint64_t bytes_acked;   /* our bytes the peer acknowledged */
+	uint64_t bytes_received;/* bytes received in order */
+	char cc_name[16];       /* the connection's congestion-control algorithm */
+};
+
+#define SS_INFO_OPT_TS 0x01
+#define SS_INFO_OPT_SACK 0x02
+#define SS_INFO_OPT_WSCALE 0x04
+#define SS_INFO_OPT_ECN 0x08
 
 /* Ring header: producer, consumer and sleeping flag on separate lines. */
 struct ss_shm_ring {

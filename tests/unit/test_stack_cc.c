@@ -148,6 +148,29 @@ static void test_loop_follows_active_flows(void)
 	/* Done and acknowledged: the flow goes idle and leaves the wheel. */
 	sh_advance(&h, 20000, 100);
 	CHECK(!ss_timer_armed(&sc0->cc.timer));
+	/* TCP_INFO's record for the slot, as the last interval left it. */
+	const struct ss_shm_conn_info *in =
+		(const struct ss_shm_conn_info *)(const void *)(h.app->region + h.app->info_off) +
+		fl[0].slot;
+	CHECK(in->seq && !(in->seq & 1));
+	CHECK_EQ_U64(in->state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(in->bytes_acked, 300000);
+	CHECK_EQ_U64(in->unacked, 0);
+	CHECK_EQ_U64(in->snd_mss, sc0->tcp.f.mss);
+	CHECK_EQ_U64(in->srtt_us, sc0->tcp.f.srtt_us);
+	CHECK_EQ_U64(in->rto_us, sc0->tcp.f.rto_us);
+	CHECK_EQ_U64(in->total_retrans, 0);
+	CHECK_EQ_U64(in->pacing_rate, sc0->cc.pf.rate);
+	CHECK(in->pacing_rate > 0);
+	CHECK_EQ_U64(in->options & (SS_INFO_OPT_TS | SS_INFO_OPT_SACK | SS_INFO_OPT_ECN),
+		     SS_INFO_OPT_TS | SS_INFO_OPT_SACK | SS_INFO_OPT_ECN);
+	CHECK_STR(in->cc_name, "dctcp-rate");
+	/* Flow 1 never sent: its record is the handshake's. */
+	const struct ss_shm_conn_info *in1 =
+		(const struct ss_shm_conn_info *)(const void *)(h.app->region + h.app->info_off) +
+		fl[1].slot;
+	CHECK_EQ_U64(in1->seq, 2);
+	CHECK_EQ_U64(in1->bytes_acked, 0);
 	CHECK(ctr(&h, SS_CTR_cc_idle) >= 1);
 	uint64_t iv = ctr(&h, SS_CTR_cc_intervals);
 	sh_advance(&h, 100000, 1000);

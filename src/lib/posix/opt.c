@@ -85,6 +85,13 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 			break;
 		}
 	} else if (level == IPPROTO_TCP) {
+		if (name == TCP_CONGESTION) {
+			/* Congestion control is the service's (--cc, --cc-app):
+			 * as Linux answers an algorithm the caller may not set. */
+			ssp_log_once("tcp_congestion", "setsockopt(TCP_CONGESTION): the service chooses "
+				     "the algorithm (slipstreamd --cc / --cc-app): EPERM");
+			return ssp_fail_unlock(EPERM);
+		}
 		if (get_int(val, len, &v) < 0)
 			return ssp_fail_unlock(errno);
 		switch (name) {
@@ -118,17 +125,66 @@ static void put_opt(void *val, socklen_t *len, const void *src, socklen_t n)
 	memcpy(val, src, *len);
 }
 
+/* Linux's struct tcp_info goes on past glibc's: the fields up to
+ * tcpi_bytes_received, in Linux's order (include/uapi/linux/tcp.h). */
+struct ssp_tcp_info {
+	struct tcp_info base;
+	uint64_t tcpi_pacing_rate, tcpi_max_pacing_rate;
+	uint64_t tcpi_bytes_acked, tcpi_bytes_received;
+};
+
+/* Segments (Linux counts windows in them) from @bytes. */
+static uint32_t info_segs(uint32_t bytes, uint32_t mss)
+{
+	return mss ? (uint32_t)(((uint64_t)bytes + mss - 1) / mss) : 0;
+}
+
+/* The service's figures (abi.h struct ss_shm_conn_info, published at the
+ * handshake and every control interval) over the layer's own. */
+static void tcp_info_service(const struct ss_conn *c, struct ssp_tcp_info *x)
+{
+	struct tcp_info *ti = &x->base;
+	struct ss_shm_conn_info in;
+
+	if (ss_conn_info(c, &in) != 0 || !in.snd_mss)
+		return;
+	ti->tcpi_ca_state = in.ca_state;
+	ti->tcpi_retransmits = in.retransmits;
+	ti->tcpi_backoff = in.backoff;
+	ti->tcpi_options = (uint8_t)(((in.options & SS_INFO_OPT_TS) ? TCPI_OPT_TIMESTAMPS : 0) |
+				     ((in.options & SS_INFO_OPT_SACK) ? TCPI_OPT_SACK : 0) |
+				     ((in.options & SS_INFO_OPT_WSCALE) ? TCPI_OPT_WSCALE : 0) |
+				     ((in.options & SS_INFO_OPT_ECN) ? TCPI_OPT_ECN : 0));
+	ti->tcpi_snd_wscale = in.snd_wscale & 15;
+	ti->tcpi_rcv_wscale = in.rcv_wscale & 15;
+	ti->tcpi_rto = in.rto_us;
+	ti->tcpi_snd_mss = in.snd_mss;
+	ti->tcpi_rcv_mss = in.rcv_mss;
+	ti->tcpi_advmss = in.rcv_mss;
+	ti->tcpi_rtt = in.srtt_us;
+	ti->tcpi_rttvar = in.rttvar_us;
+	ti->tcpi_snd_cwnd = info_segs(in.snd_cwnd, in.snd_mss);
+	ti->tcpi_snd_ssthresh = in.snd_ssthresh == UINT32_MAX ? 0x7fffffffu /* Linux's "none" */
+				 : info_segs(in.snd_ssthresh, in.snd_mss);
+	ti->tcpi_unacked = info_segs(in.unacked, in.snd_mss);
+	ti->tcpi_total_retrans = in.total_retrans;
+	x->tcpi_pacing_rate = in.pacing_rate ? in.pacing_rate : UINT64_MAX; /* Linux: ~0 unpaced */
+	x->tcpi_max_pacing_rate = UINT64_MAX;
+	x->tcpi_bytes_acked = in.bytes_acked;
+	x->tcpi_bytes_received = in.bytes_received;
+}
+
 /*
- * TCP_INFO from what this process knows: the state as Linux names it, the
- * MSS, the receive space and the segments not yet acknowledged (glibc's
- * struct tcp_info).  The engine's RTT, window and retransmission figures
- * stay in the service and read as 0 for now.
+ * TCP_INFO: the state as Linux names it from what this process knows (it
+ * sees every event first), and the engine's figures (RTT, window, MSS,
+ * retransmissions, pacing rate, bytes) as the service last published them.
  */
-static void tcp_info_fill(const struct ssp_sock *s, struct tcp_info *ti)
+static void tcp_info_fill(const struct ssp_sock *s, struct ssp_tcp_info *x)
 {
 	const struct ss_conn *c = s->conn;
+	struct tcp_info *ti = &x->base;
 
-	memset(ti, 0, sizeof(*ti));
+	memset(x, 0, sizeof(*x));
 	switch (s->state) {
 	case SSP_S_LISTEN: ti->tcpi_state = TCP_LISTEN; return;
 	case SSP_S_CONNECTING: ti->tcpi_state = TCP_SYN_SENT; return;
@@ -150,6 +206,7 @@ static void tcp_info_fill(const struct ssp_sock *s, struct tcp_info *ti)
 	ti->tcpi_pmtu = 1500;
 	ti->tcpi_rcv_space = ssp.rxbuf;
 	ti->tcpi_unacked = (c->tx_tail - c->tx_pend - c->tx_acked + 1459) / 1460;
+	tcp_info_service(c, x);
 }
 
 int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
@@ -199,7 +256,7 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case TCP_KEEPCNT: v = s->keepcnt ? s->keepcnt : 9; break;
 		case TCP_MAXSEG: v = 1460; break;
 		case TCP_INFO: {
-			struct tcp_info ti;
+			struct ssp_tcp_info ti;
 
 			ssp_pump(); /* the state as current as Linux's */
 			tcp_info_fill(s, &ti);
@@ -207,8 +264,16 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 			goto ok;
 		}
 		case TCP_CONGESTION: {
-			char cc_name[16] = "reno"; /* the engine's NewReno, as Linux names it */
+			/* The service's algorithm for this connection (it, not
+			 * the application, decides); before the handshake, or
+			 * unknown: "reno", as the layer has always said. */
+			char cc_name[16] = "reno";
+			struct ss_shm_conn_info in;
 
+			if (s->conn && ss_conn_info(s->conn, &in) == 0 && in.cc_name[0]) {
+				memcpy(cc_name, in.cc_name, sizeof(cc_name));
+				cc_name[sizeof(cc_name) - 1] = '\0';
+			}
 			put_opt(val, len, cc_name, sizeof(cc_name));
 			goto ok;
 		}

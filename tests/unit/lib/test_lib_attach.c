@@ -179,7 +179,7 @@ static void test_refused(void)
 }
 
 static void corrupt_magic(struct fake_svc *f) { f->hdr->magic ^= 1; }
-static void corrupt_version(struct fake_svc *f) { f->hdr->version = 2; }
+static void corrupt_version(struct fake_svc *f) { f->hdr->version = SS_SHM_VERSION + 1; }
 static void corrupt_conns(struct fake_svc *f) { f->hdr->max_conns = 1000; }
 static void corrupt_buf_off(struct fake_svc *f) { f->hdr->buf_off = f->region_size + 4096; }
 static void corrupt_rxbuf(struct fake_svc *f) { f->hdr->rxbuf_size = 3000; }
@@ -189,6 +189,8 @@ static void corrupt_ctx_off(struct fake_svc *f) { f->hdr->ctx_off = 0; }
 static void corrupt_region_size(struct fake_svc *f) { f->hdr->region_size += 4096; }
 static void corrupt_status(struct fake_svc *f) { f->status->magic = 0; }
 static void corrupt_overlap(struct fake_svc *f) { f->hdr->buf_off = f->hdr->ctx_off; }
+static void corrupt_info_off(struct fake_svc *f) { f->hdr->info_off = f->hdr->ctx_off; }
+static void corrupt_info_room(struct fake_svc *f) { f->hdr->info_off = f->hdr->buf_off - 64; }
 
 static void test_malformed(void)
 {
@@ -207,7 +209,8 @@ static void test_malformed(void)
 	void (*const corrupts[])(struct fake_svc *) = {
 		corrupt_magic, corrupt_version, corrupt_conns, corrupt_buf_off,
 		corrupt_rxbuf, corrupt_slots, corrupt_stride, corrupt_ctx_off,
-		corrupt_region_size, corrupt_status, corrupt_overlap,
+		corrupt_region_size, corrupt_status, corrupt_overlap, corrupt_info_off,
+		corrupt_info_room,
 	};
 
 	for (size_t i = 0; i < sizeof(bad_replies) / sizeof(bad_replies[0]); i++)
