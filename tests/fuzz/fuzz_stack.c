@@ -66,15 +66,9 @@ static struct ss_cc_policy policy;
 static void policy_next(void)
 {
 	static unsigned run_no;
-	char comm[16] = "", rule[40], err[128];
-	FILE *f = fopen("/proc/self/comm", "r");
-	size_t n = f ? fread(comm, 1, sizeof(comm) - 1, f) : 0;
+	char comm[16], rule[40], err[128];
 
-	if (f)
-		fclose(f);
-	while (n && comm[n - 1] == '\n')
-		n--;
-	comm[n] = '\0';
+	sh_self_comm(comm);
 	ss_cc_policy_default(&policy);
 	policy.ops = ss_cc_at(run_no % 5);
 	if ((run_no / 5) % 2 && comm[0]) {

@@ -199,6 +199,23 @@ def service_finish(svc):
         svc.cleanup()
 
 
+def bed_with_service(tb, extra_args=None):
+    """Generator for module fixtures: bring @tb up, start the service, yield
+    (tb, svc); afterwards stop the service (failing on a bad exit) and take
+    the test bed down, whatever happened."""
+    tb.up()
+    svc = None
+    try:
+        svc = service_start(tb, extra_args=extra_args)
+        yield tb, svc
+    finally:
+        try:
+            if svc is not None:
+                service_finish(svc)
+        finally:
+            tb.down()
+
+
 class PeerAgent:
     """peer_agent.py running in a peer namespace: injects and captures frames."""
 

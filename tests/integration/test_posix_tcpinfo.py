@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from harness import CLI, service_finish, service_start
+from harness import CLI, bed_with_service
 from harness import testbed as tbmod
 
 PORT = 7411
@@ -69,18 +69,7 @@ print(json.dumps(info))
 
 @pytest.fixture(scope="module")
 def bed(prefix_new_fn):
-    tb = tbmod.Testbed(prefix_new_fn(), peers=2)
-    tb.up()
-    svc = None
-    try:
-        svc = service_start(tb)
-        yield tb, svc
-    finally:
-        try:
-            if svc is not None:
-                service_finish(svc)
-        finally:
-            tb.down()
+    yield from bed_with_service(tbmod.Testbed(prefix_new_fn(), peers=2))
 
 
 def _run(tb, svc, side):

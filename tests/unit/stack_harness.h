@@ -335,6 +335,20 @@ static inline void sh_fini(struct sh *h)
 	free(h->out);
 }
 
+/* This process's name as the service reads it at attach (/proc/PID/comm):
+ * the harness attaches over a socketpair, so the "application" is us. */
+static inline void sh_self_comm(char comm[16])
+{
+	FILE *f = fopen("/proc/self/comm", "r");
+	size_t n = f ? fread(comm, 1, 15, f) : 0;
+
+	if (f)
+		fclose(f);
+	while (n && comm[n - 1] == '\n')
+		n--;
+	comm[n] = '\0';
+}
+
 /* Test payload: byte @i of a stream seeded @seed. */
 static inline uint8_t sh_pat(uint64_t i, unsigned seed)
 {

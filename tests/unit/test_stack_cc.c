@@ -11,21 +11,8 @@ static uint64_t ctr(struct sh *h, enum ss_counter_id id)
 	return ss_ctr_read(&h->ctr, id);
 }
 
-/* The process name the service reads at attach: ours (the harness
- * attaches over a socketpair in this process). */
+/* The process name the service reads at attach: ours. */
 static char self_comm[16];
-
-static void read_self_comm(void)
-{
-	FILE *f = fopen("/proc/self/comm", "r");
-	size_t n = f ? fread(self_comm, 1, sizeof(self_comm) - 1, f) : 0;
-
-	if (f)
-		fclose(f);
-	while (n && self_comm[n - 1] == '\n')
-		n--;
-	self_comm[n] = '\0';
-}
 
 struct flow {
 	uint32_t slot, gen;
@@ -280,7 +267,7 @@ static void test_ecn_feedback(void)
 
 int main(void)
 {
-	read_self_comm();
+	sh_self_comm(self_comm);
 	test_loop_follows_active_flows();
 	test_app_cap(&ss_cc_dctcp_rate_ops);
 	test_app_cap(&ss_cc_cubic_ops);
