@@ -1318,6 +1318,20 @@ static struct aconn adopt_ok(struct sh *h, struct cl *c, struct cl *p, const str
 	return ca;
 }
 
+/* The common start of the hand-back cases: parent @p owns a connection to
+ * peer *@k (its handle in *@pa), forks child @c, which inherits and adopts
+ * it; returns the child's handle. */
+static struct aconn child_adopts(struct sh *h, struct cl *p, struct cl *c,
+				 struct sh_peer_conn **k, struct aconn *pa)
+{
+	CHECK(sh_init(h, ATTACH) == 0);
+	cl_harness(h, p);
+	*pa = owner_conn(h, p, k);
+	CHECK_EQ_U64(cl_attach_child(h, c, p), 1);
+	INHERIT_OK(h, c, 1, 1);
+	return adopt_ok(h, c, p, pa);
+}
+
 /*
  * fork_inherit's case: the child uses the connection, then exits while
  * the parent still has it.  The parent gets it back with every byte: the
@@ -1331,12 +1345,7 @@ static void test_handback_exit(void)
 	struct ss_shm_ev ev;
 	struct sh_peer_conn *k;
 	uint64_t rx = 0, acked = 0;
-	CHECK(sh_init(&h, ATTACH) == 0);
-	cl_harness(&h, &p);
-	struct aconn pa = owner_conn(&h, &p, &k);
-	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
-	INHERIT_OK(&h, &c, 1, 1);
-	struct aconn ca = adopt_ok(&h, &c, &p, &pa);
+	struct aconn pa, ca = child_adopts(&h, &p, &c, &k, &pa);
 
 	/* The peer sends 20000 bytes; the child reads 5000 of them. */
 	CHECK(sh_peer_write(k, 0, 20000, 7) == 0);
@@ -1443,12 +1452,7 @@ static void test_handback_abort(void)
 	struct cl p, c;
 	struct ss_shm_ev ev;
 	struct sh_peer_conn *k;
-	CHECK(sh_init(&h, ATTACH) == 0);
-	cl_harness(&h, &p);
-	struct aconn pa = owner_conn(&h, &p, &k);
-	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
-	INHERIT_OK(&h, &c, 1, 1);
-	struct aconn ca = adopt_ok(&h, &c, &p, &pa);
+	struct aconn pa, ca = child_adopts(&h, &p, &c, &k, &pa);
 	CHECK(sh_peer_write(k, 0, 100, 3) == 0);
 	ss_tcp_output(&k->c, h.now_us);
 	sh_pump(&h, 8);
