@@ -37,6 +37,8 @@ const char ss_config_usage[] =
 	"  --app-rate-cap NAME=MBIT  cap in Mbit/s over all flows of application NAME\n"
 	"                        (repeatable)\n"
 	"  --cc-interval-rtts N  control interval in smoothed RTTs (default 2)\n"
+	"  --cc-step-mbit MBIT   additive increase per interval of dctcp-rate and\n"
+	"                        timely (default 10)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -238,6 +240,15 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 64, &n) != 0)
 			return fail(err, errlen, "cc-interval-rtts: expected 1..64, got '%s'", val);
 		cfg->cc.params.interval_rtts = (uint32_t)n;
+	} else if (strcmp(key, "cc-step-mbit") == 0) {
+		char *end;
+		errno = 0;
+		double mbit = strtod(val, &end);
+		if (errno || *end || end == val || !(mbit >= 0.01 && mbit <= 100000))
+			return fail(err, errlen, "cc-step-mbit: expected Mbit/s in 0.01..100000, got '%s'",
+				    val);
+		cfg->cc.params.dctcp_rate.step = (uint64_t)(mbit * 1e6 / 8 + 0.5);
+		cfg->cc.params.timely.delta = cfg->cc.params.dctcp_rate.step;
 	} else if (strcmp(key, "delack-us") == 0) {
 		if (parse_uint(val, 0, 500000, &n) != 0)
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",

@@ -46,8 +46,8 @@
 #define CC_PACER_MAX_LAG_NS 200000u  /* wake-ups in a VM are this late */
 #define CC_QUANTUM_NS 100000u        /* a release sends ~100 us of the rate ... */
 #define CC_QUANTUM_MAX 65536u        /* ... at most 64 KiB, at least 2 MSS */
-#define CC_RATE_CWND (1u << 30)      /* rate mode: the window is only a cap */
-#define CC_MIN_SEGS 1u               /* rate floor: segments per smoothed RTT */
+#define CC_RATE_CWND (1u << 30)      /* rate mode: the largest window */
+#define CC_RATE_RTTS 2u              /* rate mode: window = rate x this many RTTs */
 #define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
 #define CC_CAP_BURST_MAX (4u << 20)  /* ... is 2 ms of the cap, within these */
 
@@ -160,24 +160,34 @@ static void cc_update_paced(struct ss_sconn *sc)
 		sc->tcp.tx_budget = 0; /* from now on only the pacer gives budget */
 }
 
+/*
+ * The window of a rate-paced flow: CC_RATE_RTTS smoothed RTTs of its rate,
+ * at least 2 MSS.  Pacing sets the pace; the window bounds the flight, so
+ * the flow is also ACK-clocked: when a queue builds, the RTT grows and the
+ * flow slows at once instead of at the end of the interval (a rate alone
+ * keeps sending into a full queue until the loop reacts).  Before the first
+ * RTT sample only the rate applies.
+ */
+static uint32_t cc_rate_cwnd(const struct ss_sconn *sc, uint64_t rate)
+{
+	uint64_t srtt = sc->tcp.f.srtt_us, w, lo = 2u * sc->tcp.f.mss;
+
+	if (!srtt)
+		return CC_RATE_CWND;
+	w = rate * srtt * CC_RATE_RTTS / 1000000u;
+	return (uint32_t)(w < lo ? lo : w > CC_RATE_CWND ? CC_RATE_CWND : w);
+}
+
 /* Writes the algorithm's decision into the engine and the pacer. */
 static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_out *out)
 {
 	bool dctcp = strncmp(sc->cc.ops->name, "dctcp", 5) == 0;
 
 	if (out->flags & SS_CC_OUT_RATE) {
-		/* Never below one segment per smoothed RTT, the least a
-		 * window-based TCP sends (RFC 5681 §3.1 after a timeout): a
-		 * fixed floor of 1 Mbit/s would starve a flow on a short path
-		 * that sees every packet marked, while the RTT, queueing
-		 * included, keeps this floor consistent with the bottleneck. */
-		uint64_t rate = out->rate_bps, srtt = sc->tcp.f.srtt_us;
-		uint64_t floor = srtt ? (uint64_t)CC_MIN_SEGS * sc->tcp.f.mss * 1000000u / srtt : 0;
+		uint64_t rate = out->rate_bps;
 
-		if (rate < floor)
-			rate = floor;
 		ss_pacer_flow_set_rate(&sc->cc.pf, rate ? rate : 1);
-		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_RATE, CC_RATE_CWND, dctcp);
+		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_RATE, cc_rate_cwnd(sc, rate), dctcp);
 		ss_ctr_inc(s->ctr, SS_CTR_cc_rate_updates);
 	} else {
 		ss_pacer_flow_set_rate(&sc->cc.pf, 0);

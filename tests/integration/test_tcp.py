@@ -187,7 +187,7 @@ class Bed:
         self.tb, self.svc, self.name = tb, svc, name
 
 
-def _impaired_bed(prefix_new_fn, name, **kw):
+def _impaired_bed(prefix_new_fn, name, extra_args=None, **kw):
     if not SS_ECHO.exists() or not SS_BULK.exists():
         pytest.skip("ss-echo/ss-bulk not built in %s" % APPS)
     tb = tbmod.Testbed(prefix_new_fn(), **kw)
@@ -201,7 +201,7 @@ def _impaired_bed(prefix_new_fn, name, **kw):
         raise
     svc = None
     try:
-        svc = service_start(tb)
+        svc = service_start(tb, extra_args=SERVICE_ARGS + list(extra_args or []))
         yield Bed(tb, svc, name)
     finally:
         try:

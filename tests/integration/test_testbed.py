@@ -4,6 +4,7 @@ and that down() removes everything, also after a partial or failed up()."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -508,3 +509,219 @@ def test_cli_works_through_a_symlink(tmp_path):
     res = subprocess.run([str(link), "--version"], capture_output=True, text=True, timeout=20)
     assert res.returncode == 0 and "slipstream" in res.stdout, res.stderr
     assert sys.executable  # the CLI's shebang picks /usr/bin/python3 itself
+
+
+# ---- rate_dir "to-peer", ecn_marker "bpf", the bottleneck's statistics ----
+
+def _qdiscs(ns, dev):
+    return json.loads(tbmod.run(["tc", "-j", "-n", ns, "qdisc", "show", "dev", dev]).stdout)
+
+
+def test_rate_to_peer_setup_and_teardown(prefix_factory):
+    """rate_dir "to-peer": TBF + pfifo on the switch port toward peer 1 (and
+    nowhere else), the mark rule on that port; forces the switch; down()
+    removes it all."""
+    p = prefix_factory()
+    with pytest.raises(tbmod.TestbedError, match="rate_dir"):
+        tbmod.Testbed(p, rate=10, rate_dir="sideways")
+    tb = tbmod.Testbed(p, rate=100, queue=50, rate_dir="to-peer", ecn_mark_above=30000)
+    assert tb.switch, "to-peer forces the switch"
+    assert tb.bottleneck == (p + "-sw", p + "-s1") == tb.shaped_port
+    with tb:
+        kinds = {q["kind"]: q for q in _qdiscs(p + "-sw", p + "-s1")}
+        assert kinds["tbf"]["root"] and kinds["tbf"]["options"]["rate"] == 12500000, kinds
+        assert kinds["pfifo"]["options"]["limit"] == 50, kinds
+        assert kinds["pfifo"]["parent"] == "1:1", kinds
+        for dev in (p + "-s0",):
+            assert not {"tbf", "pfifo"} & {q["kind"] for q in _qdiscs(p + "-sw", dev)}
+        assert [q["kind"] for q in _qdiscs(p + "-peer1", p + "-p1")] != ["tbf", "pfifo"]
+        rules = nft_ruleset(tb, p + "-sw")
+        assert 'oifname "%s-s1"' % p in rules and 'oifname "%s-s0"' % p not in rules, rules
+        assert "limit rate over 8256/second burst 20 packets" in rules, rules
+        st = tb.status()
+        assert list(st["qdiscs"]) == ["%s-sw/%s-s1" % (p, p)], st
+        stats = tb.bottleneck_stats()
+        assert stats["kind"] == "tbf" and stats["parent"] == "root", stats
+        assert set(tbmod._QDISC_FIELDS) <= set(stats), stats
+        assert stats["drops"] == 0 and stats["backlog"] == 0, stats
+    assert_clean(p)
+    # Without rate there is no bottleneck to read.
+    tb = tbmod.Testbed(p, rate_dir="to-peer")
+    assert tb.bottleneck is None and tb.shaped_port == (p + "-sw", p + "-s1")
+    with pytest.raises(tbmod.TestbedError, match="no bottleneck"):
+        tb.bottleneck_stats()
+
+
+def test_ecn_all_to_peer_only_toward_peer1(prefix_factory):
+    """ecn_all with rate_dir "to-peer" marks only what leaves toward peer 1:
+    peer2 -> peer1 pings arrive CE, peer1 -> peer2 pings do not."""
+    p = prefix_factory()
+    with tbmod.Testbed(p, peers=2, ecn_all=True, rate_dir="to-peer") as tb:
+        rules = nft_ruleset(tb, p + "-sw")
+        assert rules.count("ip ecn set ce") == 1, rules
+        assert 'oifname "%s-s1"' % p in rules, rules
+        for src, dst, marked in ((2, 1, True), (1, 2, False)):
+            agent = PeerAgent(tb, tb.peer(dst))
+            pinger = None
+            try:
+                pinger = tb.ns_popen(tb.peer(src).ns, [
+                    "ping", "-n", "-c", "6", "-i", "0.2", "-Q", "2", tb.peer(dst).ip],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                got = agent.xchg([], {"ip_src": tb.peer(src).ip, "ip_proto": 1},
+                                 timeout=3.0, max_frames=2)
+            finally:
+                if pinger is not None:
+                    pinger.kill()
+                    pinger.wait(5)
+                agent.close()
+            assert got, "no echo request reached peer%d" % dst
+            assert all((f[15] & 3) == (3 if marked else 2) for f in got), \
+                [f[15] & 3 for f in got]
+    assert_clean(p)
+
+
+def _need_clang():
+    if not shutil.which("clang"):
+        pytest.skip("ecn_marker bpf needs clang")
+
+
+def test_bpf_marker_setup_and_teardown(prefix_factory):
+    """ecn_marker "bpf": a clsact qdisc with a direct-action BPF filter on the
+    shaped port's egress, no nftables mark rule; down() removes it."""
+    _need_clang()
+    p = prefix_factory()
+    with pytest.raises(tbmod.TestbedError, match="ecn_marker"):
+        tbmod.Testbed(p, ecn_marker="red")
+    for kw, ns, dev in (({"rate_dir": "to-peer"}, p + "-sw", p + "-s1"),
+                        ({"switch": True}, p + "-sw", p + "-s0")):
+        with tbmod.Testbed(p, rate=50, ecn_mark_above=20000, ecn_marker="bpf", **kw) as tb:
+            assert {"clsact", "tbf", "pfifo"} <= {q["kind"] for q in _qdiscs(ns, dev)}
+            flt = tbmod.run(["tc", "-n", ns, "filter", "show", "dev", dev, "egress"]).stdout
+            assert "bpf" in flt and "direct-action" in flt and "vq_mark" in flt, flt
+            assert "ecn set ce" not in tb.ns_exec(ns, ["nft", "list", "ruleset"]).stdout
+        assert_clean(p)
+
+
+def test_bpf_marker_marks_on_the_real_queue(prefix_factory):
+    """A burst of 100 ECT frames (1014 bytes) from peer2 toward peer1 through
+    a 10 Mbit/s to-peer bottleneck marked above 5000 bytes: the first ones
+    find an empty queue and pass unmarked, the later ones find a queue above
+    5000 bytes and arrive CE with a valid IP checksum; non-ECT frames are
+    never marked; the qdisc statistics count what queued."""
+    _need_clang()
+    import threading
+    import frames as fr
+    p = prefix_factory()
+    with tbmod.Testbed(p, peers=2, rate=10, queue=200, ecn_mark_above=5000,
+                       ecn_marker="bpf", rate_dir="to-peer") as tb:
+        src, dst = tb.peer(2), tb.peer(1)
+        cap, inj = PeerAgent(tb, dst), PeerAgent(tb, src)
+        try:
+            def burst(tos):
+                return [fr.eth(dst.mac, src.mac, fr.ETH_IPV4, fr.ipv4(
+                    src.ip, dst.ip, fr.PROTO_UDP,
+                    fr.udp(src.ip, dst.ip, 9999, 9, bytes(972)), tos=tos,
+                    ident=i)) for i in range(100)]
+            for tos, want_marks in ((0x02, True), (0x01, True), (0x00, False)):
+                got = []
+                t = threading.Thread(target=lambda: got.extend(cap.xchg(
+                    [], {"ip_src": src.ip, "ip_proto": fr.PROTO_UDP}, timeout=2.0,
+                    max_frames=100)))
+                t.start()
+                time.sleep(0.3)
+                inj.send(burst(tos))
+                t.join(15)
+                assert len(got) >= 90, "only %d of 100 frames arrived" % len(got)
+                ecn = [f[15] & 3 for f in got]
+                if want_marks:
+                    # 5000 bytes = 4.9 frames of 1014 bytes, after the 3 the
+                    # TBF's burst (3028 bytes) lets through without queueing:
+                    # about 8 frames find the queue at or below the threshold,
+                    # every later one above it (the burst arrives far faster
+                    # than 10 Mbit/s).
+                    first = ecn.index(3) if 3 in ecn else len(ecn)
+                    assert 5 <= first <= 10, ecn
+                    assert ecn[:first] == [tos] * first, ecn
+                    assert ecn[first:] == [3] * (len(ecn) - first), ecn
+                else:
+                    assert set(ecn) == {0}, ecn
+                for f in got:
+                    assert fr.csum(f[14:34]) == 0, "IP checksum wrong after marking"
+                time.sleep(0.3)     # the queue drains (100 kB at 10 Mbit/s: 80 ms)
+        finally:
+            cap.close()
+            inj.close()
+        st = tb.bottleneck_stats()
+        assert st["packets"] >= 300 and st["drops"] == 0 and st["backlog"] == 0, st
+    assert_clean(p)
+
+
+def test_bottleneck_sampler(prefix_factory, tmp_path):
+    """QdiscSampler: about one sample per 10 ms from one process in the switch
+    namespace; cumulative counters never go back; it sees the queue build
+    and drop under a UDP burst at 5x the rate, and its last sample agrees
+    with `tc -s` (bottleneck_stats)."""
+    import frames as fr
+    p = prefix_factory()
+    with tbmod.Testbed(p, peers=2, rate=10, queue=20, rate_dir="to-peer") as tb:
+        src, dst = tb.peer(2), tb.peer(1)
+        inj = PeerAgent(tb, src)
+        smp = tb.bottleneck_sampler(tmp_path / "samples.jsonl", interval=0.01)
+        try:
+            smp.start()
+            t0 = time.monotonic_ns()
+            frames_ = [fr.eth(dst.mac, src.mac, fr.ETH_IPV4, fr.ipv4(
+                src.ip, dst.ip, fr.PROTO_UDP, fr.udp(src.ip, dst.ip, 9999, 9, bytes(1472)),
+                ident=i)) for i in range(50)]
+            for _ in range(4):          # 4 bursts of 50 into a 20-packet queue
+                inj.send(frames_)
+                time.sleep(0.08)
+            time.sleep(0.3)
+            samples = smp.stop()
+        finally:
+            smp.stop()
+            inj.close()
+        final = tb.bottleneck_stats()
+        assert samples and samples[0]["t_ns"] <= t0 + 50e6, samples[:2]
+        span = (samples[-1]["t_ns"] - samples[0]["t_ns"]) / 1e9
+        assert 0.5 * span / 0.01 <= len(samples) <= span / 0.01 + 2, (len(samples), span)
+        for a, b in zip(samples, samples[1:]):
+            assert b["t_ns"] > a["t_ns"]
+            for k in ("bytes", "packets", "drops", "tx_bytes", "tx_packets"):
+                assert b[k] >= a[k], (k, a, b)
+        assert max(s["backlog"] for s in samples) > 10 * 1514, "never saw a queue"
+        assert max(s["backlog"] for s in samples) <= 20 * 1514
+        assert max(s["qlen"] for s in samples) <= 20
+        last = samples[-1]
+        assert last["drops"] > 0 and last["drops"] == final["drops"], (last, final)
+        assert last["packets"] == final["packets"] and last["bytes"] == final["bytes"]
+        assert last["packets"] + last["drops"] >= 200
+        # What the qdisc sent left through the port.
+        assert last["tx_packets"] >= last["packets"], last
+    assert_clean(p)
+
+
+
+def test_cli_rate_dir_to_peer(prefix_factory):
+    """`slipstream testbed up --rate-dir to-peer --ecn-marker bpf` (once the
+    CLI has the options) builds the same as the API; down removes it."""
+    res = cli_run("testbed", "--help")
+    if "--rate-dir" not in res.stdout:
+        pytest.skip("slipstream testbed has no --rate-dir yet (tools/slipstream_tools/cli.py)")
+    _need_clang()
+    p = prefix_factory()
+    res = cli_run("testbed", "up", "--prefix", p, "--peers", "2", "--rate", "100",
+                  "--queue", "64", "--ecn-mark-above", "30000", "--rate-dir", "to-peer",
+                  "--ecn-marker", "bpf", "--json")
+    try:
+        assert res.returncode == 0, res.stderr
+        st = json.loads(res.stdout)
+        assert list(st["qdiscs"]) == ["%s-sw/%s-s1" % (p, p)], st
+        assert {"clsact", "tbf", "pfifo"} <= set(st["qdiscs"]["%s-sw/%s-s1" % (p, p)])
+    finally:
+        res = cli_run("testbed", "down", "--prefix", p)
+    assert res.returncode == 0, res.stderr
+    assert_clean(p)
+    res = cli_run("testbed", "up", "--prefix", p, "--rate-dir", "sideways")
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert_clean(p)

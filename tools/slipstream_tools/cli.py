@@ -84,7 +84,8 @@ def cmd_testbed(args):
                                  loss=args.loss, ecn_all=args.ecn_all,
                                  ecn_mark_above=args.ecn_mark_above,
                                  rate=args.rate, queue=args.queue,
-                                 reorder=args.reorder)
+                                 reorder=args.reorder, rate_dir=args.rate_dir,
+                                 ecn_marker=args.ecn_marker)
             tb.up()
             _status_print(tb.status(args.pmd), args.json)
         elif args.action == "down":
@@ -185,6 +186,15 @@ def parser_build():
                    help="up: shape traffic toward the service to MBIT Mbit/s")
     p.add_argument("--queue", type=int, default=100, metavar="PKTS",
                    help="up: bottleneck queue for --rate in packets (default 100)")
+    p.add_argument("--rate-dir", choices=testbed.RATE_DIRS, default="to-service",
+                   help="up: where --rate, --ecn-mark-above (and --ecn-all) act: "
+                   "to-service (default: the switch port toward the service, or "
+                   "peer1's veth) or to-peer (the switch port toward peer1, so "
+                   "service -> peer1 and peer2..N -> peer1 share it; implies --switch)")
+    p.add_argument("--ecn-marker", choices=testbed.ECN_MARKERS, default="nft",
+                   help="up: how --ecn-mark-above decides: nft (default: a token "
+                   "bucket at the link rate) or bpf (the real queue's backlog, "
+                   "DCTCP-style; needs clang and libbpf headers)")
     p.add_argument("--no-kill", action="store_true",
                    help="down: leave processes running inside the namespaces")
     p.set_defaults(func=cmd_testbed)

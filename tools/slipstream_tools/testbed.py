@@ -21,9 +21,23 @@ reaches the service.
 Impairments (all optional):
   loss     nftables `numgen random mod 1000 < N drop` on IPv4, in the switch's
            bridge forward chain, else in peer1's input and output chains.
-  ecn_all  nftables `ip ecn set ce` on every ECT packet, same places.
+  ecn_all  nftables `ip ecn set ce` on every ECT packet, same places (with
+           rate_dir "to-peer": only packets toward peer 1, see below).
   rate     TBF with a pfifo child (limit in packets) on the switch port toward
            the service, else on peer1's veth: shapes peers -> service.
+  rate_dir "to-service" (the default): as above.  "to-peer" (forces the
+           switch): the bottleneck goes on the switch port toward peer 1,
+           <prefix>-s1, instead, for the service as a *sender*: everything
+           toward peer 1 crosses it (service -> peer1 and peer2..N -> peer1
+           alike; ACKs coming back are not shaped).  `ecn_mark_above` and
+           `ecn_all` then apply only to packets leaving through that port
+           (toward peer 1), and `loss` stays as it is (every forwarded
+           packet).  Testbed.bottleneck names the shaped (namespace,
+           device); bottleneck_stats() reads its root qdisc once (sent
+           bytes and packets, drops, overlimits, backlog bytes and packets,
+           from `tc -s -j qdisc show`) and bottleneck_sampler() samples the
+           same plus the port's link counters every ~10 ms from a small
+           netlink reader inside the switch namespace (see QdiscSampler).
   reorder  PCT: in the switch (forced), nftables `numgen random mod 1000 < N`
            sets skb->priority 1:2 on that share of IPv4 packets; every switch
            port has an HTB root qdisc (default 0: unclassified packets take
@@ -36,7 +50,8 @@ Impairments (all optional):
            it drops, so heavy reordering also means some loss.  Exclusive
            with `rate` (both want the root qdisc of the port toward the service).
   ecn_mark_above
-           needs `rate`: marks ECT packets toward the service once a virtual
+           needs `rate`: marks ECT packets toward the service (toward peer 1
+           with rate_dir "to-peer": at the shaped port) once a virtual
            queue, served at the link rate, holds more than BYTES.  nftables
            cannot read the real qdisc backlog, so this is the stand-in: an nft
            `limit` token bucket at the link rate whose depth is BYTES, counted
@@ -45,13 +60,31 @@ Impairments (all optional):
            second of traffic to the burst).  Exact for full-size data
            segments; small packets are marked early.  Marked packets take no
            tokens, so the virtual queue drains a little faster than the real.
+           That is ecn_marker "nft" (the default).  Under sustained load it
+           marks only what arrives *faster* than the link (once the bucket is
+           empty), not what sits in the queue, so the real queue can stay far
+           above BYTES: 8 Linux CUBIC+ECN flows at 100 Mbit/s with BYTES =
+           30000 kept a mean backlog of 109-128 KB (of 151 KB) and dropped.
+           ecn_marker "bpf" marks on the real queue instead, as a DCTCP
+           switch does: an eBPF program (cls_bpf, direct action) on the
+           clsact egress hook of the shaped port, which runs just before the
+           packet is enqueued, reads the root qdisc's backlog (through
+           bpf_cast_to_kern_ctx and CO-RE reads of skb->dev->qdisc) and sets
+           CE on an ECT packet when the queue it joins holds more than BYTES
+           (any packet size).  It needs clang, the libbpf headers and a
+           kernel with BTF (the object is compiled at up()).  Measured with
+           the same 8 Linux flows: mean backlog 23 KB, p99 47 KB, no drops
+           after the first second.
 """
 
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -67,6 +100,10 @@ MTU_FRAME = 1514             # bytes of a full-size Ethernet frame (no FCS)
 REORDER_RATE = "20mbit"      # the slow class for `reorder`: 0.6 ms per full frame
 REORDER_QUEUE = 32           # its pfifo limit in packets (at most ~20 ms late)
 REORDER_CLASS = "1:2"        # HTB class picked through skb->priority
+RATE_DIRS = ("to-service", "to-peer")   # where `rate` puts the bottleneck
+ECN_MARKERS = ("nft", "bpf")  # how ecn_mark_above decides (module docstring)
+SAMPLE_INTERVAL = 0.01       # seconds between QdiscSampler samples
+SAMPLE_LIMIT = 600.0         # a QdiscSampler ends by itself after this long
 
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,%d}$" % (MAX_PREFIX_LEN - 1))
 
@@ -289,6 +326,208 @@ def _ns_pids(ns):
     return [int(p) for p in res.stdout.split() if p.isdigit()]
 
 
+# ---- qdisc statistics (the bottleneck's queue) -------------------------
+
+_QDISC_FIELDS = ("bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen")
+
+
+def qdisc_stats(ns, dev):
+    """`tc -s -j qdisc show dev` in ns: one dict per qdisc with kind, handle,
+    parent ("root" for the root qdisc) and the counters of _QDISC_FIELDS
+    (backlog in bytes, qlen in packets)."""
+    res = run(["tc", "-s", "-j", "-n", ns, "qdisc", "show", "dev", dev])
+    try:
+        doc = json.loads(res.stdout or "[]")
+    except ValueError:
+        raise TestbedError("tc -s -j qdisc show dev %s: no JSON: %r"
+                           % (dev, res.stdout[:200])) from None
+    out = []
+    for q in doc:
+        d = {"kind": q.get("kind"), "handle": q.get("handle"),
+             "parent": "root" if q.get("root") else q.get("parent")}
+        for f in _QDISC_FIELDS:
+            d[f] = int(q.get(f, 0) or 0)
+        out.append(d)
+    return out
+
+
+def qdisc_root_stats(ns, dev):
+    """The root qdisc's entry of qdisc_stats().  For TBF + pfifo the root's
+    counters cover the child: its backlog and qlen are the pfifo's, and a
+    packet the pfifo refuses counts in the root's drops as well."""
+    for q in qdisc_stats(ns, dev):
+        if q["parent"] == "root":
+            return q
+    raise TestbedError("no root qdisc on %s/%s" % (ns, dev))
+
+
+# Runs inside the namespace (`ip netns exec NS python3 -c ...`): samples the
+# root qdisc of DEV (RTM_GETQDISC dump, TCA_STATS2) and DEV's link counters
+# (RTM_GETLINK, IFLA_STATS64) every INTERVAL s for at most LIMIT s, or until
+# SIGTERM/SIGINT; writes one JSON array per sample to OUT:
+#   [t_ns (CLOCK_MONOTONIC), qdisc bytes, packets, drops, overlimits, qlen,
+#    backlog bytes, link tx_bytes, tx_packets, tx_dropped]
+# One netlink request each per sample: no process per sample.
+_SAMPLER_SRC = r"""
+import json, signal, socket, struct, sys, time
+dev, interval, limit, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+ifindex = socket.if_nametoindex(dev)
+sk = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+sk.bind((0, 0))
+sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+seq = [0]
+def request(mtype, flags, body):
+    seq[0] += 1
+    sk.send(struct.pack("=IHHII", 16 + len(body), mtype, flags, seq[0], 0) + body)
+    msgs = []
+    while True:
+        data = sk.recv(1 << 17)
+        off = 0
+        while off + 16 <= len(data):
+            ln, t, fl, sq, _ = struct.unpack_from("=IHHII", data, off)
+            if ln < 16:
+                return msgs
+            if sq == seq[0]:
+                if t == 3:
+                    return msgs
+                if t == 2:
+                    err = struct.unpack_from("=i", data, off + 16)[0]
+                    if err:
+                        raise OSError(-err, "netlink error")
+                    return msgs
+                msgs.append((t, fl, data[off + 16:off + ln]))
+            off += (ln + 3) & ~3
+        if msgs and not (msgs[-1][1] & 2):
+            return msgs
+def attrs(buf, off):
+    a = {}
+    while off + 4 <= len(buf):
+        ln, t = struct.unpack_from("=HH", buf, off)
+        if ln < 4:
+            break
+        a[t & 0x3fff] = buf[off + 4:off + ln]
+        off += (ln + 3) & ~3
+    return a
+def qdisc():
+    for t, fl, m in request(38, 0x301, struct.pack("=BBHiIII", 0, 0, 0, ifindex, 0, 0, 0)):
+        if t != 36:
+            continue
+        _, _, _, idx, handle, parent, _ = struct.unpack_from("=BBHiIII", m, 0)
+        if idx != ifindex or parent != 0xFFFFFFFF:
+            continue
+        a = attrs(m, 20)
+        st = attrs(a.get(7, b""), 0)
+        nbytes, pkts = struct.unpack_from("=QI", st[1], 0) if 1 in st else (0, 0)
+        qlen, backlog, drops, requeues, over = \
+            struct.unpack_from("=IIIII", st[3], 0) if 3 in st else (0,) * 5
+        return [nbytes, pkts, drops, over, qlen, backlog]
+    return [0] * 6
+def link():
+    for t, fl, m in request(18, 1, struct.pack("=BBHiII", 0, 0, 0, ifindex, 0, 0)):
+        if t == 16:
+            a = attrs(m, 16)
+            if 23 in a:
+                v = struct.unpack_from("=8Q", a[23], 0)
+                return [v[3], v[1], v[7]]
+    return [0, 0, 0]
+t0 = time.monotonic()
+nxt = t0
+with open(out, "w") as f:
+    while not stop and time.monotonic() - t0 < limit:
+        f.write(json.dumps([time.monotonic_ns()] + qdisc() + link()) + "\n")
+        nxt += interval
+        d = nxt - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+        else:
+            nxt = time.monotonic()
+"""
+
+SAMPLE_KEYS = ("t_ns", "bytes", "packets", "drops", "overlimits", "qlen", "backlog",
+               "tx_bytes", "tx_packets", "tx_dropped")
+
+
+class QdiscSampler:
+    """Samples the root qdisc of ns/dev (and dev's link counters) every
+    `interval` s from one small Python process inside ns that asks the
+    kernel over rtnetlink, so sampling every 10 ms costs no process per
+    sample.  start() it before the load, stop() after: samples() gives a
+    list of dicts with SAMPLE_KEYS (t_ns is CLOCK_MONOTONIC, comparable
+    with time.monotonic_ns() here; the counters are cumulative, backlog
+    and qlen are the queue at that instant).  The sampler stops by itself
+    after limit_s seconds; also usable as a context manager."""
+
+    def __init__(self, ns, dev, out_path, interval=SAMPLE_INTERVAL, limit_s=SAMPLE_LIMIT):
+        self.ns, self.dev, self.out = ns, dev, str(out_path)
+        self.interval, self.limit_s = float(interval), float(limit_s)
+        self.proc = None
+        self._samples = None
+
+    def start(self, timeout=10.0):
+        """Start; returns once the first sample is written (TestbedError if not)."""
+        if os.path.exists(self.out):
+            os.unlink(self.out)
+        self.proc = subprocess.Popen(
+            ns_cmd(self.ns, [sys.executable or "python3", "-c", _SAMPLER_SRC, self.dev,
+                             repr(self.interval),
+                             repr(self.limit_s), self.out]),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TestbedError("qdisc sampler on %s/%s exited %s: %s" % (
+                    self.ns, self.dev, self.proc.returncode,
+                    self.proc.stderr.read().decode(errors="replace")[-2000:]))
+            try:
+                if os.path.getsize(self.out) > 0:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.02)
+        self.stop()
+        raise TestbedError("qdisc sampler on %s/%s wrote nothing in %.0f s"
+                           % (self.ns, self.dev, timeout))
+
+    def stop(self):
+        """Stop (SIGTERM, then SIGKILL after 5 s) and read the samples."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+            except ProcessLookupError:
+                pass
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
+        return self.samples()
+
+    def samples(self):
+        out = []
+        try:
+            with open(self.out) as f:
+                for line in f:
+                    try:
+                        out.append(dict(zip(SAMPLE_KEYS, json.loads(line))))
+                    except ValueError:
+                        break        # a line cut short by SIGKILL
+        except OSError:
+            pass
+        return out
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
 # ---- down / status (work from names alone) ------------------------------
 
 def down(prefix, kill=True, grace=KILL_GRACE):
@@ -456,15 +695,26 @@ class Testbed:
     0.1 granularity, IPv4 only), ecn_all, ecn_mark_above (bytes, needs rate),
     rate (Mbit/s), queue (pfifo limit in packets for rate), reorder
     (percent of IPv4 packets delayed in the switch, 0.1 granularity; forces
-    switch, exclusive with rate).
+    switch, exclusive with rate), rate_dir ("to-service", the default, or
+    "to-peer": the bottleneck, ecn_mark_above and ecn_all on the switch port
+    toward peer 1; forces switch), ecn_marker ("nft", the default, or
+    "bpf": how ecn_mark_above decides, see the module docstring).
     """
 
     __test__ = False  # not a pytest test class
 
     def __init__(self, prefix="ss", peers=1, switch=False, loss=None,
                  ecn_all=False, ecn_mark_above=None, rate=None, queue=100,
-                 reorder=None):
+                 reorder=None, rate_dir="to-service", ecn_marker="nft"):
         self.prefix = prefix_check(prefix)
+        if rate_dir not in RATE_DIRS:
+            raise TestbedError("rate_dir must be one of %s, not %r"
+                               % (", ".join(RATE_DIRS), rate_dir))
+        self.rate_dir = rate_dir
+        if ecn_marker not in ECN_MARKERS:
+            raise TestbedError("ecn_marker must be one of %s, not %r"
+                               % (", ".join(ECN_MARKERS), ecn_marker))
+        self.ecn_marker = ecn_marker
         if not isinstance(peers, int) or not 1 <= peers <= MAX_PEERS:
             raise TestbedError("peers must be 1..%d, not %r" % (MAX_PEERS, peers))
         self.npeers = peers
@@ -473,7 +723,8 @@ class Testbed:
         if self.reorder_permille and rate is not None:
             raise TestbedError("reorder and rate are exclusive (both shape the "
                                "switch port toward the service)")
-        self.switch = bool(switch) or peers > 1 or bool(self.reorder_permille)
+        self.switch = bool(switch) or peers > 1 or bool(self.reorder_permille) \
+            or rate_dir == "to-peer"
         if ecn_all and ecn_mark_above is not None:
             raise TestbedError("ecn_all and ecn_mark_above are exclusive")
         if ecn_mark_above is not None:
@@ -544,6 +795,35 @@ class Testbed:
 
     def peers(self):
         return [self.peer(i) for i in range(1, self.npeers + 1)]
+
+    @property
+    def shaped_port(self):
+        """(namespace, device) where `rate`, `ecn_mark_above` and (with
+        rate_dir "to-peer") `ecn_all` act, whether or not they are set."""
+        if self.rate_dir == "to-peer":
+            return self.sw_ns, sw_port_name(self.prefix, 1)
+        if self.switch:
+            return self.sw_ns, sw_port_name(self.prefix, 0)
+        return peer_ns_name(self.prefix, 1), peer_iface_name(self.prefix, 1)
+
+    @property
+    def bottleneck(self):
+        """(namespace, device) of the TBF + pfifo bottleneck, or None without rate."""
+        return self.shaped_port if self.rate is not None else None
+
+    def bottleneck_stats(self):
+        """The bottleneck's root qdisc counters now (see qdisc_stats); one
+        `tc` call, so for occasional reads: bottleneck_sampler() for series."""
+        if self.bottleneck is None:
+            raise TestbedError("no bottleneck: this test bed has no rate")
+        return qdisc_root_stats(*self.bottleneck)
+
+    def bottleneck_sampler(self, out_path, interval=SAMPLE_INTERVAL, limit_s=SAMPLE_LIMIT):
+        """A QdiscSampler (not started) on the bottleneck, writing to out_path."""
+        if self.bottleneck is None:
+            raise TestbedError("no bottleneck: this test bed has no rate")
+        ns, dev = self.bottleneck
+        return QdiscSampler(ns, dev, out_path, interval, limit_s)
 
     def dpdk_args(self, pmd="af_xdp"):
         return dpdk_args(self.prefix, pmd)
@@ -661,10 +941,8 @@ class Testbed:
 
     def _impair(self):
         p = self.prefix
-        if self.switch:
-            ns, toward_svc = self.sw_ns, sw_port_name(p, 0)
-        else:
-            ns, toward_svc = peer_ns_name(p, 1), peer_iface_name(p, 1)
+        # The shaped port: toward the service, or toward peer 1 (to-peer).
+        ns, shaped = self.shaped_port
         rules = []
         if self.loss_permille:
             rules.append("meta protocol ip numgen random mod 1000 < %d drop"
@@ -673,10 +951,14 @@ class Testbed:
             # Switch only (forced in __init__): picks the HTB class below.
             rules.append("meta protocol ip numgen random mod 1000 < %d "
                          "meta priority set %s" % (self.reorder_permille, REORDER_CLASS))
-        if self.ecn_all:
+        if self.ecn_all and self.rate_dir == "to-peer":
+            # Switch only (forced in __init__): packets toward peer 1.
+            rules.append('oifname "%s" meta protocol ip ip ecn { ect0, ect1 } '
+                         'ip ecn set ce' % shaped)
+        elif self.ecn_all:
             rules.append("meta protocol ip ip ecn { ect0, ect1 } ip ecn set ce")
         mark_above = None
-        if self.ecn_mark_above is not None:
+        if self.ecn_mark_above is not None and self.ecn_marker == "nft":
             # See the module docstring: a bucket of MTU-sized frames.
             pps = max(1, int(round(self.rate * 1e6 / 8 / MTU_FRAME)))
             depth = max(1, -(-self.ecn_mark_above // MTU_FRAME))
@@ -686,7 +968,7 @@ class Testbed:
         if rules or mark_above:
             if self.switch:
                 body = "\n".join(rules + ([
-                    'oifname "%s" meta protocol ip %s' % (toward_svc, mark_above)]
+                    'oifname "%s" meta protocol ip %s' % (shaped, mark_above)]
                     if mark_above else []))
                 script = ("table bridge %s {\n chain forward {\n"
                           "  type filter hook forward priority 0; policy accept;\n"
@@ -703,11 +985,13 @@ class Testbed:
         if self.rate is not None:
             bytes_per_s = self.rate * 1e6 / 8
             burst = max(2 * MTU_FRAME, int(bytes_per_s / 1000))     # about 1 ms
-            run(["tc", "-n", ns, "qdisc", "add", "dev", toward_svc, "root",
+            run(["tc", "-n", ns, "qdisc", "add", "dev", shaped, "root",
                  "handle", "1:", "tbf", "rate", "%gmbit" % self.rate,
                  "burst", str(burst), "limit", str(self.queue * MTU_FRAME)])
-            run(["tc", "-n", ns, "qdisc", "add", "dev", toward_svc, "parent", "1:1",
+            run(["tc", "-n", ns, "qdisc", "add", "dev", shaped, "parent", "1:1",
                  "handle", "10:", "pfifo", "limit", str(self.queue)])
+        if self.ecn_mark_above is not None and self.ecn_marker == "bpf":
+            self._bpf_marker(ns, shaped)
         if self.reorder_permille:
             for i in range(0, self.npeers + 1):
                 port = sw_port_name(p, i)
@@ -719,3 +1003,85 @@ class Testbed:
                      "cburst", str(2 * MTU_FRAME), "quantum", str(MTU_FRAME)])
                 run(["tc", "-n", ns, "qdisc", "add", "dev", port, "parent", REORDER_CLASS,
                      "handle", "20:", "pfifo", "limit", str(REORDER_QUEUE)])
+
+    def _bpf_marker(self, ns, dev):
+        """ecn_marker "bpf": compile the queue-model marker for this rate and
+        threshold and attach it to dev's clsact egress hook in ns."""
+        clang = shutil.which("clang")
+        if clang is None:
+            raise TestbedError("ecn_marker bpf needs clang (apt-get install clang "
+                               "libbpf-dev)")
+        with tempfile.TemporaryDirectory(prefix="sstb-bpf-") as d:
+            src, obj = os.path.join(d, "vq_mark.c"), os.path.join(d, "vq_mark.o")
+            with open(src, "w") as f:
+                f.write(_VQ_BPF_SRC)
+            run([clang, "-O2", "-g", "-target", "bpf", "-I", _multiarch_include(),
+                 "-DVQ_THRESH=%dU" % self.ecn_mark_above,
+                 "-c", src, "-o", obj], timeout=120)
+            run(["tc", "-n", ns, "qdisc", "add", "dev", dev, "clsact"])
+            run(["tc", "-n", ns, "filter", "add", "dev", dev, "egress", "bpf",
+                 "direct-action", "obj", obj, "sec", "tc"])
+
+
+def _multiarch_include():
+    """/usr/include/<multiarch> (asm/types.h for the BPF build)."""
+    for cc in ("cc", "gcc"):
+        path = shutil.which(cc)
+        if path:
+            res = run([path, "-print-multiarch"], check=False)
+            if res.returncode == 0 and res.stdout.strip():
+                return "/usr/include/" + res.stdout.strip()
+    return "/usr/include/%s-linux-gnu" % os.uname().machine
+
+
+# ecn_marker "bpf" (module docstring): CE on ECT packets that find the real
+# root qdisc of their device holding more than VQ_THRESH bytes (from the
+# compiler command line).  bpf_cast_to_kern_ctx gives the kernel's sk_buff;
+# skb->dev->qdisc->qstats.backlog is read with CO-RE relocations against the
+# running kernel's BTF.
+_VQ_BPF_SRC = r"""
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/gen_stats.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
+
+struct Qdisc { struct gnet_stats_queue qstats; } __attribute__((preserve_access_index));
+struct net_device { struct Qdisc *qdisc; } __attribute__((preserve_access_index));
+struct sk_buff { struct net_device *dev; } __attribute__((preserve_access_index));
+extern void *bpf_cast_to_kern_ctx(void *) __ksym;
+
+SEC("tc")
+int vq_mark(struct __sk_buff *skb)
+{
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	struct net_device *dev = BPF_CORE_READ(kskb, dev);
+	struct Qdisc *root = BPF_CORE_READ(dev, qdisc);
+	__u32 backlog = BPF_CORE_READ(root, qstats.backlog);
+
+	if (backlog <= VQ_THRESH)
+		return TC_ACT_OK;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return TC_ACT_OK;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end)
+		return TC_ACT_OK;
+	__u8 tos = ip->tos;
+	if ((tos & 3) == 0 || (tos & 3) == 3)   /* not ECT, or already CE */
+		return TC_ACT_OK;
+	__u16 old = *(__u16 *)ip, new = old;    /* version/IHL and TOS */
+	__u8 ce = tos | 3;
+	((__u8 *)&new)[1] = ce;
+	bpf_l3_csum_replace(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, check),
+			    old, new, 2);
+	bpf_skb_store_bytes(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, tos), &ce, 1, 0);
+	return TC_ACT_OK;
+}
+
+char _license[] SEC("license") = "GPL";
+"""
