@@ -255,8 +255,10 @@ static void test_ecn_feedback(void)
 	open_flows(&h, fl, 1);
 	CHECK_EQ_U64(fl[0].peer->c.ecn_ok, 1);
 	h.lose = mark_ce;
-	run(&h, fl, 1, 100000, 400000);
-	CHECK_EQ_U64(fl[0].got, 400000);
+	/* Everything marked: the rate goes down toward its 1 Mbit/s floor,
+	 * so a little data and some time. */
+	run(&h, fl, 1, 300000, 20000);
+	CHECK_EQ_U64(fl[0].got, 20000);
 	CHECK(!fl[0].bad);
 	CHECK(fl[0].peer->c.st.ce_segs > 0);
 	CHECK(ctr(&h, SS_CTR_tcp_ecn_echoes) > 0);
