@@ -208,6 +208,8 @@ _Static_assert(sizeof(union ss_cc_state) <= 64, "per-flow CC state fits one cach
 struct ss_cc_ops {
 	const char *name;
 	bool rate_based; /* outputs rates (else windows) */
+	bool ecn_per_ack; /* measures marked bytes: the receiver echoes CE per ACK
+			   * (RFC 8257 §3.2), not until CWR (RFC 3168) */
 	void (*init)(union ss_cc_state *st, const struct ss_cc_params *p, uint32_t mss,
 		     struct ss_cc_out *out);
 	void (*on_interval)(union ss_cc_state *st, const struct ss_cc_params *p,

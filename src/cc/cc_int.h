@@ -72,6 +72,17 @@ static inline uint32_t cc_half_window(uint32_t cwnd, uint32_t mss)
 	return half > 2 * mss ? half : 2 * mss;
 }
 
+/* Loss reaction of the Reno-style window algorithms (RFC 5681 §3.1-§3.2):
+ * ssthresh = half the window; the window goes to one MSS after a timeout,
+ * to ssthresh after a fast retransmit (RFC 6582 deflation). */
+static inline void cc_reno_loss(uint32_t *cwnd, uint32_t *ssthresh, uint32_t *acc, bool timeout,
+				uint32_t mss)
+{
+	*ssthresh = cc_half_window(*cwnd, mss);
+	*cwnd = timeout ? mss : *ssthresh;
+	*acc = 0;
+}
+
 /* CUBIC internals, exposed for the unit tests (cubic.c). */
 
 /* RFC 9438 §4.2 eq. 2: K in microseconds for the given W_max and

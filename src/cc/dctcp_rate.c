@@ -76,6 +76,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 const struct ss_cc_ops ss_cc_dctcp_rate_ops = {
 	.name = "dctcp-rate",
 	.rate_based = true,
+	.ecn_per_ack = true,
 	.init = dctcp_rate_init,
 	.on_interval = dctcp_rate_on_interval,
 };

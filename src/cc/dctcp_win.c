@@ -55,15 +55,8 @@ static void dctcp_win_on_interval(union ss_cc_state *u, const struct ss_cc_param
 	if (s->acked_bytes)
 		st->alpha = cc_dctcp_alpha(st->alpha, p->g_ppm, s->acked_bytes, s->ecn_bytes);
 
-	if (s->timeouts) {
-		st->ssthresh = cc_half_window(st->cwnd, s->mss);
-		st->cwnd = s->mss;
-		st->ca_acc = 0;
-		flags |= SS_CC_OUT_REDUCED;
-	} else if (s->fast_retx) {
-		st->ssthresh = cc_half_window(st->cwnd, s->mss);
-		st->cwnd = st->ssthresh;
-		st->ca_acc = 0;
+	if (s->timeouts || s->fast_retx) {
+		cc_reno_loss(&st->cwnd, &st->ssthresh, &st->ca_acc, s->timeouts, s->mss);
 		flags |= SS_CC_OUT_REDUCED;
 	} else if (s->ecn_bytes) {
 		uint64_t w = cc_rate_cut(st->cwnd, st->alpha / 2);
@@ -86,6 +79,7 @@ static void dctcp_win_on_interval(union ss_cc_state *u, const struct ss_cc_param
 const struct ss_cc_ops ss_cc_dctcp_win_ops = {
 	.name = "dctcp-win",
 	.rate_based = false,
+	.ecn_per_ack = true,
 	.init = dctcp_win_init,
 	.on_interval = dctcp_win_on_interval,
 };

@@ -49,15 +49,8 @@ static void newreno_on_interval(union ss_cc_state *u, const struct ss_cc_params 
 	struct ss_cc_newreno *st = &u->newreno;
 	uint32_t flags = 0;
 
-	if (s->timeouts) {
-		st->ssthresh = cc_half_window(st->cwnd, s->mss);
-		st->cwnd = s->mss;
-		st->ca_acc = 0;
-		flags |= SS_CC_OUT_REDUCED;
-	} else if (s->fast_retx || (p->ecn && s->ecn_bytes)) {
-		st->ssthresh = cc_half_window(st->cwnd, s->mss);
-		st->cwnd = st->ssthresh;
-		st->ca_acc = 0;
+	if (s->timeouts || s->fast_retx || (p->ecn && s->ecn_bytes)) {
+		cc_reno_loss(&st->cwnd, &st->ssthresh, &st->ca_acc, s->timeouts, s->mss);
 		flags |= SS_CC_OUT_REDUCED;
 	} else if (!s->acked_bytes) {
 		flags |= SS_CC_OUT_HELD;

@@ -181,7 +181,7 @@ static uint32_t cc_rate_cwnd(const struct ss_sconn *sc, uint64_t rate)
 /* Writes the algorithm's decision into the engine and the pacer. */
 static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_out *out)
 {
-	bool dctcp = strncmp(sc->cc.ops->name, "dctcp", 5) == 0;
+	bool dctcp = sc->cc.ops->ecn_per_ack;
 
 	if (out->flags & SS_CC_OUT_RATE) {
 		uint64_t rate = out->rate_bps;
@@ -204,7 +204,7 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
  * seqlock, abi.h): at the handshake and at each control interval, so the
  * per-packet path never pays for it.
  */
-static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
+static void cc_publish(struct ss_sconn *sc)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
 	const struct ss_tcp_flow *f = &c->f;
@@ -212,7 +212,6 @@ static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_shm_conn_info *in;
 	uint64_t rate = sc->cc.pf.rate;
 
-	(void)s;
 	if (!a || sc->slot >= a->max_conns)
 		return;
 	in = (struct ss_shm_conn_info *)(void *)(a->region + a->info_off) + sc->slot;
@@ -271,7 +270,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.rx_seen = c->f.rx_tail;
 	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
 	cc_apply(s, sc, &out);
-	cc_publish(s, sc);
+	cc_publish(sc);
 }
 
 /* The pacer group @sc's sends count against: its application's cap. */
@@ -357,7 +356,7 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	cc_apply(s, sc, &out);
 	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
 	sc->cc.bytes_acked += smp.acked_bytes;
-	cc_publish(s, sc);
+	cc_publish(sc);
 	sc->cc.prev = c->cc;
 	sc->cc.start_us = s->now_us;
 	stack_conn_dirty(s, sc); /* a larger window may let it send */

@@ -180,19 +180,7 @@ class Bed:
         self.procs = []
         try:
             if self.svc is not None:
-                died = None if self.svc.alive() else self.svc.proc.returncode
-                try:
-                    rc, _ = self.svc.stop()
-                    if died is not None:
-                        problems.append("slipstreamd died during the run (exit %s)" % died)
-                    elif rc != 0:
-                        problems.append("slipstreamd exited with %s on SIGTERM" % rc)
-                except harness.ServiceError as e:
-                    problems.append(str(e))
-                if problems:
-                    problems.append(self.svc.logs())
-                self.svc.kill()
-                self.svc.cleanup()
+                problems = harness.service_stop_problems(self.svc)
         finally:
             self.tb.down()
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -199,6 +199,27 @@ def service_finish(svc):
         svc.cleanup()
 
 
+def service_stop_problems(svc):
+    """Stop @svc (SIGTERM, then kill) and clean up; returns what went wrong
+    (it had died, or did not exit 0), with its logs, as a list of str.  For
+    runs that report instead of failing a test (benchmarks, test libraries)."""
+    problems = []
+    died = None if svc.alive() else svc.proc.returncode
+    try:
+        rc, _ = svc.stop()
+        if died is not None:
+            problems.append("slipstreamd died during the run (exit %s)" % died)
+        elif rc != 0:
+            problems.append("slipstreamd exited with %s on SIGTERM" % rc)
+    except ServiceError as e:
+        problems.append(str(e))
+    if problems:
+        problems.append(svc.logs())
+    svc.kill()
+    svc.cleanup()
+    return problems
+
+
 def bed_with_service(tb, extra_args=None):
     """Generator for module fixtures: bring @tb up, start the service, yield
     (tb, svc); afterwards stop the service (failing on a bad exit) and take
