@@ -26,6 +26,8 @@ const char ss_config_usage[] =
 	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
 	"  --max-listeners N     listening ports (default 64)\n"
 	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
+	"  --max-orphan-mem BYTES  data still to send, kept after its application exited\n"
+	"                        (default 268435456; beyond it such connections are reset)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
@@ -59,6 +61,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_buf = 4u << 20;
 	cfg->max_listeners = 64;
 	cfg->max_app_mem = 4ull << 30;
+	cfg->max_orphan_mem = 256ull << 20;
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
 	cfg->ecn = true;
@@ -223,6 +226,14 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (errno || *end || end == val || v < (1u << 20) || v > (1ull << 40))
 			return fail(err, errlen, "max-app-mem: expected 1048576..1099511627776, got '%s'", val);
 		cfg->max_app_mem = v;
+	} else if (strcmp(key, "max-orphan-mem") == 0) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(val, &end, 10);
+		if (errno || *end || end == val || val[0] == '-' || v > (1ull << 40))
+			return fail(err, errlen, "max-orphan-mem: expected 0..1099511627776, got '%s'",
+				    val);
+		cfg->max_orphan_mem = v;
 	} else if (strcmp(key, "ecn") == 0) {
 		if (strcmp(val, "on") == 0)
 			cfg->ecn = true;

@@ -29,6 +29,7 @@ struct ss_config {
 	uint32_t max_buf;       /* largest ring an application may ask for */
 	uint32_t max_listeners;
 	uint64_t max_app_mem;   /* shared memory one application may ask for */
+	uint64_t max_orphan_mem; /* unsent data kept for apps that exited */
 	uint32_t time_wait_ms;
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
@@ -56,7 +57,7 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
- * max-app-conns, max-buf, max-listeners, max-app-mem, time-wait-ms, delack-us, ecn,
+ * max-app-conns, max-buf, max-listeners, max-app-mem, max-orphan-mem, time-wait-ms, delack-us, ecn,
  * cc, cc-app, app-rate-cap, cc-interval-rtts, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */

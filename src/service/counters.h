@@ -68,6 +68,8 @@
 	X(tcp_active_open)                                                       \
 	X(tcp_arp_failed)                                                        \
 	X(tcp_reset_app_gone)                                                    \
+	X(tcp_orphaned)                                                          \
+	X(tcp_reset_orphan_mem)                                                  \
 	X(tcp_reset_rcvd)                                                        \
 	X(tcp_timeout)                                                           \
 	X(tcp_retrans_segs)                                                      \

@@ -100,9 +100,10 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 		struct ss_stack_gauges g;
 		ss_stack_gauges(ctl->stack, &g);
 		sb_printf(b, "\"gauges\": {\"flows\": %u, \"listeners\": %u, \"apps\": %u, "
-			  "\"app_conns\": %u, \"app_memory_bytes\": %llu}, ",
+			  "\"app_conns\": %u, \"app_memory_bytes\": %llu, \"orphan_bytes\": %llu}, ",
 			  g.flows, g.listeners, g.apps, g.app_conns,
-			  (unsigned long long)ss_app_reg_memory(ctl->reg));
+			  (unsigned long long)ss_app_reg_memory(ctl->reg),
+			  (unsigned long long)g.orphan_bytes);
 	}
 	sb_printf(b, "\"counters\": {");
 	for (unsigned id = 0; id < SS_CTR_MAX; id++) {

@@ -92,6 +92,8 @@ struct ss_sconn {
 	struct ss_sconn *pend_next;
 	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
 	struct ss_sconn_cc cc;
+	uint8_t *orphan_buf;     /* the data it still sends after its app exited */
+	uint32_t orphan_size;
 };
 
 /*
@@ -128,6 +130,7 @@ struct ss_stack_limits {
 	uint32_t max_listeners;
 	uint32_t timer_slots;    /* power of two */
 	uint32_t cmd_budget;     /* commands taken per context per round */
+	uint64_t max_orphan_mem; /* bytes kept for connections whose app exited */
 };
 
 struct ss_stack {
@@ -161,6 +164,7 @@ struct ss_stack {
 	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */
 	struct ss_sconn *arp_wait; /* those opens, to check after each burst */
 	uint8_t dead_ring[4096]; /* stands in for an app's rings after release */
+	uint64_t orphan_bytes;   /* gauge: unacknowledged data of orphans (stack_conn_orphan) */
 
 	/* Congestion control (stack_cc.c). */
 	const struct ss_cc_policy *ccp; /* NULL: the engine's own NewReno */
@@ -218,6 +222,7 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s);
 /* Gauges for `slipstream stats`. */
 struct ss_stack_gauges {
 	uint32_t flows, listeners, apps, app_conns;
+	uint64_t orphan_bytes;
 };
 void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g);
 

@@ -299,10 +299,10 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 			return;
 		cc_start(s, sc);
 	}
-	/* The owner may change (fork hand-over): its cap applies. */
-	struct ss_pacer_group *want = sc->app ? sc->app->cap : NULL;
-	if (want != sc->cc.pf.group)
-		cc_regroup(s, sc, want);
+	/* The owner may change (fork hand-over): its cap applies.  An orphan
+	 * (its app exited, data still going out) keeps its last owner's. */
+	if (sc->app && sc->app->cap != sc->cc.pf.group)
+		cc_regroup(s, sc, sc->app->cap);
 	if (sc->cc.paced && c->tx_budget == 0 && ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
 		c->tx_budget = cc_quantum(sc);
 }

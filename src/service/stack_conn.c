@@ -162,6 +162,8 @@ void ss_stack_fini(struct ss_stack *s)
 	ss_timer_wheel_fini(&s->wheel);
 	ss_idpool_fini(&s->conn_ids);
 	stack_cc_fini(s);
+	for (uint32_t i = 0; s->conns && i < s->lim.max_flows; i++)
+		free(s->conns[i].orphan_buf);
 	free(s->conns);
 	free(s->listeners);
 	free(s->active);
@@ -184,9 +186,22 @@ static struct ss_sconn *conn_alloc(struct ss_stack *s)
 	return sc;
 }
 
+/* An orphan's data is all acknowledged (or the connection ended): the
+ * service's copy goes. */
+static void conn_orphan_free(struct ss_stack *s, struct ss_sconn *sc)
+{
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ s->dead_ring, sizeof(s->dead_ring) });
+	free(sc->orphan_buf);
+	__atomic_store_n(&s->orphan_bytes, s->orphan_bytes - sc->orphan_size, __ATOMIC_RELAXED);
+	sc->orphan_buf = NULL;
+	sc->orphan_size = 0;
+}
+
 /* Last step for a connection the app has let go of and the engine has closed. */
 static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 {
+	if (sc->orphan_buf)
+		conn_orphan_free(s, sc);
 	ss_timer_cancel(&s->wheel, &sc->timer);
 	stack_cc_conn_free(s, sc);
 	if (sc->flags & SC_IN_TABLE)
@@ -203,19 +218,85 @@ static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
 	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ s->dead_ring, sizeof(s->dead_ring) });
 }
 
-void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc)
+/* The app's handle goes; the connection itself may live on. */
+static void conn_unlink_slot(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_app *a = sc->app;
-	if (!a)
-		return;
+
 	if (sc->flags & SC_PENDING)
 		stack_pending_unlink(s, sc);
 	a->slot_conn[sc->slot] = NULL;
 	ss_idpool_free(&a->slots, sc->slot);
 	a->n_conns--;
 	sc->app = NULL;
+}
+
+void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc)
+{
+	if (!sc->app)
+		return;
+	conn_unlink_slot(s, sc);
 	conn_detach_rings(s, sc);
 	stack_cc_conn_unowned(s, sc);
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 4096;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/*
+ * The app exited (or crashed) holding @sc: close it as Linux closes the
+ * sockets of a process that exits.  Unread data means a RST (inside
+ * ss_tcp_close()); otherwise the data the app queued still goes out, then
+ * a FIN.  The app's memory is about to be unmapped, so the unacknowledged
+ * bytes are copied into a buffer of the service's own, within
+ * max-orphan-mem; beyond that the connection is reset
+ * (tcp_reset_orphan_mem).  Out of line: once per connection, at exit.
+ */
+static void conn_orphan(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_tcp_ring spare = { s->dead_ring, sizeof(s->dead_ring) };
+	struct ss_tcp_ring tx = spare;
+
+	ss_tcp_close(c, s->now_us);
+	uint8_t st = c->f.state;
+	if (st == SS_TCPS_CLOSED || st == SS_TCPS_TIME_WAIT || st == SS_TCPS_FIN_WAIT_2) {
+		stack_conn_release_slot(s, sc);
+		return;
+	}
+	uint32_t queued = ss_tcp_tx_queued(c);
+	if (queued) {
+		tx.size = pow2_at_least(queued);
+		tx.base = s->orphan_bytes + tx.size <= s->lim.max_orphan_mem ? malloc(tx.size) : NULL;
+		if (!tx.base) {
+			ss_tcp_abort(c, s->now_us);
+			ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_orphan_mem);
+			stack_conn_release_slot(s, sc);
+			return;
+		}
+	}
+	if (ss_tcp_orphan(c, tx, spare) != 0) { /* cannot happen: sizes checked above */
+		if (queued)
+			free(tx.base);
+		ss_tcp_abort(c, s->now_us);
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_orphan_mem);
+		stack_conn_release_slot(s, sc);
+		return;
+	}
+	if (queued) {
+		sc->orphan_buf = tx.base;
+		sc->orphan_size = tx.size;
+		__atomic_store_n(&s->orphan_bytes, s->orphan_bytes + tx.size, __ATOMIC_RELAXED);
+	}
+	/* Its application's cap (if any) still applies: the group stays. */
+	conn_unlink_slot(s, sc);
+	ss_ctr_inc(s->ctr, SS_CTR_tcp_orphaned);
 }
 
 static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
@@ -511,6 +592,18 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 			continue;
 		arp_wait_remove(s, sc);
 		enum ss_tcp_state st = sc->tcp.f.state;
+		/* A connection the app knew of (announced, past the handshake)
+		 * closes gracefully, unless the app was cut off for breaking
+		 * the rules; the rest are reset. */
+		if (!a->broken && (sc->flags & SC_ANNOUNCED) && !sc->listener &&
+		    st != SS_TCPS_CLOSED && st != SS_TCPS_TIME_WAIT && st != SS_TCPS_SYN_SENT &&
+		    st != SS_TCPS_SYN_RCVD) {
+			sc->flags |= SC_APP_CLOSED;
+			sc->ev_pending = 0;
+			conn_orphan(s, sc);
+			stack_conn_dirty(s, sc);
+			continue;
+		}
 		if (st != SS_TCPS_CLOSED && st != SS_TCPS_TIME_WAIT) {
 			ss_tcp_abort(&sc->tcp, s->now_us);
 			ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_app_gone);
@@ -668,6 +761,8 @@ void stack_conns_flush(struct ss_stack *s)
 			stack_cc_after_output(s, sc);
 		}
 		conn_collect(s, sc);
+		if (sc->orphan_buf && ss_tcp_tx_queued(&sc->tcp) == 0)
+			conn_orphan_free(s, sc);
 		if (sc->tcp.f.state == SS_TCPS_CLOSED && (sc->flags & SC_IN_TABLE)) {
 			/* Closed flows leave the table at once: later segments get RST. */
 			ss_flow_table_remove(&s->flows, &sc->key);
@@ -704,6 +799,7 @@ void ss_stack_gauges(const struct ss_stack *s, struct ss_stack_gauges *g)
 {
 	g->flows = __atomic_load_n(&s->n_flows, __ATOMIC_RELAXED);
 	g->listeners = __atomic_load_n(&s->n_listeners, __ATOMIC_RELAXED);
+	g->orphan_bytes = __atomic_load_n(&s->orphan_bytes, __ATOMIC_RELAXED);
 	g->apps = 0;
 	g->app_conns = 0;
 	if (s->reg)

@@ -296,6 +296,34 @@ void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare)
 	c->tx = spare;
 }
 
+uint32_t ss_tcp_tx_queued(const struct ss_tcp_conn *c)
+{
+	return c->f.tx_tail - c->f.tx_head;
+}
+
+int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ring spare)
+{
+	struct ss_tcp_flow *f = &c->f;
+	uint32_t n = f->tx_tail - f->tx_head, pos = f->tx_head;
+
+	if (!c->closed_by_app || tx.size < 4096 || (tx.size & (tx.size - 1)) || tx.size < n ||
+	    spare.size < 4096)
+		return -1;
+	while (n) { /* both rings may wrap, at different places */
+		uint32_t off = pos & (tx.size - 1), chunk = tx.size - off;
+		if (chunk > n)
+			chunk = n;
+		ss_tcp_ring_copy_out(&c->tx, pos, tx.base + off, chunk);
+		pos += chunk;
+		n -= chunk;
+	}
+	f->rx_head = f->rx_tail;
+	tcp_ooo_clear(c);
+	c->rx = spare;
+	c->tx = tx;
+	return 0;
+}
+
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx)
 {
 	if (rx.size != c->rx.size || tx.size != c->tx.size)

@@ -345,6 +345,16 @@ void ss_tcp_abort(struct ss_tcp_conn *c, uint64_t now_us);
  * @spare, at least 4 KiB, stands in for both from now on; the engine
  * writes nothing into it (data after close is answered with RST). */
 void ss_tcp_rings_release(struct ss_tcp_conn *c, struct ss_tcp_ring spare);
+/* Bytes of the transmit ring not yet acknowledged (sent or not). */
+uint32_t ss_tcp_tx_queued(const struct ss_tcp_conn *c);
+/* ss_tcp_orphan - the application went away after ss_tcp_close() and the
+ * connection goes on without it, as Linux's orphaned sockets do: the
+ * unacknowledged bytes move to @tx (a power of two of at least 4 KiB and
+ * at least ss_tcp_tx_queued() bytes; positions stay), and @spare, at least
+ * 4 KiB, stands in for the receive ring (nothing is written into it after
+ * close).  Returns 0, or -1 (nothing changed) if @tx is too small or the
+ * connection was not closed. */
+int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ring spare);
 /* ss_tcp_rings_move - the connection's payload moves to rings @rx and @tx
  * of the same sizes (another process adopted it): contents are copied,
  * positions stay.  Returns 0, or -1 (nothing changed) if a size differs. */

@@ -309,7 +309,8 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 	if (ss_app_reg_init(&h->reg, &al, 1) != 0)
 		return -1;
 	struct ss_stack_limits sl = { .max_flows = 256, .max_listeners = 8,
-				      .timer_slots = 256, .cmd_budget = 32 };
+				      .timer_slots = 256, .cmd_budget = 32,
+				      .max_orphan_mem = 1u << 20 };
 	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send };
 	if (ss_stack_init(&h->st, &sl, &h->params, &h->ctr, sh_svc_mac, SH_SVC_IP, 24, 0, &h->arp,
 			  &h->reg, 0, &io) != 0)

@@ -1538,7 +1538,7 @@ static void test_handback_owner_exits(void)
 }
 
 /* A holder that cannot take it (other ring sizes): counted, and the
- * connection is reset as before. */
+ * connection closes as its owner's exit says: a FIN (nothing unread). */
 static void test_handback_refused(void)
 {
 	struct sh h;
@@ -1558,9 +1558,10 @@ static void test_handback_refused(void)
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handback_failed), 1);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_handbacks), 0);
-	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_reset_app_gone), 1);
-	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSED);
-	CHECK_EQ_U64(k->c.error, ECONNRESET);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_reset_app_gone), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_orphaned), 1);
+	CHECK_EQ_U64(k->c.f.state, SS_TCPS_CLOSE_WAIT);
+	CHECK_EQ_U64(k->c.error, 0);
 	/* The child is told its reference is gone. */
 	struct ss_shm_ev ev = EXPECT(&c, SS_EV_REF_GONE);
 	CHECK_EQ_U64(ev.arg, p.a->id);
