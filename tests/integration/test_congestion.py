@@ -142,13 +142,6 @@ def test_cc_counters_reported(ecn_bed):
 # the issue states them; this marks them as not met yet.
 KNOWN_GAP_BURSTS = pytest.mark.xfail(
     reason="dctcp-rate bursts past the marking threshold (known gap, issue 6)", strict=False)
-# Known gap: a paced connection's last bytes, queued just before the
-# program exits, can still wait for the pacer when the service resets the
-# exiting program's connections (the service keeps no copy of unsent data
-# after the application's memory goes).
-KNOWN_GAP_EXIT = pytest.mark.xfail(
-    reason="unsent data of a paced connection is lost when its program exits (known gap)",
-    strict=False)
 
 
 @KNOWN_GAP_BURSTS
@@ -190,7 +183,6 @@ def test_app_rate_cap_within_5_percent(cap_bed, mode):
            cc_lib.counters_verdict(r["counters"], rate_based=True, capped=True))
 
 
-@KNOWN_GAP_EXIT
 def test_iperf3_sessions_end_cleanly():
     """Every receiver above ended its test without an error: when one reports
     "unable to receive control message", the client's last control byte
