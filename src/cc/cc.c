@@ -177,6 +177,17 @@ uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t 
 	return cap;
 }
 
+uint64_t cc_rate_reno_step(const struct ss_cc_sample *s)
+{
+	uint64_t srtt = s->srtt_us, interval = s->interval_us;
+
+	if (!srtt)
+		return 0;
+	if (interval > 10000000u) /* 10 s: no overflow below */
+		interval = 10000000u;
+	return (uint64_t)s->mss * interval * 1000000u / (srtt * srtt);
+}
+
 uint32_t cc_dctcp_alpha(uint32_t alpha, uint32_t g_ppm, uint64_t acked, uint64_t ecn)
 {
 	uint64_t m = (ecn >= acked ? acked : ecn) * SS_CC_PPM / acked;

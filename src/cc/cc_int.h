@@ -45,6 +45,14 @@ uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t 
 			  uint32_t *flags);
 
 /*
+ * A window TCP's additive increase, one MSS per RTT (RFC 5681), as a rate
+ * step over the interval: the window would grow by mss * interval / srtt
+ * bytes, which at one window per srtt is that much over srtt more rate.
+ * 0 without an RTT estimate.
+ */
+uint64_t cc_rate_reno_step(const struct ss_cc_sample *s);
+
+/*
  * DCTCP's estimate of the marked fraction (RFC 8257 §3.3 step 4 and 5):
  * alpha = (1 - g) * alpha + g * M, M = ecn_bytes / acked_bytes, all in
  * ppm, each product rounded down.  @acked must be > 0.

@@ -19,7 +19,12 @@
  *     - marks: rate *= 1 - alpha / 2 (RFC 8257 §3.3 step 8, on the rate);
  *     - no byte acknowledged: hold (no evidence the path takes more);
  *     - slow start: rate *= 2, until the first congestion signal;
- *     - otherwise additive increase: rate += step.
+ *     - otherwise additive increase: rate += max(step, the rate a window
+ *       TCP would gain, one MSS per RTT).  TAS's fixed step suits
+ *       datacenter RTTs and fast links; where the RTT is short against
+ *       the interval's BDP, or loss is random, a fixed step falls behind
+ *       Reno (which would then take the link from it), and under 1 %
+ *       random loss, halving every interval, it would sit at its floor.
  *  3. Clamp to [min_rate, max_rate].
  */
 
@@ -67,7 +72,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	} else if (st->slow_start) {
 		rate *= 2;
 	} else {
-		rate += p->step;
+		rate += cc_u64_max(p->step, cc_rate_reno_step(s));
 	}
 	st->rate = cc_rate_clamp(rate, p->min_rate, p->max_rate);
 	dctcp_rate_out(st, flags, out);

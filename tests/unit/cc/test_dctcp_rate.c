@@ -104,8 +104,11 @@ static void test_decrease_and_ai(void)
 	CHECK_EQ_U64(out.rate_bps, 51562500);
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_REDUCED);
 
-	/* Slow start is over: + 10 Mbit/s per interval, alpha decays. */
+	/* Slow start is over: + 10 Mbit/s per interval, alpha decays.  At
+	 * srtt 1 ms a window TCP would gain 1000 B per ms: 1000 * 100 us /
+	 * 1 ms = 100 B of window, 100 kB/s, less than the step. */
 	s = at_rate(60000000, 100, 10000, 0);
+	s.srtt_us = 1000;
 	ops->on_interval(&st, &prm, &s, &out);
 	CHECK_EQ_U64(out.rate_bps, 52812500);
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE);
@@ -117,11 +120,49 @@ static void test_decrease_and_ai(void)
 
 	/* One byte in 10000 marked: M = 100 ppm; alpha = 798225 + 6.25. */
 	s = at_rate(60000000, 100, 10000, 1);
+	s.srtt_us = 1000;
 	ops->on_interval(&st, &prm, &s, &out);
 	CHECK_EQ_U64(st.dctcp_rate.alpha, 798231);
 	/* cut alpha/2 = 399115 ppm of 54062500: 21577154.6875 */
 	CHECK_EQ_U64(out.rate_bps, 54062500 - 21577154);
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_REDUCED);
+}
+
+/* Where the RTT is short, the increase is a window TCP's (one MSS per
+ * RTT), not the fixed step: mss 1448, interval 200 us, srtt 100 us: the
+ * window would grow by 1448 * 200 / 100 = 2896 B, 28 960 000 B/s at 100 us.
+ * Without an RTT estimate the step alone. */
+static void test_ai_follows_reno(void)
+{
+	union ss_cc_state st;
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	ops->init(&st, &prm, 1448, &out);
+	st.dctcp_rate.rate = 100000000;
+	st.dctcp_rate.slow_start = 0;
+	s = at_rate(100000000, 200, 20000, 0);
+	s.mss = 1448;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 100000000 + 28960000);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE);
+	s = at_rate(130000000, 200, 20000, 0);
+	s.mss = 1448;
+	s.srtt_us = 0;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 128960000 + 1250000);
+	/* A loss every second interval (1 % loss at 50 segments per
+	 * interval) no longer pins the rate to its floor: from 1 MB/s,
+	 * halving then adding the Reno step settles between that step and
+	 * twice it (29-58 MB/s, after an increase), far above min_rate. */
+	st.dctcp_rate.rate = 1000000;
+	for (int i = 0; i < 64; i++) {
+		s = at_rate(st.dctcp_rate.rate, 200, 20000, 0);
+		s.mss = 1448;
+		s.fast_retx = (i % 2) == 0;
+		ops->on_interval(&st, &prm, &s, &out);
+	}
+	CHECK(out.rate_bps > 50000000);
 }
 
 static void test_loss(void)
@@ -273,5 +314,6 @@ int main(void)
 	test_floor_ceiling();
 	test_alpha_sequence();
 	test_two_flows_converge();
+	test_ai_follows_reno();
 	return check_done("test_dctcp_rate");
 }
