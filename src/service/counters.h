@@ -125,6 +125,9 @@
 	X(cc_paced_waits)                                                        \
 	X(cc_cap_waits)                                                          \
 	X(cc_pacer_releases)                                                     \
+	X(tx_loopback)                                                           \
+	X(rx_loopback)                                                           \
+	X(drop_loopback_full)                                                    \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
 	X(drop_no_mbuf)

@@ -175,6 +175,9 @@ int main(int argc, char **argv)
 	fps[0]->doorbell_fd = reg.doorbell_fd;
 	fps[0]->proto.tcp_input = ss_stack_tcp_input;
 	fps[0]->proto.tcp_arg = &stack;
+	/* Loopback: segments to our own address go round through the same
+	 * receive path as the NIC's frames, on the same thread. */
+	ss_stack_set_loop_input(&stack, &fps[0]->proto);
 	install_signals();
 
 	ctl.cfg = &cfg;

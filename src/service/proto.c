@@ -115,12 +115,14 @@ size_t ss_proto_build_arp_request(const struct ss_proto_ctx *ctx, uint8_t *buf,
 /* ---- IPv4 --------------------------------------------------------------- */
 
 /* RFC 1122 §3.2.1.3: sources we never answer (martians). */
-static bool ipv4_src_bad(const struct ss_proto_ctx *ctx, uint32_t src)
+static bool ipv4_src_bad(const struct ss_proto_ctx *ctx, uint32_t src, unsigned rx_flags)
 {
 	uint32_t bcast = ctx->ip | ~ctx->netmask;
+	/* Our own address only through the loopback queue, never from the wire. */
+	if (src == ctx->ip)
+		return !(rx_flags & SS_RX_LOOPBACK);
 	return src == 0 || src == 0xffffffffu || (src >> 28) >= 0xe ||
-	       (src >> 24) == 127 || src == ctx->ip ||
-	       (ctx->netmask != ~0u && src == bcast);
+	       (src >> 24) == 127 || (ctx->netmask != ~0u && src == bcast);
 }
 
 /* Writes an IPv4 header for a reply to @in at @ip (no options). */
@@ -242,7 +244,7 @@ static size_t ipv4_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t len,
 		return drop(ctx, status_ctr[st]);
 	if (ip.dst != ctx->ip)
 		return drop(ctx, SS_CTR_drop_ipv4_not_for_us);
-	if (ipv4_src_bad(ctx, ip.src))
+	if (ipv4_src_bad(ctx, ip.src, rx_flags))
 		return drop(ctx, SS_CTR_drop_ipv4_bad_src);
 	/* Exceptions: no exception path to the kernel yet, so counted drops. */
 	if (ip.exceptions & SS_IPV4_EXC_FRAGMENT)
@@ -265,8 +267,10 @@ size_t ss_proto_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t len,
 {
 	struct ss_eth eth;
 
-	ss_ctr_inc(ctx->ctr, SS_CTR_rx_packets);
-	ss_ctr_add(ctx->ctr, SS_CTR_rx_bytes, len);
+	if (!(rx_flags & SS_RX_LOOPBACK)) {
+		ss_ctr_inc(ctx->ctr, SS_CTR_rx_packets);
+		ss_ctr_add(ctx->ctr, SS_CTR_rx_bytes, len);
+	}
 	if (ss_eth_parse(frame, len, &eth) != SS_ETH_OK)
 		return drop(ctx, SS_CTR_drop_eth_truncated);
 	if (memcmp(eth.dst, ctx->mac, 6) != 0 && !ss_eth_addr_is_broadcast(eth.dst))

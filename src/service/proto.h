@@ -12,6 +12,12 @@
 /* What the NIC already verified for this frame (from mbuf ol_flags). */
 #define SS_RX_IP_CSUM_GOOD 0x1
 #define SS_RX_L4_CSUM_GOOD 0x2
+/* The frame comes from the TCP stack's loopback queue, not the NIC: it is
+ * not counted in rx_packets/rx_bytes (the stack counts rx_loopback), and
+ * its source may be our own address.  Its checksums were computed by our
+ * own builders and never crossed a wire: the loopback passes the two
+ * flags above with it. */
+#define SS_RX_LOOPBACK 0x4
 
 struct ss_ipv4;
 struct ss_tcp;

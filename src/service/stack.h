@@ -18,6 +18,7 @@
 
 struct ss_ipv4;
 struct ss_arp_cache;
+struct ss_proto_ctx;
 
 /*
  * One struct ss_stack per fast-path thread that serves TCP; only that
@@ -131,6 +132,25 @@ struct ss_stack_limits {
 	uint32_t timer_slots;    /* power of two */
 	uint32_t cmd_budget;     /* commands taken per context per round */
 	uint64_t max_orphan_mem; /* bytes kept for connections whose app exited */
+	uint32_t loop_slots;     /* loopback queue frames, power of two; 0: the default */
+};
+
+#define SS_LOOP_SLOTS_DEFAULT 1024u
+
+/*
+ * The loopback queue (stack_loop.c): segments to our own address never go
+ * to the NIC.  The emit callback puts them here (a full queue drops and
+ * counts them; the engine sends again later), and the round feeds them back
+ * into the receive path, ss_proto_input() as for frames from the NIC,
+ * after its flush: never from inside emit, so no connection is re-entered
+ * while it is being processed.  Preallocated, single-threaded, no locks.
+ */
+struct ss_stack_loop {
+	uint8_t *buf;            /* slots x stride bytes */
+	uint16_t *len;           /* frame length per slot */
+	uint32_t slots, stride;
+	uint32_t head, tail;     /* free-running; tail - head frames queued */
+	struct ss_proto_ctx *rx; /* the receive path; NULL: no loopback */
 };
 
 struct ss_stack {
@@ -171,6 +191,8 @@ struct ss_stack {
 	struct ss_timer_wheel cc_wheel; /* control intervals of active flows */
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
 	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
+
+	struct ss_stack_loop loop;      /* segments to our own address */
 };
 
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
@@ -193,8 +215,11 @@ bool ss_stack_tcp_input(void *stack, const uint8_t *frame, const struct ss_ipv4 
  * One round of non-packet work, after an RX burst: pick up attached and
  * hung-up applications, take commands from every context (bounded), run
  * due timers, then send what connections may send and post their events
- * (one ACK and one notification per connection per round), and wake the
- * contexts that got events.  Returns true if it did any work.
+ * (one ACK and one notification per connection per round), feed the
+ * loopback queue back into the receive path and flush again (a bounded
+ * number of passes), and wake the contexts that got events.  Returns true
+ * if it did any work or looped-back frames still wait (the caller must
+ * not sleep then).
  */
 bool ss_stack_round(struct ss_stack *s, uint64_t now_us);
 
@@ -216,7 +241,14 @@ void ss_stack_woke(struct ss_stack *s);
  */
 int ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p);
 
-/* Earliest timer deadline (us), or UINT64_MAX. */
+/*
+ * The receive path for looped-back frames: the fast path's protocol
+ * context, whose tcp_input is this stack.  Until it is set, connecting to
+ * the stack's own address fails with EINVAL (no loopback path).
+ */
+void ss_stack_set_loop_input(struct ss_stack *s, struct ss_proto_ctx *rx);
+
+/* Earliest timer deadline (us), 0 while looped-back frames wait, or UINT64_MAX. */
 uint64_t ss_stack_next_deadline(const struct ss_stack *s);
 
 /* Gauges for `slipstream stats`. */

@@ -528,13 +528,18 @@ bool ss_stack_round(struct ss_stack *s, uint64_t now_us)
 	stack_timers_run(s);
 	did |= s->dirty != NULL;
 	stack_conns_flush(s);
+	did |= stack_loop_run(s);
 	if (s->reg)
 		did |= publish_events(s);
-	return did;
+	/* Frames still on the loopback queue, or connections that found it
+	 * full, are work for the next round. */
+	return did || stack_loop_pending(s) || s->dirty != NULL;
 }
 
 bool ss_stack_may_sleep(struct ss_stack *s)
 {
+	if (stack_loop_pending(s) || s->dirty)
+		return false;
 	if (!s->reg)
 		return true;
 	__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 1, __ATOMIC_RELAXED);

@@ -17,24 +17,53 @@
 
 /* ---- frame output --------------------------------------------------------- */
 
+/* A buffer for one frame: a loopback queue slot for our own address (a
+ * full queue: NULL, counted), else the NIC's. */
+static uint8_t *frame_get(struct ss_stack *s, bool loop, void **handle, size_t *cap)
+{
+	if (loop) {
+		*handle = NULL;
+		return stack_loop_reserve(s, cap);
+	}
+	uint8_t *buf = s->io.frame_alloc(s->io.arg, handle, cap);
+	if (!buf)
+		ss_ctr_inc(s->ctr, SS_CTR_drop_no_mbuf);
+	return buf;
+}
+
+/* Sends (len > 0) or gives back (len 0) what frame_get() returned. */
+static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len)
+{
+	if (!loop)
+		s->io.frame_send(s->io.arg, handle, len);
+	else if (len)
+		stack_loop_commit(s, len);
+}
+
 /* The engine's emit callback: Ethernet + IPv4 + the engine's TCP segment,
- * payload copied straight from the transmit ring into the frame. */
+ * payload copied straight from the transmit ring into the frame, which goes
+ * to the NIC or, for our own address, onto the loopback queue. */
 static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
 {
 	struct ss_stack *s = arg;
 	struct ss_sconn *sc = sconn_of(c);
+	bool loop = c->remote_ip == s->ip;
 	void *handle;
 	size_t cap;
-	uint8_t *buf = s->io.frame_alloc(s->io.arg, &handle, &cap);
+	uint8_t *buf = frame_get(s, loop, &handle, &cap);
 
 	if (!buf) {
-		ss_ctr_inc(s->ctr, SS_CTR_drop_no_mbuf);
+		/* The engine keeps the segment queued.  A full loopback queue
+		 * drains within the round: try again in the next flush rather
+		 * than at the retransmission timer. */
+		if (loop && c->f.state != SS_TCPS_CLOSED)
+			stack_conn_dirty(s, sc);
 		return -1;
 	}
 	size_t l4_hdr = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
 	size_t hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
 	if (hdrs + l4_hdr + seg->len > cap || l4_hdr + seg->len + SS_IPV4_HDR_MIN > 0xffff) {
-		s->io.frame_send(s->io.arg, handle, 0);
+		frame_put(s, loop, handle, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
 		return -1;
 	}
@@ -49,7 +78,7 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	h.payload_len = seg->len;
 	size_t n = ss_tcp_build(l4, cap - hdrs, &h, c->local_ip, c->remote_ip);
 	if (n == 0) {
-		s->io.frame_send(s->io.arg, handle, 0);
+		frame_put(s, loop, handle, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
 		return -1;
 	}
@@ -68,7 +97,7 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	memcpy(eth.dst, sc->peer_mac, 6);
 	memcpy(eth.src, s->mac, 6);
 	ss_eth_build(buf, SS_ETH_HDR_LEN, &eth);
-	s->io.frame_send(s->io.arg, handle, hdrs + n);
+	frame_put(s, loop, handle, hdrs + n);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);
 	if (seg->len)
 		ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, seg->len);
@@ -139,6 +168,8 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		goto fail;
 	if ((rc = stack_cc_init(s)) != 0)
 		goto fail;
+	if ((rc = stack_loop_init(s)) != 0)
+		goto fail;
 	s->conns = calloc(lim->max_flows, sizeof(*s->conns));
 	s->listeners = calloc(lim->max_listeners, sizeof(*s->listeners));
 	s->active = calloc(reg ? reg->lim.max_apps : 1, sizeof(*s->active));
@@ -164,6 +195,7 @@ void ss_stack_fini(struct ss_stack *s)
 	stack_cc_fini(s);
 	for (uint32_t i = 0; s->conns && i < s->lim.max_flows; i++)
 		free(s->conns[i].orphan_buf);
+	stack_loop_fini(s);
 	free(s->conns);
 	free(s->listeners);
 	free(s->active);
@@ -421,10 +453,14 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 
 /* ---- active open ---------------------------------------------------------- */
 
+/* Our own address is fine once the loopback path is set up; 127/8 is
+ * the kernel's (the POSIX layer never sends it here). */
 static bool addr_bad(const struct ss_stack *s, uint32_t ip)
 {
+	if (ip == s->ip)
+		return !s->loop.rx;
 	return ip == 0 || ip == 0xffffffffu || (ip >> 28) >= 0xe || (ip >> 24) == 127 ||
-	       ip == s->ip || (s->netmask != ~0u && ip == (s->ip | ~s->netmask));
+	       (s->netmask != ~0u && ip == (s->ip | ~s->netmask));
 }
 
 static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out)
@@ -521,7 +557,11 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		return -ENOBUFS;
 	}
 	sc->flags |= SC_IN_TABLE;
-	if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
+	if (ip == s->ip) {
+		/* Loopback: no ARP, the frames never leave the stack. */
+		memcpy(sc->peer_mac, s->mac, 6);
+		active_start(s, sc);
+	} else if (ss_arp_cache_lookup(s->arp, hop, sc->peer_mac, NULL)) {
 		active_start(s, sc);
 	} else {
 		arp_wait_add(s, sc);
@@ -780,7 +820,9 @@ void stack_conns_flush(struct ss_stack *s)
 		}
 		if (sc->app)
 			stack_conn_post(s, sc); /* may release the slot (CLOSED posted) */
-		if (!sc->app && sc->tcp.f.state == SS_TCPS_CLOSED)
+		/* Back on the dirty list already (a hook above re-queued it):
+		 * freed when that list is flushed, never while on it. */
+		if (!sc->app && sc->tcp.f.state == SS_TCPS_CLOSED && !(sc->flags & SC_DIRTY))
 			conn_free(s, sc);
 		else
 			conn_sync_timer(s, sc);
@@ -790,6 +832,8 @@ void stack_conns_flush(struct ss_stack *s)
 
 uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 {
+	if (stack_loop_pending(s))
+		return 0; /* looped-back frames wait: no sleeping */
 	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
 
 	return c < t ? c : t;

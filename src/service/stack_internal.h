@@ -73,6 +73,21 @@ void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc);
 /* Earliest control-interval or pacer deadline, us (UINT64_MAX: none). */
 uint64_t stack_cc_next_us(const struct ss_stack *s);
 
+/* stack_loop.c: the loopback queue (segments to our own address). */
+int stack_loop_init(struct ss_stack *s);
+void stack_loop_fini(struct ss_stack *s);
+/* A slot for one frame (*cap bytes), or NULL when the queue is full
+ * (counted in drop_loopback_full); stack_loop_commit() queues it. */
+uint8_t *stack_loop_reserve(struct ss_stack *s, size_t *cap);
+void stack_loop_commit(struct ss_stack *s, size_t len);
+/* After the round's flush: feed the queue back and flush, a few passes. */
+bool stack_loop_run(struct ss_stack *s);
+
+static inline bool stack_loop_pending(const struct ss_stack *s)
+{
+	return s->loop.head != s->loop.tail;
+}
+
 /* stack_app.c */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc);
 void stack_pending_unlink(struct ss_stack *s, struct ss_sconn *sc);

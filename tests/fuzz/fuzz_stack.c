@@ -11,10 +11,11 @@
 /*
  * Set-up (every run): an app listening on port 7 with two connections
  * accepted from the harness peer and some data exchanged, plus one
- * connection the app opened to the peer.  Then the input is a sequence
+ * connection the app opened to the peer and one it opened to itself over
+ * the stack's own address (both ends of it go round the loopback queue).  Then the input is a sequence
  * of operations:
  *
- *   op 0..3  a TCP segment to one of the flows (or a fresh 4-tuple), with
+ *   op 0..3  a TCP segment to one of the peer's flows (or a fresh 4-tuple), with
  *            seq/ack taken relative to the flow's rcv_nxt/snd_una so that
  *            many land in the window, fuzzed flags, window, options and
  *            payload length; it goes through ss_stack_tcp_input() exactly
@@ -96,6 +97,9 @@ static void setup(void)
 	}
 	h.peer_listen_port = 9000;
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9000 });
+	/* And one to itself over the stack's own address (the loopback
+	 * queue): hostile commands and time reach it too. */
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_SVC_IP, .port = 7 });
 	sh_pump(&h, 32);
 	drain_events();
 	ready = true;
@@ -118,7 +122,8 @@ static void inject(struct reader *r)
 	unsigned which = take(r, 1) % 4;
 	uint32_t live = 0;
 	for (uint32_t i = 0; i < h.st.lim.max_flows && !target; i++)
-		if (h.st.conns[i].flags & SC_IN_TABLE && live++ == which)
+		if (h.st.conns[i].flags & SC_IN_TABLE && h.st.conns[i].key.remote_ip == SH_PEER_IP &&
+		    live++ == which)
 			target = &h.st.conns[i];
 
 	struct ss_tcp seg;

@@ -12,7 +12,9 @@
  * Frames the stack emits are parsed (Ethernet, IPv4 with checksum, TCP with
  * checksum) and fed to the peer engine; the peer's segments are built into
  * frames and fed to ss_stack_tcp_input().  sh_run() pumps both ways until
- * nothing moves, advancing virtual time when asked.
+ * nothing moves, advancing virtual time when asked.  Segments to the
+ * stack's own address (SH_SVC_IP) never reach the frame callbacks: they go
+ * round the stack's loopback queue through h->proto.
  */
 
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "service/app.h"
 #include "service/arp_cache.h"
 #include "service/counters.h"
+#include "service/proto.h"
 #include "service/stack.h"
 #include "wire/bytes.h"
 #include "wire/eth.h"
@@ -37,6 +40,8 @@
 
 /* Event ring size for the next sh_init() (tests shrink it to force overflow). */
 static uint32_t sh_arx_slots = 64;
+/* Loopback queue slots for the next sh_init() (0: the stack's default). */
+static uint32_t sh_loop_slots = 0;
 
 static const uint8_t sh_svc_mac[6] = { 0x02, 0, 0, 0, 0, 1 };
 static const uint8_t sh_peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
@@ -57,6 +62,7 @@ struct sh {
 	struct ss_arp_cache arp;
 	struct ss_app_reg reg;
 	struct ss_stack st;
+	struct ss_proto_ctx proto; /* the receive path looped-back frames take */
 	struct ss_tcp_params params;
 	uint64_t now_us;
 
@@ -310,11 +316,17 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 		return -1;
 	struct ss_stack_limits sl = { .max_flows = 256, .max_listeners = 8,
 				      .timer_slots = 256, .cmd_budget = 32,
-				      .max_orphan_mem = 1u << 20 };
+				      .max_orphan_mem = 1u << 20,
+				      .loop_slots = sh_loop_slots };
 	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send };
 	if (ss_stack_init(&h->st, &sl, &h->params, &h->ctr, sh_svc_mac, SH_SVC_IP, 24, 0, &h->arp,
 			  &h->reg, 0, &io) != 0)
 		return -1;
+	/* Looped-back frames go through ss_proto_input() as in the service. */
+	ss_proto_ctx_init(&h->proto, sh_svc_mac, SH_SVC_IP, 24, &h->arp, false, &h->ctr);
+	h->proto.tcp_input = ss_stack_tcp_input;
+	h->proto.tcp_arg = &h->st;
+	ss_stack_set_loop_input(&h->st, &h->proto);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, h->sock) != 0)
 		return -1;
 	if (ss_app_attach(&h->reg, h->sock[0], attach_line) != 1)

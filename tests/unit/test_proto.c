@@ -408,6 +408,43 @@ static void test_tcp_drops(void)
 	EXPECT_DROP(len, drop_tcp_bad_option);
 }
 
+/* A frame from the stack's loopback queue: our own address as the source
+ * is fine, it is not counted as received from the NIC, and the reply (a
+ * RST for a closed port) goes back to our own address. */
+static void test_tcp_loopback(void)
+{
+	static const uint8_t data[1] = { 0 };
+	const unsigned lo = SS_RX_LOOPBACK | SS_RX_IP_CSUM_GOOD | SS_RX_L4_CSUM_GOOD;
+	reset();
+	struct ss_tcp t = { .sport = 40000, .dport = 80, .seq = 5, .flags = SS_TCP_SYN,
+			    .window = 1000, .payload = data };
+	size_t l4 = ss_tcp_build(frame + 34, sizeof(frame) - 34, &t, OUR_IP, OUR_IP);
+	struct ss_ipv4 ip = { .hdr_len = 20, .total_len = (uint16_t)(20 + l4), .ttl = 64,
+			      .proto = SS_IPPROTO_TCP, .src = OUR_IP, .dst = OUR_IP };
+	put_eth(our_mac, our_mac, SS_ETHERTYPE_IPV4);
+	ss_ipv4_build(frame + 14, 20, &ip);
+	size_t len = 34 + l4;
+	size_t out = ss_proto_input(&ctx, frame, len, sizeof(frame), lo);
+	CHECK_EQ_U64(out, 54);
+	CHECK_EQ_U64(ctr.v[SS_CTR_rx_packets], 0);
+	CHECK_EQ_U64(ctr.v[SS_CTR_rx_bytes], 0);
+	CHECK_EQ_U64(ctr.v[SS_CTR_rx_tcp], 1);
+	CHECK_EQ_U64(ctr.v[SS_CTR_drop_tcp_no_flow], 1);
+	CHECK_EQ_U64(ctr.v[SS_CTR_tx_tcp_rst], 1);
+	CHECK_EQ_U64(drops(), 1);
+	CHECK(memcmp(frame, our_mac, 6) == 0 && memcmp(frame + 6, our_mac, 6) == 0);
+	CHECK_EQ_U64(ss_rd32(frame + 26), OUR_IP);
+	CHECK_EQ_U64(ss_rd32(frame + 30), OUR_IP);
+	CHECK(ss_tcp_csum_ok(OUR_IP, OUR_IP, frame + 34, 20));
+
+	/* The same frame from the NIC is a martian. */
+	reset();
+	l4 = ss_tcp_build(frame + 34, sizeof(frame) - 34, &t, OUR_IP, OUR_IP);
+	put_eth(our_mac, our_mac, SS_ETHERTYPE_IPV4);
+	ss_ipv4_build(frame + 14, 20, &ip);
+	EXPECT_DROP(len, drop_ipv4_bad_src);
+}
+
 int main(void)
 {
 	test_arp_request_for_us();
@@ -420,6 +457,7 @@ int main(void)
 	test_ipv4_drops();
 	test_tcp_closed_port();
 	test_tcp_drops();
+	test_tcp_loopback();
 	ss_arp_cache_free(&cache);
 	return check_done("test_proto");
 }

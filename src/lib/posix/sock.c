@@ -63,7 +63,9 @@ static int addr_in(const struct sockaddr *sa, socklen_t len, uint32_t *ip,
 	return 0;
 }
 
-/* Addresses the service cannot reach but the kernel can. */
+/* Addresses that stay the kernel's: 127.0.0.0/8.  The service's own
+ * address is not among them: the service loops connections to it back to
+ * the accelerated program that listens there. */
 static bool kernel_only(uint32_t ip)
 {
 	return (ip >> 24) == 127;
@@ -113,8 +115,8 @@ int ssp_socket(int domain, int type, int protocol)
 }
 
 /*
- * Give @fd back to the kernel stack (loopback, which the service cannot
- * reach): a kernel socket with the options set so far replaces the
+ * Give @fd back to the kernel stack (127.0.0.0/8, which stays the
+ * kernel's): a kernel socket with the options set so far replaces the
  * eventfd under the same number.  Only for a fresh socket with one fd and
  * no epoll registration.  Lock held; @s is freed on success.
  */
