@@ -152,6 +152,7 @@ struct ss_cc_dctcp_rate {
 	uint64_t rate;      /* B/s */
 	uint32_t alpha;     /* ppm */
 	uint8_t slow_start;
+	uint8_t loss_mode;  /* the path signals by loss, not marks: Reno's increase */
 };
 
 struct ss_cc_dctcp_win {

@@ -19,12 +19,13 @@
  *     - marks: rate *= 1 - alpha / 2 (RFC 8257 §3.3 step 8, on the rate);
  *     - no byte acknowledged: hold (no evidence the path takes more);
  *     - slow start: rate *= 2, until the first congestion signal;
- *     - otherwise additive increase: rate += max(step, the rate a window
- *       TCP would gain, one MSS per RTT).  TAS's fixed step suits
- *       datacenter RTTs and fast links; where the RTT is short against
- *       the interval's BDP, or loss is random, a fixed step falls behind
- *       Reno (which would then take the link from it), and under 1 %
- *       random loss, halving every interval, it would sit at its floor.
+ *     - otherwise additive increase: rate += step; after a loss with no
+ *       mark (the path signals by loss: drop-tail or random loss) until
+ *       the next mark, rate += max(step, the rate a window TCP would gain,
+ *       one MSS per RTT).  RFC 8257 §3.5 has DCTCP treat loss as
+ *       conventional TCP does; TAS's fixed step alone, halving at every
+ *       loss, leaves a flow under 1 % random loss at its floor on a short
+ *       path, while the small step keeps a marking queue steady.
  *  3. Clamp to [min_rate, max_rate].
  */
 
@@ -44,6 +45,7 @@ static void dctcp_rate_init(union ss_cc_state *u, const struct ss_cc_params *p, 
 	st->rate = p->dctcp_rate.init_rate;
 	st->alpha = p->dctcp_rate.alpha_init_ppm;
 	st->slow_start = 1;
+	st->loss_mode = 0;
 	dctcp_rate_out(st, 0, out);
 }
 
@@ -59,9 +61,12 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	if (s->acked_bytes)
 		st->alpha = cc_dctcp_alpha(st->alpha, p->g_ppm, s->acked_bytes, s->ecn_bytes);
 
+	if (s->ecn_bytes)
+		st->loss_mode = 0;
 	if (s->fast_retx || s->timeouts) {
 		rate = cc_rate_cut(rate, p->loss_md_ppm);
 		st->slow_start = 0;
+		st->loss_mode |= !s->ecn_bytes;
 		flags |= SS_CC_OUT_REDUCED;
 	} else if (s->ecn_bytes) {
 		rate = cc_rate_cut(rate, st->alpha / 2);
@@ -72,7 +77,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	} else if (st->slow_start) {
 		rate *= 2;
 	} else {
-		rate += cc_u64_max(p->step, cc_rate_reno_step(s));
+		rate += st->loss_mode ? cc_u64_max(p->step, cc_rate_reno_step(s)) : p->step;
 	}
 	st->rate = cc_rate_clamp(rate, p->min_rate, p->max_rate);
 	dctcp_rate_out(st, flags, out);

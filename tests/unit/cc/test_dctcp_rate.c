@@ -128,11 +128,11 @@ static void test_decrease_and_ai(void)
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_REDUCED);
 }
 
-/* Where the RTT is short, the increase is a window TCP's (one MSS per
- * RTT), not the fixed step: mss 1448, interval 200 us, srtt 100 us: the
- * window would grow by 1448 * 200 / 100 = 2896 B, 28 960 000 B/s at 100 us.
- * Without an RTT estimate the step alone. */
-static void test_ai_follows_reno(void)
+/* A path that signals by loss (a loss with no mark) gets a window TCP's
+ * increase, one MSS per RTT, until the next mark: mss 1448, interval
+ * 200 us, srtt 100 us: the window would grow by 1448 * 200 / 100 = 2896 B,
+ * 28 960 000 B/s at 100 us.  Without loss, or once marks come, the step. */
+static void test_ai_after_loss_follows_reno(void)
 {
 	union ss_cc_state st;
 	struct ss_cc_out out;
@@ -144,18 +144,36 @@ static void test_ai_follows_reno(void)
 	s = at_rate(100000000, 200, 20000, 0);
 	s.mss = 1448;
 	ops->on_interval(&st, &prm, &s, &out);
-	CHECK_EQ_U64(out.rate_bps, 100000000 + 28960000);
-	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE);
-	s = at_rate(130000000, 200, 20000, 0);
-	s.mss = 1448;
+	CHECK_EQ_U64(out.rate_bps, 100000000 + 1250000); /* no loss yet: the step */
+	s.fast_retx = 1;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 50625000);
+	CHECK_EQ_U64(st.dctcp_rate.loss_mode, 1);
+	s.fast_retx = 0;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 50625000 + 28960000);
+	/* Without an RTT estimate the step alone. */
 	s.srtt_us = 0;
 	ops->on_interval(&st, &prm, &s, &out);
-	CHECK_EQ_U64(out.rate_bps, 128960000 + 1250000);
+	CHECK_EQ_U64(out.rate_bps, 79585000 + 1250000);
+	/* A loss that comes with marks is congestion at a marking queue:
+	 * no loss mode.  A mark ends it. */
+	s.srtt_us = 100;
+	s.fast_retx = 1;
+	s.ecn_bytes = 1;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(st.dctcp_rate.loss_mode, 0);
+	st.dctcp_rate.loss_mode = 1;
+	s.fast_retx = 0;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(st.dctcp_rate.loss_mode, 0);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_REDUCED);
 	/* A loss every second interval (1 % loss at 50 segments per
 	 * interval) no longer pins the rate to its floor: from 1 MB/s,
 	 * halving then adding the Reno step settles between that step and
 	 * twice it (29-58 MB/s, after an increase), far above min_rate. */
 	st.dctcp_rate.rate = 1000000;
+	s.ecn_bytes = 0;
 	for (int i = 0; i < 64; i++) {
 		s = at_rate(st.dctcp_rate.rate, 200, 20000, 0);
 		s.mss = 1448;
@@ -314,6 +332,6 @@ int main(void)
 	test_floor_ceiling();
 	test_alpha_sequence();
 	test_two_flows_converge();
-	test_ai_follows_reno();
+	test_ai_after_loss_follows_reno();
 	return check_done("test_dctcp_rate");
 }
