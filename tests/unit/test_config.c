@@ -34,6 +34,11 @@ static void test_defaults_and_options(void)
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
 	CHECK_STR(cfg.eal_argv[0], "slipstreamd");
+	CHECK_EQ_U64(cfg.max_orphan_mem, 256ull << 20);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--max-orphan-mem", "0"), 0);
+	CHECK_EQ_U64(cfg.max_orphan_mem, 0);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--max-orphan-mem", "1048576"), 0);
+	CHECK_EQ_U64(cfg.max_orphan_mem, 1048576);
 
 	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
 			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
@@ -75,6 +80,9 @@ static void test_errors(void)
 		{ "--app-rate-cap", "iperf3=0", "app-rate-cap: expected Mbit/s in 0.1..100000, got '0'" },
 		{ "--app-rate-cap", "iperf3=fast", "app-rate-cap: expected Mbit/s in 0.1..100000, got 'fast'" },
 		{ "--cc-interval-rtts", "0", "cc-interval-rtts: expected 1..64, got '0'" },
+		{ "--max-orphan-mem", "-1", "max-orphan-mem: expected 0..1099511627776, got '-1'" },
+		{ "--max-orphan-mem", "1099511627777", "max-orphan-mem: expected 0..1099511627776, got '1099511627777'" },
+		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };
