@@ -134,6 +134,7 @@ static void ep_reset(int fd, struct ssp_file *f, void *arg)
 static void ssp_atfork_child(void)
 {
 	ssp_locks_reset();
+	ssp_waiter_atfork_child();
 	pthread_mutex_init(&log_lock, NULL);
 	pthread_mutex_init(&ip_lock, NULL);
 	ssp_fd_foreach(ep_reset, NULL);
@@ -479,6 +480,8 @@ void ssp_sock_touch(struct ssp_sock *s)
 	struct ssp_cx *cx = s->cx;
 
 	s->seq++;
+	if (__atomic_load_n(&s->n_blocked, __ATOMIC_RELAXED))
+		ssp_sock_kick_blocked(s);
 	for (struct ssp_link *l = s->regs.next; l != &s->regs; l = l->next) {
 		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
 
@@ -649,6 +652,8 @@ void ssp_sock_unhold(struct ssp_sock *s)
 
 /* ------------------------------------------------------------- events */
 
+static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e);
+
 static struct ssp_sock *cookie_find(struct ssp_cx *cx, uint64_t cookie)
 {
 	for (struct ssp_link *l = cx->cookies.next; l != &cx->cookies; l = l->next) {
@@ -749,8 +754,30 @@ static void ev_returned(const struct ss_event *e)
 		ssp_conn_release(e->conn, false); /* closed here meanwhile */
 }
 
-/* One event of @cx (its lock held). */
-static void ssp_event(struct ssp_cx *cx, const struct ss_event *e)
+/* One event of @cx (its lock held).  Each socket an event concerns is
+ * touched (ssp_sock_touch: the threads waiting for it are woken); true
+ * when the event may concern threads that wait for something else (the
+ * pump then wakes every waiter of @cx, see cx.c). */
+static bool ssp_event(struct ssp_cx *cx, const struct ss_event *e)
+{
+	ssp_event_apply(cx, e);
+	switch (e->type) {
+	case SS_EVENT_LISTENING:
+	case SS_EVENT_CONNECTED:
+	case SS_EVENT_ACCEPTED:
+	case SS_EVENT_DATA:
+	case SS_EVENT_SENT:
+	case SS_EVENT_PEER_CLOSED:
+	case SS_EVENT_RESET:
+	case SS_EVENT_ERROR:
+	case SS_EVENT_CLOSED:
+		return false;
+	default:
+		return true; /* bound, adopted, inherited, moved, errors of commands */
+	}
+}
+
+static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 {
 	struct ssp_sock *s;
 
@@ -860,22 +887,22 @@ static void ssp_event(struct ssp_cx *cx, const struct ss_event *e)
 void ssp_cx_pump(struct ssp_cx *cx)
 {
 	struct ss_event ev[64];
-	bool disarmed, any = false;
+	/* A poller asleep on the context keeps its arming (cx.c). */
+	bool keep = cx->poller != NULL, any = false, broad = false;
 	int n;
 
 	if (ssp_mode() != SSP_M_ON || !cx->ctx)
 		return;
-	disarmed = cx->ctx->armed; /* ss_poll disarms: the poller must re-arm */
 	do {
-		n = ss_poll(cx->ctx, ev, 64);
+		n = keep ? ss_poll_keep_armed(cx->ctx, ev, 64) : ss_poll(cx->ctx, ev, 64);
 		for (int i = 0; i < n; i++)
-			ssp_event(cx, &ev[i]);
+			broad |= ssp_event(cx, &ev[i]);
 		any |= n > 0;
 	} while (n == 64);
 	if (cx->n_deferred)
 		deferred_retry(cx);
 	if (!ssp_list_empty(&cx->waiters))
-		ssp_wake_others(cx, any, disarmed);
+		ssp_wake_others(cx, any, broad);
 }
 
 void ssp_pump(void)

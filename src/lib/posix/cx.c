@@ -32,11 +32,16 @@ void ssp_cx_lock(struct ssp_cx *cx)
 	held = cx;
 }
 
+static void cx_handoff(struct ssp_cx *cx);
+
 void ssp_unlock(void)
 {
 	struct ssp_cx *cx = held;
 
 	held = NULL;
+	/* Waiters there and no poller: one must take the role (cx.c). */
+	if (!cx->poller && cx->waiters.next != &cx->waiters && !cx->handoff)
+		cx_handoff(cx);
 	pthread_mutex_unlock(&cx->lock);
 }
 
@@ -95,6 +100,7 @@ void ssp_locks_reset(void)
 		pthread_mutex_init(&cx->lock, NULL);
 		ssp_list_init(&cx->waiters);
 		cx->poller = NULL;
+		cx->handoff = NULL;
 	}
 	held = NULL;
 }
@@ -147,6 +153,7 @@ void ssp_cx_setup(void)
 		cx->n_deferred = 0; /* (a child's: the parent's business) */
 		cx->ctx = i < n ? ss_ctx_get(ssp.app, i) : NULL;
 		cx->evfd = i < n ? ss_ctx_fd(cx->ctx) : -1;
+		cx->n_sets = 0; /* (a child's sets join again: fork.c) */
 	}
 	__atomic_store_n(&ssp.cx_gen, ssp.cx_gen + 1, __ATOMIC_RELEASE);
 }
@@ -179,20 +186,37 @@ struct ssp_cx *ssp_cx_mine(void)
  * Several threads may block at once on one context.  Only one of them,
  * the poller, arms the context (sets the sleeping flag the service looks
  * at) and waits on its eventfd; the others wait on their own eventfd.
- * Whoever pumps events (ssp_cx_pump) wakes every waiter registered on
- * that context, because the events may be theirs; and a pump that
- * disarmed the context (any ss_poll does) wakes the poller so that it
- * arms again.  A poller that leaves hands the role on by waking the
- * others.  Only the poller ever arms, so two blocked threads never disarm
- * each other in a loop.  A thread waiting on several contexts (poll,
- * epoll) registers on each, under each one's lock in turn.  Its eventfd
- * is read once before a pass that takes it off its contexts (and looks
- * at each), never in the middle of one: a kick meant for a context the
- * pass is done with (a poller disarmed meanwhile) must stay pending, so
- * that the next sleep ends at once and the pass runs again.
+ * Whoever pumps events (ssp_cx_pump) wakes the waiters the events may
+ * concern, and only those: a socket's events wake the threads blocked in
+ * a call on that socket (ssp_sock_touch) and the threads asleep on an
+ * epoll set that holds it (its ready list gains an entry: epoll.c);
+ * poll/select waiters and fork waits (SSP_WK_ALL) wake for any event;
+ * events that are no one socket's (fork, bind, errors) wake everyone.
+ * A thread waking on the other vCPU costs more than all the bookkeeping,
+ * so nobody is woken "in case" (memcached's workers sleep on the
+ * acceptor's context: each event used to wake all of them).
+ *
+ * A pump by a thread other than the poller leaves the arming alone
+ * (ss_poll_keep_armed): the poller sleeps on, still signalled by the
+ * service, instead of being woken to arm again.  When the poller itself
+ * leaves, the context must not stay without one while others sleep on
+ * it: whoever releases the context's lock (ssp_unlock) with waiters
+ * there and no poller kicks one of them (cx->handoff), which takes the
+ * role when it registers again; a poller that comes back within the
+ * same hold of the lock (epoll_wait's pass) keeps it and kicks nobody.
+ *
+ * Only the poller ever arms, so two blocked threads never disarm each
+ * other in a loop.  A thread waiting on several contexts (poll, epoll)
+ * registers on each, under each one's lock in turn.  Its eventfd is read
+ * once before a pass that takes it off its contexts (and looks at each),
+ * never in the middle of one: a kick that arrives during the pass (for a
+ * context the pass is done with) must stay pending, so that the next
+ * sleep ends at once and the pass runs again.
  */
 static pthread_key_t waiter_key;
 static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
+static uint64_t waiter_ids;
+static bool waiter_key_ok;
 
 static void waiter_free(void *p)
 {
@@ -207,6 +231,8 @@ static void waiter_key_make(void)
 {
 	if (pthread_key_create(&waiter_key, waiter_free) != 0)
 		waiter_key = (pthread_key_t)-1;
+	else
+		__atomic_store_n(&waiter_key_ok, true, __ATOMIC_RELEASE);
 }
 
 struct ssp_waiter *ssp_waiter_self(void)
@@ -225,6 +251,7 @@ struct ssp_waiter *ssp_waiter_self(void)
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
 		ssp_list_init(&w->link[i]);
 	ssp_list_init(&w->in_ep);
+	w->id = __atomic_add_fetch(&waiter_ids, 1, __ATOMIC_RELAXED);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0 || pthread_setspecific(waiter_key, w) != 0) {
 		ssp_log_once("waiter", "no eventfd for a waiting thread: it naps instead");
@@ -234,29 +261,108 @@ struct ssp_waiter *ssp_waiter_self(void)
 	return w;
 }
 
-static void waiter_kick(struct ssp_waiter *w)
+void ssp_waiter_atfork_child(void)
+{
+	struct ssp_waiter *w;
+
+	if (!__atomic_load_n(&waiter_key_ok, __ATOMIC_ACQUIRE) ||
+	    !(w = pthread_getspecific(waiter_key)))
+		return;
+	if (w->efd >= 0)
+		ssp_real.close(w->efd);
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	w->id = __atomic_add_fetch(&waiter_ids, 1, __ATOMIC_RELAXED);
+	w->kicked = 0;
+	w->sleep_ep = NULL;
+	w->ep_fail = false;
+	if (w->efd < 0) {
+		/* No eventfd: this thread naps from now on. */
+		pthread_setspecific(waiter_key, NULL);
+		free(w);
+	}
+}
+
+void ssp_waiter_kick(struct ssp_waiter *w)
 {
 	uint64_t one = 1;
 
+	/* One write until the waiter drains: its eventfd is readable. */
+	if (__atomic_exchange_n(&w->kicked, 1, __ATOMIC_ACQ_REL))
+		return;
 	if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
 		return; /* counter saturated: it is readable anyway */
+}
+
+static void poller_set(struct ssp_cx *cx, struct ssp_waiter *w)
+{
+	__atomic_store_n(&cx->poller, w, __ATOMIC_RELEASE);
+}
+
+static uint8_t kind_of(const struct ssp_waiter *w)
+{
+	return __atomic_load_n(&w->kind, __ATOMIC_RELAXED);
+}
+
+static struct ssp_waiter *link_waiter(struct ssp_cx *cx, struct ssp_link *l)
+{
+	return SSP_CONTAINER(l, struct ssp_waiter, link[cx->idx]);
 }
 
 void ssp_cx_kick(struct ssp_cx *cx)
 {
 	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next)
-		waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, link[cx->idx]));
+		ssp_waiter_kick(link_waiter(cx, l));
+}
+
+void ssp_sock_kick_blocked(struct ssp_sock *s)
+{
+	struct ssp_cx *cx = s->cx;
+
+	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+		struct ssp_waiter *w = link_waiter(cx, l);
+
+		if (kind_of(w) == SSP_WK_SOCK && w->sock == s)
+			ssp_waiter_kick(w);
+	}
+}
+
+/* The context's lock is about to go (ssp_unlock): a context with waiters
+ * and no poller gets one.  A thread asleep in epoll_wait is made the
+ * poller where it sleeps (epoll.c), without waking it; else the oldest
+ * waiter is kicked (once) and takes the role when it registers again. */
+static void cx_handoff(struct ssp_cx *cx)
+{
+	struct ssp_waiter *w;
+
+	if (!cx->waiters.next)
+		return; /* (lists not set up: never attached) */
+	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+		w = link_waiter(cx, l);
+		if (kind_of(w) == SSP_WK_EP && ssp_ep_poller_give(w, cx))
+			return;
+	}
+	w = link_waiter(cx, cx->waiters.next);
+	cx->handoff = w;
+	ssp_waiter_kick(w);
 }
 
 int ssp_wait_begin(struct ssp_waiter *w, struct ssp_cx *cx)
 {
+	struct ssp_waiter *p = cx->poller;
+
 	/* Whatever this thread queued must reach the service before it
 	 * sleeps (the poller's arm flushes too; a follower must as well). */
 	ss_flush(cx->ctx);
-	if (!cx->poller) {
+	if (!p) {
 		if (ss_ctx_arm(cx->ctx))
 			return -1;
-		cx->poller = w;
+		poller_set(cx, w);
+		cx->handoff = NULL;
+	} else if (p != w && kind_of(w) == SSP_WK_EP && kind_of(p) == SSP_WK_EP) {
+		/* The thread that sleeps last is the likeliest to be the one
+		 * the next events are for (it just served its own): it takes
+		 * the role, the other sleeps on untouched (epoll.c). */
+		ssp_ep_poller_take(p, cx, w);
 	}
 	ssp_list_add_tail(&cx->waiters, &w->link[cx->idx]);
 	return cx->poller == w;
@@ -266,28 +372,34 @@ void ssp_waiter_drain(struct ssp_waiter *w)
 {
 	uint64_t v;
 
+	/* Every kick sets the flag before it writes: no flag, nothing to
+	 * read (a kick after the exchange is read next time). */
+	if (!__atomic_exchange_n(&w->kicked, 0, __ATOMIC_ACQ_REL))
+		return;
 	if (ssp_real.read(w->efd, &v, sizeof(v)) < 0)
-		v = 0; /* nothing there */
+		__atomic_store_n(&w->kicked, 1, __ATOMIC_RELEASE); /* its write is on its way */
 }
 
 void ssp_wait_end(struct ssp_waiter *w, struct ssp_cx *cx)
 {
-	bool was_poller = cx->poller == w;
-
 	ssp_list_del(&w->link[cx->idx]);
-	if (was_poller)
-		cx->poller = NULL;
+	if (cx->poller == w)
+		poller_set(cx, NULL);
+	if (cx->handoff == w)
+		cx->handoff = NULL;
 	ssp_cx_pump(cx);
-	if (was_poller && !ssp_list_empty(&cx->waiters))
-		ssp_cx_kick(cx); /* one of them takes over the context */
 }
 
-void ssp_wake_others(struct ssp_cx *cx, bool events, bool disarmed)
+void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad)
 {
-	if (events)
-		ssp_cx_kick(cx);
-	else if (disarmed && cx->poller)
-		waiter_kick(cx->poller);
+	if (!events)
+		return;
+	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+		struct ssp_waiter *w = link_waiter(cx, l);
+
+		if (broad || kind_of(w) == SSP_WK_ALL)
+			ssp_waiter_kick(w);
+	}
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -347,8 +459,8 @@ int ssp_ms_left(int64_t deadline_ms)
 	return left > 1000000000 ? 1000000000 : (int)left;
 }
 
-/* ssp_block without following a socket. */
-static int block_held(int64_t deadline_ms, const sigset_t *mask)
+/* ssp_block without following @s (blocked in a call on it, or NULL). */
+static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
 {
 	struct ssp_cx *cx = held;
 	struct ssp_waiter *w = ssp_waiter_self();
@@ -372,6 +484,8 @@ static int block_held(int64_t deadline_ms, const sigset_t *mask)
 		ssp_away_pump();
 		return 0;
 	}
+	__atomic_store_n(&w->kind, s ? SSP_WK_SOCK : SSP_WK_ALL, __ATOMIC_RELAXED);
+	w->sock = s;
 	role = ssp_wait_begin(w, cx);
 	if (role < 0) {
 		ssp_cx_pump(cx);
@@ -382,6 +496,8 @@ static int block_held(int64_t deadline_ms, const sigset_t *mask)
 		errno = ETIMEDOUT;
 		return -1;
 	}
+	if (s)
+		__atomic_add_fetch(&s->n_blocked, 1, __ATOMIC_RELAXED);
 	pfd[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
 	if (role == 1)
 		pfd[n++] = (struct pollfd){ .fd = cx->evfd, .events = POLLIN };
@@ -395,6 +511,8 @@ static int block_held(int64_t deadline_ms, const sigset_t *mask)
 	}
 	err = errno;
 	ssp_cx_lock(cx);
+	if (s)
+		__atomic_sub_fetch(&s->n_blocked, 1, __ATOMIC_RELAXED);
 	ssp_waiter_drain(w);
 	ssp_wait_end(w, cx);
 	ssp_away_pump();
@@ -407,7 +525,7 @@ static int block_held(int64_t deadline_ms, const sigset_t *mask)
 
 int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
 {
-	int rc = block_held(deadline_ms, mask), err = errno;
+	int rc = block_held(s, deadline_ms, mask), err = errno;
 
 	if (s)
 		ssp_sock_relock(s); /* it may have moved to context 0 meanwhile */

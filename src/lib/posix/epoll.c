@@ -10,9 +10,13 @@
  * An application's epoll fd stays a kernel epoll set: kernel fds are
  * registered there as usual.  The first accelerated fd registered turns
  * it into a struct ssp_ep (in the fd table under the epoll fd's number);
- * the eventfd of every context that has sockets registered joins the
- * kernel set, marked with SSP_EP_CTX_MARK (ep->cxmask), so a sleeping
- * epoll_wait wakes on service events.
+ * ep->cxmask holds the contexts that have sockets registered there.  The
+ * eventfd of such a context is in the kernel set (ep->kmask), marked
+ * with SSP_EP_CTX_MARK, so a sleeping epoll_wait wakes on the service's
+ * signal: for good when the set is the only one with sockets of the
+ * context (a single-threaded program), else only while a thread asleep
+ * on the set is the context's poller (ep_sleeper_register), so that one
+ * signal wakes one thread, not every thread asleep on such a set.
  *
  * Accelerated registrations sit on a ready list whenever they may be
  * ready: events queue them (ssp_sock_touch), epoll_wait checks them.
@@ -36,10 +40,12 @@
  *     ready list empty and registers (ssp_wait_begin: it may become the
  *     poller that arms it); at the first such registration, still under
  *     that context's lock, it joins the set's sleepers;
- *   - any later pump with events kicks every waiter registered on that
- *     context (cx.c), and whenever a ready list of the set gains an entry
- *     (ssp_ep_wake, from ssp_sock_touch) or a registration is added or
- *     changed, the set's sleepers are kicked.
+ *   - whenever a ready list of the set gains an entry (ssp_ep_wake, from
+ *     ssp_sock_touch: a pump by any thread) or a registration is added
+ *     or changed, the set's sleepers are kicked; a pump kicks the
+ *     epoll sleepers of its context only for events that are no one
+ *     socket's (cx.c), so a thread sleeps on through the events of
+ *     sockets it does not watch.
  *
  * An entry added after the sleeper's look at a context happens under that
  * context's lock after the sleeper joined the sleepers and registered
@@ -48,6 +54,14 @@
  * the number of sleepers without the set's lock (n_sleepers) and skip
  * the kick when it is 0.  A single-threaded program is never asleep when
  * it pumps: no kick.
+ *
+ * The poller role moves between threads asleep on different sets
+ * without waking them (ssp_ep_poller_give/take, under the set's lock,
+ * which also covers ep->kmask): the last thread to go to sleep takes it
+ * (it just served its own events: the next ones are likely its own
+ * again), and a poller that leaves hands it to one still asleep.  So
+ * memcached's worker that the service's signal wakes is, as often as
+ * not, the one the events are for, and its acceptor sleeps through them.
  *
  * EPOLLEXCLUSIVE (Linux's ep_poll_callback): the exclusive registrations
  * of one socket are visited in registration order on each of its events;
@@ -78,6 +92,13 @@ struct ep_x {
 	int waiters;            /* threads inside ssp_epoll_wait on it (read atomically) */
 	struct ssp_link sleepers; /* struct ssp_waiter.in_ep: asleep on it */
 	int n_sleepers;         /* on sleepers (written under the lock, read atomically) */
+	/* The first thread that sleeps on the set (ssp_waiter.id) keeps its
+	 * eventfd in the kernel set between sleeps (owner_in) until another
+	 * thread sleeps there too (shared): then each adds and removes its
+	 * own around every sleep, as a kick must wake only the sleepers. */
+	uint64_t owner;
+	int owner_efd;
+	bool owner_in, shared;
 	struct ep_x *pool_next; /* in the pool (ssp.glock) */
 };
 
@@ -119,15 +140,44 @@ static bool ep_lock_live(struct ssp_ep *ep, int epfd)
 }
 
 /* Context @cx's eventfd joins @ep's kernel set (@ep's lock held). */
-static int ep_cx_add(struct ssp_ep *ep, const struct ssp_cx *cx)
+static int ep_kadd(struct ssp_ep *ep, const struct ssp_cx *cx)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SSP_EP_CTX_MARK };
+	uint64_t bit = 1ull << cx->idx;
 
-	if (ep->cxmask & (1ull << cx->idx))
+	if (ep->kmask & bit)
 		return 0;
 	if (ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_ADD, cx->evfd, &ev) < 0 && errno != EEXIST)
 		return -1;
-	__atomic_store_n(&ep->cxmask, ep->cxmask | 1ull << cx->idx, __ATOMIC_RELEASE);
+	ep->kmask |= bit;
+	return 0;
+}
+
+/* ... and leaves it (@ep's lock held). */
+static void ep_kdel(struct ssp_ep *ep, const struct ssp_cx *cx)
+{
+	uint64_t bit = 1ull << cx->idx;
+
+	if (!(ep->kmask & bit))
+		return;
+	ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_DEL, cx->evfd, NULL);
+	ep->kmask &= ~bit;
+}
+
+/* @ep holds sockets of @cx from now on (@ep's lock held).  The eventfd
+ * of a context that only this set watches stays in its kernel set for
+ * good; one that several sets watch is there only while a thread asleep
+ * on the set is the context's poller (ep_sleeper_register). */
+static int ep_cx_add(struct ssp_ep *ep, struct ssp_cx *cx)
+{
+	uint64_t bit = 1ull << cx->idx;
+
+	if (ep->cxmask & bit)
+		return 0;
+	if (__atomic_load_n(&cx->n_sets, __ATOMIC_ACQUIRE) == 0 && ep_kadd(ep, cx) < 0)
+		return -1;
+	__atomic_add_fetch(&cx->n_sets, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&ep->cxmask, ep->cxmask | bit, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -175,6 +225,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	ep = &x->ep;
 	ep->epfd = epfd;
 	ep->cxmask = 1ull << cx->idx;
+	ep->kmask = 1ull << cx->idx;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++) {
 		ssp_list_init(&ep->per[i].regs);
 		ssp_list_init(&ep->per[i].rdlist);
@@ -183,6 +234,9 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	x->waiters = 0;
 	x->n_sleepers = 0;
 	ssp_list_init(&x->sleepers);
+	x->owner = 0;
+	x->owner_efd = -1;
+	x->owner_in = x->shared = false;
 	ssp_glock();
 	if (ssp_fd_get(epfd)) {
 		/* Another thread made it meanwhile: use that one. */
@@ -196,6 +250,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 		errno = ENOMEM;
 		return NULL;
 	}
+	__atomic_add_fetch(&cx->n_sets, 1, __ATOMIC_ACQ_REL);
 	ssp_gunlock();
 	return ep;
 }
@@ -203,14 +258,8 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 /* Wake the threads asleep on @x (its lock held); see the rule above. */
 static void ep_kick(struct ep_x *x)
 {
-	uint64_t one = 1;
-
-	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next) {
-		struct ssp_waiter *w = SSP_CONTAINER(l, struct ssp_waiter, in_ep);
-
-		if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
-			continue; /* counter saturated: readable anyway */
-	}
+	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		ssp_waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, in_ep));
 }
 
 static struct ssp_epreg *reg_find(struct ssp_ep *ep, struct ssp_sock *s, int fd)
@@ -376,6 +425,9 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 	if (!ep_lock_live(ep, epfd))
 		return close_fd ? ssp_real.close(epfd) : 0; /* gone meanwhile */
 	x->dead = true;
+	for (unsigned i = 0; i < SSP_MAX_CX; i++)
+		if (ep->cxmask & 1ull << i)
+			__atomic_sub_fetch(&ssp.cx[i].n_sets, 1, __ATOMIC_ACQ_REL);
 	ssp_glock();
 	ssp_fd_set(epfd, NULL);
 	ssp_gunlock();
@@ -451,6 +503,48 @@ static void list_splice_tail(struct ssp_link *to, struct ssp_link *from)
 	}
 }
 
+bool ssp_ep_poller_give(struct ssp_waiter *w, struct ssp_cx *cx)
+{
+	struct ssp_ep *ep = __atomic_load_n(&w->sleep_ep, __ATOMIC_ACQUIRE);
+	bool done = false;
+
+	if (!ep || __atomic_load_n(&w->kicked, __ATOMIC_ACQUIRE))
+		return false; /* awake, or about to be: a kick does as well */
+	pthread_mutex_lock(&ep->lock);
+	if (w->sleep_ep == ep && !ep_x(ep)->dead && (ep->cxmask & 1ull << cx->idx) &&
+	    ss_ctx_arm(cx->ctx) == 0) {
+		/* Armed: a failure to watch the eventfd leaves it armed with no
+		 * poller, which the next pump undoes (ss_poll disarms). */
+		if (ep_kadd(ep, cx) == 0) {
+			__atomic_store_n(&cx->poller, w, __ATOMIC_RELEASE);
+			done = true;
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return done;
+}
+
+bool ssp_ep_poller_take(struct ssp_waiter *p, struct ssp_cx *cx, struct ssp_waiter *w)
+{
+	struct ssp_ep *ep = __atomic_load_n(&p->sleep_ep, __ATOMIC_ACQUIRE);
+	bool done = false;
+
+	if (!ep || ep == w->ep)
+		return false; /* awake, or on our own set: nothing to gain */
+	pthread_mutex_lock(&ep->lock);
+	if (p->sleep_ep == ep) {
+		/* Another set holds sockets of @cx (ours): never the only one,
+		 * so the eventfd may go.  A signal already in it stays there:
+		 * our set, which takes it (ep_sleeper_register), wakes at once. */
+		if (!ep_x(ep)->dead)
+			ep_kdel(ep, cx);
+		__atomic_store_n(&cx->poller, w, __ATOMIC_RELEASE);
+		done = true;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return done;
+}
+
 void ssp_ep_atfork_child(struct ssp_ep *ep)
 {
 	struct ep_x *x = ep_x(ep);
@@ -459,6 +553,9 @@ void ssp_ep_atfork_child(struct ssp_ep *ep)
 	ssp_list_init(&x->sleepers);
 	x->n_sleepers = 0;
 	x->waiters = 0;
+	/* The kernel set is the parent's too, with the parent's eventfds. */
+	x->shared = true;
+	x->owner_in = false;
 }
 
 void ssp_ep_child_attach(struct ssp_ep *ep)
@@ -469,6 +566,7 @@ void ssp_ep_child_attach(struct ssp_ep *ep)
 		list_splice_tail(&ep->per[0].rdlist, &ep->per[i].rdlist);
 	}
 	ep->cxmask = 0;
+	ep->kmask = 0; /* the kernel set holds the parent's eventfds, not ours */
 	ep_cx_add(ep, &ssp.cx[0]);
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -575,27 +673,103 @@ static void ep_unreg(struct ssp_waiter *w, uint64_t reg)
 	}
 }
 
-/* @w joins @x's sleepers (the lock of a context of the set held). */
-static void ep_sleeper_join(struct ep_x *x, struct ssp_waiter *w)
+/* Is a thread with waiter id @id on @x's sleepers?  (Its lock held.) */
+static bool ep_sleeping(struct ep_x *x, uint64_t id)
 {
-	pthread_mutex_lock(&x->ep.lock);
-	ssp_list_add_tail(&x->sleepers, &w->in_ep);
-	__atomic_store_n(&x->n_sleepers, x->n_sleepers + 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&x->ep.lock);
+	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		if (SSP_CONTAINER(l, struct ssp_waiter, in_ep)->id == id)
+			return true;
+	return false;
 }
 
-/* @w leaves @x's sleepers (its lock held). */
-static void ep_sleeper_leave_locked(struct ep_x *x, struct ssp_waiter *w)
+/* @w's eventfd joins @x's kernel set for a sleep (@x's lock held; see
+ * ep_x.owner).  0 or -1. */
+static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
+{
+	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
+
+	if (!x->owner) {
+		x->owner = w->id;
+		x->owner_efd = w->efd;
+	} else if (x->owner != w->id && !x->shared) {
+		x->shared = true;
+		if (x->owner_in && !ep_sleeping(x, x->owner)) {
+			/* (asleep, it takes its own away when it wakes) */
+			ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, x->owner_efd, NULL);
+			x->owner_in = false;
+		}
+	}
+	if (x->owner == w->id && x->owner_in)
+		return 0;
+	if (ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_ADD, w->efd, &wev) < 0 && errno != EEXIST)
+		return -1;
+	if (x->owner == w->id && !x->shared)
+		x->owner_in = true;
+	return 0;
+}
+
+/*
+ * @w, registered on @cx (its lock held) for a sleep on @x, joins the
+ * set's sleepers at its first registration of the pass (@first; see the
+ * rule above) with its eventfd in the kernel set, and the kernel set
+ * watches @cx's eventfd if @w is its poller, or if no other set has
+ * sockets of @cx; else not, unless another thread sleeps on the set
+ * too.  The role may move later (ssp_ep_poller_give/take, under the
+ * set's lock too): whoever moves it fixes the kernel set.  A failure
+ * that would let @w sleep through its wake-up sets w->ep_fail.
+ */
+static void ep_sleeper_register(struct ep_x *x, struct ssp_waiter *w, struct ssp_cx *cx,
+				bool first)
+{
+	struct ssp_ep *ep = &x->ep;
+
+	pthread_mutex_lock(&ep->lock);
+	if (first) {
+		ssp_list_add_tail(&x->sleepers, &w->in_ep);
+		__atomic_store_n(&x->n_sleepers, x->n_sleepers + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->sleep_ep, ep, __ATOMIC_RELEASE);
+		if (!x->dead && ep_wake_add(x, w) < 0)
+			w->ep_fail = true;
+	}
+	if (!x->dead) {
+		bool poller = cx->poller == w;
+
+		if (poller || __atomic_load_n(&cx->n_sets, __ATOMIC_ACQUIRE) <= 1) {
+			if (ep_kadd(ep, cx) < 0 && poller)
+				w->ep_fail = true;
+		} else if (x->n_sleepers <= 1) {
+			ep_kdel(ep, cx);
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* @w leaves @x's sleepers (its lock held) and, unless it keeps it there
+ * (ep_x.owner), takes its eventfd out of the kernel set.  True when the
+ * set was closed meanwhile. */
+static bool ep_sleeper_quit_locked(struct ep_x *x, struct ssp_waiter *w)
 {
 	ssp_list_del(&w->in_ep);
 	__atomic_store_n(&x->n_sleepers, x->n_sleepers - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->sleep_ep, NULL, __ATOMIC_RELEASE);
+	if (x->dead)
+		return true;
+	if (x->owner != w->id || x->shared) {
+		ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, w->efd, NULL);
+		if (x->owner == w->id)
+			x->owner_in = false;
+	}
+	return false;
 }
 
-static void ep_sleeper_leave(struct ep_x *x, struct ssp_waiter *w)
+static bool ep_sleeper_quit(struct ep_x *x, struct ssp_waiter *w)
 {
+	bool dead;
+
 	pthread_mutex_lock(&x->ep.lock);
-	ep_sleeper_leave_locked(x, w);
+	dead = ep_sleeper_quit_locked(x, w);
 	pthread_mutex_unlock(&x->ep.lock);
+	return dead;
 }
 
 /*
@@ -619,12 +793,11 @@ static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int
 
 	if (old)
 		ssp_waiter_drain(self); /* before the pass, never within (cx.c) */
-	for (unsigned j = 0; j < ssp.n_cx; j++) {
+	for (uint64_t todo = cxs | old; todo; todo &= todo - 1) {
+		unsigned j = (unsigned)__builtin_ctzll(todo);
 		struct ssp_cx *cx = &ssp.cx[j];
 		uint64_t bit = 1ull << j;
 
-		if (!((cxs | old) & bit))
-			continue;
 		ssp_cx_lock(cx);
 		if (old & bit)
 			ssp_wait_end(self, cx); /* pumps */
@@ -639,8 +812,7 @@ static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int
 				if (ssp_wait_begin(self, cx) < 0) {
 					again = true;
 				} else {
-					if (!now)
-						ep_sleeper_join(x, self);
+					ep_sleeper_register(x, self, cx, !now);
 					now |= bit;
 				}
 			}
@@ -648,26 +820,13 @@ static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int
 		ssp_unlock();
 	}
 	if ((n || again) && now) {
-		ep_sleeper_leave(x, self);
+		ep_sleeper_quit(x, self);
+		self->ep_fail = false;
 		ep_unreg(self, now);
 		now = 0;
 	}
 	*reg = now;
 	return !n && again ? -1 : n;
-}
-
-/* Add @w's eventfd to @x's kernel set, unless the set was closed (then
- * its number may be another file's now).  0 or -1. */
-static int ep_wake_fd_add(struct ep_x *x, struct ssp_waiter *w)
-{
-	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
-	int rc = 0;
-
-	pthread_mutex_lock(&x->ep.lock);
-	if (!x->dead)
-		rc = ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_ADD, w->efd, &wev);
-	pthread_mutex_unlock(&x->ep.lock);
-	return rc;
 }
 
 int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
@@ -692,6 +851,12 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 	pthread_mutex_unlock(&ep->lock);
 	deadline = ssp_deadline(timeout_ms);
 	w = timeout_ms != 0 ? ssp_waiter_self() : NULL;
+	if (w) {
+		/* Woken through the set (see above); registered nowhere now. */
+		__atomic_store_n(&w->kind, SSP_WK_EP, __ATOMIC_RELAXED);
+		w->sock = NULL;
+		w->ep = ep;
+	}
 	for (;;) {
 		int left = ssp_ms_left(deadline), n, err;
 		bool more = false, dead;
@@ -730,10 +895,11 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			}
 			continue;
 		}
-		if (ep_wake_fd_add(x, w) < 0) {
+		if (w->ep_fail) {
 			ssp_log_once("ep_waiter", "cannot add a waiter eventfd to an epoll set: "
 				     "waits there nap");
-			ep_sleeper_leave(x, w);
+			ep_sleeper_quit(x, w);
+			w->ep_fail = false;
 			ep_unreg(w, reg);
 			reg = 0;
 			w = NULL;
@@ -741,12 +907,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		}
 		k = real_wait(epfd, evs, max, left, mask);
 		err = errno;
-		pthread_mutex_lock(&ep->lock);
-		dead = x->dead;
-		ep_sleeper_leave_locked(x, w);
-		if (!dead)
-			ssp_real.epoll_ctl(epfd, EPOLL_CTL_DEL, w->efd, NULL);
-		pthread_mutex_unlock(&ep->lock);
+		dead = ep_sleeper_quit(x, w);
 		if (k < 0 || dead) {
 			/* An error (EINTR: never restarted), or the set was
 			 * closed meanwhile: what the kernel said. */

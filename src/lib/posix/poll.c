@@ -37,20 +37,22 @@ static void unreg(struct ssp_waiter *w, uint64_t reg)
 
 /*
  * Fill the revents of accelerated entries of @fds (nothing held); kernel
- * ones are copied to @k, accelerated ones get fd -1 there.  With @w (the
- * caller sleeps unless something is ready), @w is registered on every
- * context looked at while nothing was ready (*@reg; *@pollers: those
- * where it armed the context), and taken off again when something was.
- * Returns how many accelerated entries are ready, or -1 when events came
- * during a registration (look again).
+ * ones are copied to @k, accelerated ones get fd -1 there.  @w is taken
+ * off the contexts in @old first (where it slept: each one under the same
+ * lock hold as the look, so a poller that comes back keeps the role, see
+ * cx.c).  With @sleep (the caller sleeps unless something is ready), @w
+ * is registered on every context looked at while nothing was ready
+ * (*@reg; *@pollers: those where it armed the context), and taken off
+ * again when something was.  Returns how many accelerated entries are
+ * ready, or -1 when events came during a registration (look again).
  */
 static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waiter *w,
-		uint64_t *reg, uint64_t *pollers)
+		uint64_t old, bool sleep, uint64_t *reg, uint64_t *pollers)
 {
-	uint64_t cxs = 0, done = 0;
+	uint64_t cxs = 0, done = 0, now = 0, polled = 0;
+	bool again = false;
 	int ready = 0;
 
-	*reg = *pollers = 0;
 	for (nfds_t i = 0; i < n; i++) {
 		struct ssp_sock *s = fds[i].fd >= 0 ? ssp_fd_sock(fds[i].fd) : NULL;
 
@@ -65,16 +67,26 @@ static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waite
 	}
 	if (cxs && __atomic_load_n(&ssp.n_away, __ATOMIC_ACQUIRE) > 0)
 		cxs |= 1; /* connections come back on context 0 (cx.c) */
-	while (cxs & ~done) {
+	if (old)
+		ssp_waiter_drain(w); /* before the pass, never within (cx.c) */
+	if (sleep) {
+		w->kind = SSP_WK_ALL;
+		w->sock = NULL;
+	}
+	while ((cxs | old) & ~done) {
 		for (unsigned j = 0; j < ssp.n_cx; j++) {
 			struct ssp_cx *cx = &ssp.cx[j];
+			uint64_t bit = 1ull << j;
 
-			if (!(cxs & ~done & 1ull << j))
+			if (!((cxs | old) & ~done & bit))
 				continue;
-			done |= 1ull << j;
+			done |= bit;
 			ssp_cx_lock(cx);
-			ssp_cx_pump(cx);
-			for (nfds_t i = 0; i < n; i++) {
+			if (old & bit)
+				ssp_wait_end(w, cx); /* pumps */
+			else
+				ssp_cx_pump(cx);
+			for (nfds_t i = 0; i < n && (cxs & bit); i++) {
 				struct ssp_sock *s;
 
 				if (!k[i].revents)
@@ -88,18 +100,16 @@ static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waite
 				if (fds[i].revents)
 					ready++;
 			}
-			if (!ready && w) {
+			if (sleep && !ready && !again && (cxs & bit)) {
 				int role = ssp_wait_begin(w, cx);
 
 				if (role < 0) {
-					ssp_unlock();
-					unreg(w, *reg);
-					*reg = *pollers = 0;
-					return -1;
+					again = true;
+				} else {
+					now |= bit;
+					if (role == 1)
+						polled |= bit;
 				}
-				*reg |= 1ull << j;
-				if (role == 1)
-					*pollers |= 1ull << j;
 			}
 			ssp_unlock();
 		}
@@ -113,17 +123,19 @@ static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waite
 			s = ssp_fd_sock(fds[i].fd);
 			if (s && !(done & 1ull << __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE)->idx)) {
 				cxs |= 1ull << s->cx->idx;
-			} else if (!s || done == cxs) {
+			} else if (!s || !(cxs & ~done)) {
 				k[i] = fds[i];
 				k[i].revents = 0;
 			}
 		}
 	}
-	if (ready && *reg) {
-		unreg(w, *reg);
-		*reg = *pollers = 0;
+	if ((ready || again) && now) {
+		unreg(w, now);
+		now = polled = 0;
 	}
-	return ready;
+	*reg = now;
+	*pollers = polled;
+	return !ready && again ? -1 : ready;
 }
 
 /* Copy kernel results back; returns how many kernel entries are ready. */
@@ -154,8 +166,10 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct pollfd stack[POLL_STACK + 1 + SSP_MAX_CX], *k = stack;
 	struct ssp_waiter *w;
+	uint64_t reg = 0, pollers = 0;
+	bool slept = false;
 	int64_t deadline;
-	int rc;
+	int rc, kr = 0;
 
 	if (ssp_mode() != SSP_M_ON)
 		return real_poll(fds, n, timeout_ms, mask);
@@ -169,14 +183,18 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	}
 	deadline = ssp_deadline(timeout_ms);
 	for (;;) {
-		int ready, left = ssp_ms_left(deadline), kr, err;
-		bool sleep = left != 0 && w;
-		uint64_t reg, pollers;
+		int ready, left = ssp_ms_left(deadline), err;
+		/* After a sleep: kernel fds ready (kr) end it as well. */
+		bool sleep = left != 0 && w && kr == 0;
 		nfds_t extra = 0;
 
-		ready = scan(fds, n, k, sleep ? w : NULL, &reg, &pollers);
+		ready = scan(fds, n, k, w, reg, sleep, &reg, &pollers);
 		if (ready < 0)
 			continue; /* events pending: pump and look again */
+		if (slept && (kr + ready > 0 || left == 0)) {
+			rc = kr + ready; /* kernel fds as the sleep left them */
+			break;
+		}
 		if (ready) {
 			kr = real_poll(k, n, 0, NULL);
 			rc = ready + (kr >= 0 ? merge(fds, n, k) : 0); /* clears stale kernel revents too */
@@ -193,19 +211,16 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		}
 		kr = real_poll(k, n + extra, left, mask);
 		err = errno;
-		if (sleep)
-			unreg(w, reg); /* pumps */
+		slept = true;
 		if (kr < 0) {
+			unreg(w, reg); /* pumps */
 			errno = err;
 			rc = -1;
 			break;
 		}
+		/* The next scan takes us off the contexts (pumping them) and
+		 * looks again, under the same lock holds. */
 		kr = merge(fds, n, k);
-		ready = scan(fds, n, k, NULL, &reg, &pollers);
-		if (kr + ready > 0 || left == 0) {
-			rc = kr + ready;
-			break;
-		}
 	}
 	if (k != stack)
 		free(k);

@@ -196,6 +196,7 @@ struct ssp_sock {
 	struct ss_conn *conn;
 	struct ssp_accq accq;
 	uint32_t seq;           /* bumped by every event: edge-triggered epoll */
+	int n_blocked;          /* threads asleep in a call on it (atomic; cx.c) */
 	struct ssp_link regs;   /* struct ssp_epreg.in_sock */
 
 	/* The service's port entry (bind(), then listen() or connect()). */
@@ -239,8 +240,9 @@ struct ssp_ep {
 	struct ssp_file f;
 	pthread_mutex_t lock;   /* the set's own state in epoll.c, and cxmask */
 	int epfd;
-	uint64_t cxmask;        /* contexts whose eventfd is in the kernel set
+	uint64_t cxmask;        /* contexts with sockets registered here
 				 * (written under lock, read atomically) */
+	uint64_t kmask;         /* contexts whose eventfd is in the kernel set (lock) */
 	struct ssp_ep_cx per[SSP_MAX_CX];
 };
 
@@ -267,6 +269,13 @@ enum ssp_mode {
 	SSP_M_FORKED,   /* forked child, not attached yet (fork.c does it) */
 };
 
+/* What a waiter waits for, which decides what wakes it (cx.c). */
+enum ssp_wait_kind {
+	SSP_WK_ALL,     /* anything on its contexts: poll/select, fork waits */
+	SSP_WK_SOCK,    /* a blocking call on one socket (->sock) */
+	SSP_WK_EP,      /* epoll_wait: woken by its set's ready lists (epoll.c) */
+};
+
 /* A thread blocked in the layer (a blocking call, poll/select, or
  * epoll_wait): woken through its own eventfd, which poll/select put in
  * their array and epoll_wait in the kernel set while it sleeps there.
@@ -276,6 +285,18 @@ struct ssp_waiter {
 	struct ssp_link link[SSP_MAX_CX]; /* on cx->waiters while blocked there */
 	struct ssp_link in_ep;  /* on an epoll set's sleepers (epoll.c) */
 	int efd;
+	/* Set by its thread before it registers anywhere, fixed until it is
+	 * off every context again (read by others under a context lock). */
+	uint8_t kind;           /* enum ssp_wait_kind of the current wait */
+	struct ssp_sock *sock;  /* SSP_WK_SOCK: the socket */
+	struct ssp_ep *ep;      /* SSP_WK_EP: the set of its epoll_wait */
+	int kicked;             /* a kick is in efd, not drained yet (atomic) */
+	/* SSP_WK_EP: the set it is on the sleepers of (written under that
+	 * set's lock, read atomically): epoll.c may hand it a context's
+	 * poller role there, or take it away, without waking it. */
+	struct ssp_ep *sleep_ep;
+	bool ep_fail;           /* epoll.c could not set up a sleep */
+	uint64_t id;            /* unique in the process, never 0 */
 };
 
 /* One context of the attachment as the layer uses it.  Everything here
@@ -289,6 +310,8 @@ struct ssp_cx {
 	struct ssp_link cookies; /* sockets waiting for LISTENING/CONNECTED/... */
 	struct ssp_link waiters; /* struct ssp_waiter.link[idx]: blocked here */
 	struct ssp_waiter *poller; /* the one of them that armed the context */
+	struct ssp_waiter *handoff; /* kicked to become the poller (none left) */
+	int n_sets;             /* epoll sets holding sockets of it (atomic; epoll.c) */
 	struct ss_conn **deferred; /* close/abort that found the queue full */
 	bool *deferred_abort;
 	uint32_t n_deferred, cap_deferred;
@@ -422,23 +445,33 @@ struct ssp_cx *ssp_cx_mine(void);
 unsigned ssp_cx_pick(const unsigned *users, unsigned n);
 
 /* ssp_waiter_self - this thread's waiter, made on first use; NULL when no
- * eventfd can be had (the caller then naps in short steps). */
+ * eventfd can be had (the caller then naps in short steps).
+ * ssp_waiter_atfork_child - in a forked child: the thread's waiter gets
+ * an eventfd of its own (the inherited one is the parent's too). */
 struct ssp_waiter *ssp_waiter_self(void);
+void ssp_waiter_atfork_child(void);
 
-/* ssp_wait_begin - register @w on @cx (its lock held) before dropping the
- * lock to block.  Returns 1: the caller is the poller and must also wait
- * on cx->evfd (the context is armed); 0: wait on w->efd only; -1: events
- * are pending (not registered: pump and re-check).  ssp_wait_end - after
- * retaking the lock: unregister, pump, hand the poller role on.
- * ssp_waiter_drain - consume w->efd: once before a pass of ssp_wait_end
- * over the contexts @w waited on, never within one (cx.c).  ssp_wake_others - called by the pump: wake the waiters
- * (@events) or the poller (@disarmed: the pump took its arming away).
- * ssp_cx_kick - wake every thread blocked on @cx (its lock held). */
+/* ssp_wait_begin - register @w (w->kind, w->sock set) on @cx (its lock
+ * held) before dropping the lock to block.  Returns 1: the caller is the
+ * poller and must also wait on cx->evfd (the context is armed); 0: wait
+ * on w->efd only; -1: events are pending (not registered: pump and
+ * re-check).  ssp_wait_end - after retaking the lock: unregister and
+ * pump; when the poller leaves, whoever releases the lock last hands the
+ * role to one waiter (ssp_unlock).  ssp_waiter_drain - consume w->efd:
+ * once before a pass of ssp_wait_end over the contexts @w waited on,
+ * never within one (cx.c).  ssp_wake_others - called by the pump: wake
+ * the waiters the events may concern (@events: there were some; @broad:
+ * some that are not one socket's).  ssp_waiter_kick - wake @w (once
+ * until it drains).  ssp_cx_kick - wake every thread blocked on @cx (its
+ * lock held).  ssp_sock_kick_blocked - wake the threads blocked in a
+ * call on @s (its lock held; ssp_sock_touch calls it when s->n_blocked). */
 int ssp_wait_begin(struct ssp_waiter *w, struct ssp_cx *cx);
 void ssp_wait_end(struct ssp_waiter *w, struct ssp_cx *cx);
 void ssp_waiter_drain(struct ssp_waiter *w);
-void ssp_wake_others(struct ssp_cx *cx, bool events, bool disarmed);
+void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad);
+void ssp_waiter_kick(struct ssp_waiter *w);
 void ssp_cx_kick(struct ssp_cx *cx);
+void ssp_sock_kick_blocked(struct ssp_sock *s);
 /* ssp_block - sleep on the held context until events arrive or
  * @deadline_ms (monotonic ms, -1: none).  Drops the lock while sleeping;
  * with @s (held by the caller), returns holding @s's context, which may
@@ -547,6 +580,16 @@ void ssp_ep_drop_fd(struct ssp_sock *s, int fd);
 /* ssp_ep_sock_moved - @s moved from context @from to its current one
  * (both locks held): its registrations follow it. */
 void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from);
+/* ssp_ep_poller_give - @w, registered on @cx (its lock held, no poller)
+ * and asleep on an epoll set, becomes @cx's poller without being woken:
+ * @cx is armed and its eventfd joins @w's kernel set.  False (nothing
+ * done) when @w is not asleep on a set or events are pending.
+ * ssp_ep_poller_take - @w, about to sleep on set w->ep, takes over @cx's
+ * poller role (@cx's lock held) from @p, asleep on another set, whose
+ * kernel set stops watching @cx's eventfd (@p sleeps on).  False when
+ * @p is not asleep on another set. */
+bool ssp_ep_poller_give(struct ssp_waiter *w, struct ssp_cx *cx);
+bool ssp_ep_poller_take(struct ssp_waiter *p, struct ssp_cx *cx, struct ssp_waiter *w);
 /* ssp_ep_atfork_child - right after fork, in the child: @ep's lock
  * fresh, nobody waiting on it.  ssp_ep_child_attach - the child attached
  * (every context lock held, not ssp.glock): every registration of @ep on

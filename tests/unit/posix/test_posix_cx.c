@@ -312,28 +312,245 @@ static void test_wake_stress(const int *fds, const uint32_t *pos)
 	close(stress_efd);
 }
 
-/*
- * The interleaving that lost haproxy's wake-ups, replayed with the
- * primitives of cx.c: W sleeps on contexts 1 and 2, the poller of both.
- * Woken, it starts a pass: context 1 taken off and W registered again
- * (poller, armed); then another thread's pump of context 1 disarms it and
- * kicks W to re-arm; then W's pass goes on to context 2.  The kick must
- * still be pending when the pass ends, so W's next sleep ends at once and
- * it re-arms context 1: a pass must not consume W's eventfd midway.
- */
-static void test_kick_survives_pass(void)
+/* A waiter as a blocked thread has one, driven by hand below. */
+static struct ssp_waiter *raw_waiter(uint8_t kind, struct ssp_sock *s)
 {
 	struct ssp_waiter *w = calloc(1, sizeof(*w));
-	struct ssp_cx *c1 = &ssp.cx[1], *c2 = &ssp.cx[2];
-	struct pollfd p;
 
 	if (!w)
-		return;
+		abort();
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
 		ssp_list_init(&w->link[i]);
 	ssp_list_init(&w->in_ep);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(w->efd >= 0);
+	w->kind = kind;
+	w->sock = s;
+	return w;
+}
+
+static void raw_waiter_free(struct ssp_waiter *w)
+{
+	close(w->efd);
+	free(w);
+}
+
+/* Was @w kicked since it last drained?  (Drains it.) */
+static bool kicked(struct ssp_waiter *w)
+{
+	struct pollfd p = { .fd = w->efd, .events = POLLIN };
+	bool k = poll(&p, 1, 0) == 1;
+
+	ssp_waiter_drain(w);
+	return k;
+}
+
+/* A command error the layer ignores: an event that is no one socket's. */
+static void post_broad(unsigned ctx)
+{
+	struct ss_shm_ev e = { .type = SS_EV_CMD_ERROR, .arg = SS_CMD_RELEASE, .error = EBADF };
+
+	CHECK(fake_ev(&fk, ctx, &e) == 0);
+	fake_publish(&fk, ctx);
+}
+
+/*
+ * Who a pump wakes (cx.c), with four waiters on context 1: P, asleep in
+ * epoll_wait and the poller; A, blocked in a call on the socket of
+ * fds[1]; B, asleep in epoll_wait on a set without it; C, in poll().
+ * Data for the socket wakes A and C only, and P sleeps on, still armed,
+ * without its eventfd left readable; an event that is no one socket's
+ * wakes all.  When P leaves, releasing the lock kicks one waiter (the
+ * oldest, once) to take the role; a poller that comes back within the
+ * same hold of the lock kicks nobody.  Reads 2 bytes of slot 0 at @pos.
+ */
+static void test_wake_rules(const int *fds, uint32_t pos)
+{
+	struct ssp_cx *c1 = &ssp.cx[1];
+	struct ssp_sock *s1 = ssp_fd_sock(fds[1]);
+	struct ssp_waiter *wp = raw_waiter(SSP_WK_EP, NULL), *wa = raw_waiter(SSP_WK_SOCK, s1);
+	struct ssp_waiter *wb = raw_waiter(SSP_WK_EP, NULL), *wc = raw_waiter(SSP_WK_ALL, NULL);
+	struct pollfd ep = { .fd = c1->evfd, .events = POLLIN };
+	char buf[8];
+
+	CHECK(s1 != NULL && s1->cx == c1);
+	if (!s1)
+		return;
+	ssp_cx_lock(c1);
+	CHECK_EQ_U64(ssp_wait_begin(wp, c1), 1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 0);
+	__atomic_add_fetch(&s1->n_blocked, 1, __ATOMIC_RELAXED);
+	CHECK_EQ_U64(ssp_wait_begin(wb, c1), 0);
+	CHECK_EQ_U64(ssp_wait_begin(wc, c1), 0);
+	ssp_unlock();
+	CHECK(!kicked(wp) && !kicked(wa) && !kicked(wb) && !kicked(wc));
+
+	fake_rx(&fk, 1, 0, 1, pos, "ab", 2);
+	CHECK_EQ_U64(poll(&ep, 1, 0), 1); /* the service signalled P */
+	ssp_cx_lock(c1);
+	ssp_cx_pump(c1);
+	CHECK(c1->ctx->armed);
+	CHECK(__atomic_load_n(&c1->ctx->arx.r->sleeping, __ATOMIC_RELAXED));
+	ssp_unlock();
+	CHECK_EQ_U64(poll(&ep, 1, 0), 0); /* taken with the events */
+	CHECK(!kicked(wp));
+	CHECK(kicked(wa));
+	CHECK(!kicked(wb));
+	CHECK(kicked(wc));
+
+	post_broad(1);
+	ssp_cx_lock(c1);
+	ssp_cx_pump(c1);
+	ssp_unlock();
+	CHECK(kicked(wp) && kicked(wa) && kicked(wb) && kicked(wc));
+
+	/* P leaves: one waiter is kicked to take over, once. */
+	ssp_cx_lock(c1);
+	ssp_wait_end(wp, c1);
+	CHECK(c1->poller == NULL);
+	CHECK(!kicked(wa));
+	ssp_unlock();
+	CHECK(kicked(wa));
+	CHECK(!kicked(wb) && !kicked(wc));
+	ssp_cx_lock(c1);
+	ssp_unlock();
+	CHECK(!kicked(wa)); /* it is on its way */
+	/* A takes the role, and keeps it across a pass. */
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 1);
+	ssp_unlock();
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 1);
+	ssp_unlock();
+	CHECK(!kicked(wa) && !kicked(wb) && !kicked(wc));
+
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	__atomic_sub_fetch(&s1->n_blocked, 1, __ATOMIC_RELAXED);
+	ssp_wait_end(wb, c1);
+	ssp_wait_end(wc, c1);
+	ssp_unlock();
+	CHECK(c1->poller == NULL && ssp_list_empty(&c1->waiters));
+	CHECK_EQ_U64(ssp_recv(fds[1], buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	raw_waiter_free(wp);
+	raw_waiter_free(wa);
+	raw_waiter_free(wb);
+	raw_waiter_free(wc);
+}
+
+struct ep_sleeper {
+	pthread_t t;
+	int ep;
+	int n;                  /* epoll_wait's result */
+	uint64_t data;
+	int done;               /* (atomic) */
+};
+
+static void *ep_sleep(void *arg)
+{
+	struct ep_sleeper *z = arg;
+	struct epoll_event ev;
+
+	z->n = ssp_epoll_wait(z->ep, &ev, 1, 3000, NULL);
+	z->data = ev.data.u64;
+	__atomic_store_n(&z->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint64_t ep_kmask(int ep)
+{
+	struct ssp_file *f = ssp_fd_get(ep);
+
+	return f && f->type == SSP_F_EPOLL ? SSP_CONTAINER(f, struct ssp_ep, f)->kmask : 0;
+}
+
+static struct ssp_ep *ep_of(int ep)
+{
+	return SSP_CONTAINER(ssp_fd_get(ep), struct ssp_ep, f);
+}
+
+/* Until @z's thread is asleep on its set as the poller of context 1 (the
+ * context's eventfd in its kernel set): at most 2 s. */
+static bool ep_polls(struct ep_sleeper *z)
+{
+	for (int i = 0; i < 2000; i++) {
+		struct ssp_waiter *p = __atomic_load_n(&ssp.cx[1].poller, __ATOMIC_ACQUIRE);
+
+		if (p && __atomic_load_n(&p->sleep_ep, __ATOMIC_ACQUIRE) == ep_of(z->ep) &&
+		    (ep_kmask(z->ep) & 2))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * Two threads asleep in epoll_wait on sets of their own, each with a
+ * socket of context 1 (memcached's workers with connections the acceptor
+ * accepted): only the poller's set watches the context's eventfd.  The
+ * thread that sleeps last takes the role from the other without waking
+ * it; data for its own socket wakes it alone, and as it leaves it hands
+ * the role back to the one still asleep, again without waking it, whose
+ * data then wakes it.
+ */
+static void test_poller_moves(int fd_a, int fd_b, uint32_t pos_a, uint32_t pos_b,
+			      uint32_t slot_a, uint32_t slot_b)
+{
+	struct ep_sleeper a = { .ep = epoll_create1(EPOLL_CLOEXEC) };
+	struct ep_sleeper b = { .ep = epoll_create1(EPOLL_CLOEXEC) };
+	struct ssp_cx *c1 = &ssp.cx[1];
+	char buf[8];
+
+	CHECK(a.ep >= 0 && b.ep >= 0);
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, fd_a,
+			    &(struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xa }) == 0);
+	CHECK(ssp_epoll_ctl(b.ep, EPOLL_CTL_ADD, fd_b,
+			    &(struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xb }) == 0);
+	CHECK(__atomic_load_n(&c1->n_sets, __ATOMIC_ACQUIRE) >= 2);
+
+	pthread_create(&a.t, NULL, ep_sleep, &a);
+	CHECK(ep_polls(&a));                    /* A: the poller */
+	pthread_create(&b.t, NULL, ep_sleep, &b);
+	CHECK(ep_polls(&b));                    /* B took the role... */
+	CHECK(!(ep_kmask(a.ep) & 2));           /* ...and A no longer watches */
+	CHECK(!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE));
+
+	fake_rx(&fk, 1, slot_b, 1, pos_b, "bb", 2);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 1);
+	CHECK_EQ_U64(b.data, 0xb);
+	usleep(20000);
+	CHECK(!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE)); /* A slept through */
+	CHECK(ep_polls(&a));                    /* and is the poller again */
+
+	fake_rx(&fk, 1, slot_a, 1, pos_a, "aa", 2);
+	pthread_join(a.t, NULL);
+	CHECK_EQ_U64(a.n, 1);
+	CHECK_EQ_U64(a.data, 0xa);
+	CHECK_EQ_U64(ssp_recv(fd_a, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	CHECK_EQ_U64(ssp_recv(fd_b, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	ssp_close(a.ep);
+	ssp_close(b.ep);
+}
+
+/*
+ * The interleaving that lost haproxy's wake-ups, replayed with the
+ * primitives of cx.c: W sleeps on contexts 1 and 2, the poller of both.
+ * Woken, it starts a pass: context 1 taken off and W registered again
+ * (poller, armed); then another thread's pump of context 1 takes an
+ * event that W must look at and kicks W (the arming stays: only the
+ * poller disarms); then W's pass goes on to context 2.  The kick must
+ * still be pending when the pass ends, so W's next sleep ends at once and
+ * it looks again: a pass must not consume W's eventfd midway.
+ */
+static void test_kick_survives_pass(void)
+{
+	struct ssp_waiter *w = raw_waiter(SSP_WK_ALL, NULL);
+	struct ssp_cx *c1 = &ssp.cx[1], *c2 = &ssp.cx[2];
+	struct pollfd p;
+
 	ssp_cx_lock(c1);
 	CHECK_EQ_U64(ssp_wait_begin(w, c1), 1);
 	ssp_unlock();
@@ -347,10 +564,11 @@ static void test_kick_survives_pass(void)
 	ssp_wait_end(w, c1);
 	CHECK_EQ_U64(ssp_wait_begin(w, c1), 1);
 	ssp_unlock();
-	/* Another thread pumps context 1: W's arming is gone, W is kicked. */
+	/* Another thread pumps context 1: W is kicked, its arming stays. */
+	post_broad(1);
 	ssp_cx_lock(c1);
 	ssp_cx_pump(c1);
-	CHECK(!c1->ctx->armed);
+	CHECK(c1->ctx->armed);
 	ssp_unlock();
 	/* W's pass goes on. */
 	ssp_cx_lock(c2);
@@ -371,8 +589,7 @@ static void test_kick_survives_pass(void)
 	ssp_cx_lock(c2);
 	ssp_wait_end(w, c2);
 	ssp_unlock();
-	close(w->efd);
-	free(w);
+	raw_waiter_free(w);
 }
 
 int main(void)
@@ -398,8 +615,26 @@ int main(void)
 		test_block_across(fds);
 		test_wait_across(fds);
 		test_kick_survives_pass();
-		/* Stream positions so far: slot 0 (fds[1]) 4 + 2, slot 1 3 + 2. */
-		test_wake_stress(fds, (const uint32_t[]){ 6, 5 });
+		test_wake_rules(fds, 6);
+		{
+			/* A second connection on context 1 (slot 2), made by a
+			 * thread that takes context 1 as the others did. */
+			struct maker m = { 0 };
+
+			struct ss_shm_cmd cmd;
+
+			pthread_create(&m.t, NULL, make_socket, &m);
+			pthread_join(m.t, NULL);
+			CHECK_EQ_U64(cx_of(m.fd), 1);
+			for (unsigned i = 0; i < N_CX; i++)
+				while (fake_cmd(&fk, i, &cmd))
+					; /* the RX_DONE counts of the reads so far */
+			connect_on(m.fd, 1, 2);
+			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
+			ssp_close(m.fd);
+		}
+		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2, slot 1 3 + 2. */
+		test_wake_stress(fds, (const uint32_t[]){ 10, 5 });
 	}
 	fake_stop(&fk);
 	return check_done("test_posix_cx");
