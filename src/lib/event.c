@@ -275,7 +275,7 @@ static void ctx_disarm(struct ss_ctx *ctx)
 	ctx->armed = false;
 }
 
-int ss_poll(struct ss_ctx *ctx, struct ss_event *evs, int max)
+static int ctx_poll(struct ss_ctx *ctx, struct ss_event *evs, int max, bool keep_armed)
 {
 	uint32_t avail;
 	int n = 0;
@@ -286,8 +286,20 @@ int ss_poll(struct ss_ctx *ctx, struct ss_event *evs, int max)
 	}
 	ss_ctx_reap(ctx);
 	ss_ctx_flush_quiet(ctx);
-	if (ctx->armed)
+	if (ctx->armed && !keep_armed) {
 		ctx_disarm(ctx);
+	} else if (ctx->armed && !__atomic_load_n(&ctx->arx.r->sleeping, __ATOMIC_RELAXED)) {
+		/* The service signalled the sleeper (it clears the flag, then
+		 * writes the eventfd): we take the events, so take the signal
+		 * too and arm again.  Events published after the fence are
+		 * either seen below or signalled anew. */
+		uint64_t v;
+		ssize_t r = read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
+
+		(void)r;
+		__atomic_store_n(&ctx->arx.r->sleeping, 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
 	avail = ring_arx_avail(&ctx->arx);
 	while (n < max && avail) {
 		/* One copy of the slot: nothing is re-read from shared memory
@@ -306,6 +318,16 @@ int ss_poll(struct ss_ctx *ctx, struct ss_event *evs, int max)
 	}
 	ring_arx_release(&ctx->arx);
 	return n;
+}
+
+int ss_poll(struct ss_ctx *ctx, struct ss_event *evs, int max)
+{
+	return ctx_poll(ctx, evs, max, false);
+}
+
+int ss_poll_keep_armed(struct ss_ctx *ctx, struct ss_event *evs, int max)
+{
+	return ctx_poll(ctx, evs, max, true);
 }
 
 static int64_t now_ms(void)

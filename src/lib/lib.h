@@ -88,6 +88,13 @@ void ss_conn_mark_dirty(struct ss_conn *c);
 void ss_conn_unmark_dirty(struct ss_conn *c);
 int ss_ctx_flush_quiet(struct ss_ctx *ctx);
 
+/* event.c: ss_poll for a thread other than the one that armed @ctx and
+ * sleeps on its eventfd (the POSIX layer's poller): the events are taken
+ * but the arming stays, so the service still signals the sleeper and
+ * nobody has to wake it to arm again.  Events that the service signalled
+ * meanwhile may wake it for nothing (it looks, finds none, arms again). */
+int ss_poll_keep_armed(struct ss_ctx *ctx, struct ss_event *evs, int max);
+
 /* conn.c: connection objects. */
 struct ss_conn *ss_conn_new(struct ss_ctx *ctx);
 void ss_conn_bury(struct ss_conn *c);

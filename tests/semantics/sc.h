@@ -43,6 +43,7 @@ extern const struct sc_case sc_cases_poll[];
 extern const struct sc_case sc_cases_proc[];
 extern const struct sc_case sc_cases_fork[];
 extern const struct sc_case sc_cases_splice[];
+extern const struct sc_case sc_cases_threads[];
 
 /* Where the case runs. */
 struct sc_env {

@@ -1,7 +1,8 @@
-/* core.c - POSIX layer core: libc resolution, fd table, attach on first use, event pump, blocking. */
+/* core.c - POSIX layer core: libc resolution, fd table, attach on first use, sockets, the event pump. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,20 @@ static void ssp_atfork_prepare(void);
 static void ssp_atfork_parent(void);
 static void ssp_atfork_child(void);
 
+/* Every context's lock initialised statically (ISO C has no ranges). */
+#define CX_INIT { .lock = PTHREAD_MUTEX_INITIALIZER, .evfd = -1 }
+#define CX_INIT8 CX_INIT, CX_INIT, CX_INIT, CX_INIT, CX_INIT, CX_INIT, CX_INIT, CX_INIT
+_Static_assert(SSP_MAX_CX == 64, "CX_INIT8 x 8 initialises every context");
+
 struct ssp_layer ssp = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.evfd = -1,
+	.glock = PTHREAD_MUTEX_INITIALIZER,
 	.next_cookie = 1,
-	.cookies = { &ssp.cookies, &ssp.cookies },
-	.waiters = { &ssp.waiters, &ssp.waiters },
+	.cx = { CX_INIT8, CX_INIT8, CX_INIT8, CX_INIT8, CX_INIT8, CX_INIT8, CX_INIT8, CX_INIT8 },
 };
+
+/* Leaf locks of this file: ssp_log_once's keys, the service address. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ip_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------- libc */
 
@@ -56,69 +64,82 @@ void ssp_real_init(void)
 	pthread_once(&real_once, real_resolve);
 }
 
-/* ---------------------------------------------------------------- lock */
+/* ------------------------------------------------------------- entry */
 
-void ssp_lock(void)
+struct ssp_sock *ssp_sock_lock_fd(int fd)
 {
-	pthread_mutex_lock(&ssp.lock);
-}
+	for (;;) {
+		struct ssp_sock *s = ssp_fd_sock(fd);
+		struct ssp_cx *cx;
 
-void ssp_unlock(void)
-{
-	pthread_mutex_unlock(&ssp.lock);
+		if (!s)
+			return NULL;
+		/* Sockets are type-stable: even a stale @s has a lock to take;
+		 * the mapping is then checked again under it (posix.h). */
+		cx = __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE);
+		ssp_cx_lock(cx);
+		if (ssp_fd_sock(fd) == s && __atomic_load_n(&s->cx, __ATOMIC_RELAXED) == cx)
+			return s;
+		ssp_unlock();
+	}
 }
 
 struct ssp_sock *ssp_sock_enter(int fd)
 {
 	struct ssp_sock *s;
 
-	ssp_lock();
-	if (ssp.mode == SSP_M_FORKED && ssp_fd_get(fd))
+	if (ssp_mode() == SSP_M_FORKED && ssp_fd_get(fd))
 		ssp_child_attach();
-	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
+	s = ssp_mode() == SSP_M_ON ? ssp_sock_lock_fd(fd) : NULL;
 	if (!s) {
-		ssp_unlock();
-		errno = ssp.mode == SSP_M_ON && ssp_fd_get(fd) ? ENOTSOCK : EBADF;
+		errno = ssp_mode() == SSP_M_ON && ssp_fd_get(fd) ? ENOTSOCK : EBADF;
 		return NULL;
 	}
 	/* Shared across fork: another process may have adopted it (or given
 	 * it back) meanwhile; see that before using it (one load when no
 	 * event waits). */
-	if (s->shared && ring_arx_avail(&ssp.ctx->arx))
+	if (s->shared && ring_arx_avail(&s->cx->ctx->arx))
 		ssp_pump();
 	if (s->inh)
 		ssp_sock_claim(s);
 	return s;
 }
 
-int ssp_fail_unlock(int err)
-{
-	ssp_unlock();
-	errno = err;
-	return -1;
-}
-
 static void ssp_atfork_prepare(void)
 {
-	ssp_lock();
+	ssp_lock_all();
+	pthread_mutex_lock(&log_lock);
+	pthread_mutex_lock(&ip_lock);
 }
 
 static void ssp_atfork_parent(void)
 {
-	ssp_unlock();
+	pthread_mutex_unlock(&ip_lock);
+	pthread_mutex_unlock(&log_lock);
+	ssp_unlock_all();
+}
+
+static void ep_reset(int fd, struct ssp_file *f, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	if (f->type == SSP_F_EPOLL)
+		ssp_ep_atfork_child(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 
 /* The child shares the parent's region: it must never post a command or
  * consume an event there.  It attaches as its own application (fork.c:
  * at once when fork() came through the shim, else on first use).  Only
- * this thread exists in the child: no other waiter. */
+ * this thread exists in the child: no other waiter, every lock free. */
 static void ssp_atfork_child(void)
 {
-	pthread_mutex_init(&ssp.lock, NULL);
-	ssp_list_init(&ssp.waiters);
-	ssp.poller = NULL;
+	ssp_locks_reset();
+	ssp_waiter_atfork_child();
+	pthread_mutex_init(&log_lock, NULL);
+	pthread_mutex_init(&ip_lock, NULL);
+	ssp_fd_foreach(ep_reset, NULL);
 	if (ssp.mode == SSP_M_ON)
-		ssp.mode = SSP_M_FORKED;
+		__atomic_store_n(&ssp.mode, SSP_M_FORKED, __ATOMIC_RELEASE);
 }
 
 /* ------------------------------------------------------------ logging */
@@ -133,11 +154,16 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	for (unsigned i = 0; i < n_log_keys; i++)
-		if (log_keys[i] == key)
+	pthread_mutex_lock(&log_lock);
+	for (unsigned i = 0; i < n_log_keys; i++) {
+		if (log_keys[i] == key) {
+			pthread_mutex_unlock(&log_lock);
 			return;
+		}
+	}
 	if (n_log_keys < LOG_KEYS)
 		log_keys[n_log_keys++] = key;
+	pthread_mutex_unlock(&log_lock);
 	n = snprintf(buf, sizeof(buf), "slipstream: ");
 	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
@@ -154,7 +180,7 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 /*
  * fd -> object.  Readers (the shim's routing test on every call) are
  * lock-free: the table pointer and each entry are loaded with acquire and
- * stored with release under the lock.  A grown table replaces the old one,
+ * stored with release under ssp.glock.  A grown table replaces the old one,
  * which is never freed (readers may still hold it; growth doubles, so the
  * waste is bounded by the final size) but stays linked from the new one.
  */
@@ -222,11 +248,14 @@ int ssp_fd_set(int fd, struct ssp_file *f)
 
 void ssp_fd_foreach(void (*fn)(int fd, struct ssp_file *f, void *arg), void *arg)
 {
-	struct fdtab *t = fdtab;
+	struct fdtab *t = __atomic_load_n(&fdtab, __ATOMIC_ACQUIRE);
 
-	for (size_t i = 0; t && i < t->len; i++)
-		if (t->ent[i])
-			fn((int)i, t->ent[i], arg);
+	for (size_t i = 0; t && i < t->len; i++) {
+		struct ssp_file *f = __atomic_load_n(&t->ent[i], __ATOMIC_ACQUIRE);
+
+		if (f)
+			fn((int)i, f, arg);
+	}
 }
 
 /* -------------------------------------------------------------- attach */
@@ -245,33 +274,45 @@ static uint32_t env_u32(const char *name, uint32_t def)
 	return (uint32_t)x;
 }
 
-int ssp_ready(void)
+/* Attach with @n contexts: the attachment, or NULL with errno and @why. */
+static struct ss_app *attach_n(unsigned n, char *why, size_t why_len)
 {
 	struct ss_app_opts o;
-	char why[128] = "";
-	const char *strict;
 
-	if (ssp.mode == SSP_M_KERNEL && ssp.strict) {
-		errno = ssp.attach_err;
-		return -1;
-	}
-	if (ssp.mode == SSP_M_ON || ssp.mode == SSP_M_KERNEL)
-		return ssp.mode;
-	if (ssp.mode == SSP_M_FORKED && ssp_child_attach() == 0)
-		return ssp.mode;
-	if (ssp.mode == SSP_M_DEAD || ssp.mode == SSP_M_FORKED) {
-		errno = EBADF;
-		return -1;
-	}
-	strict = getenv("SLIPSTREAM_STRICT");
-	ssp.strict = strict && strcmp(strict, "1") == 0;
 	memset(&o, 0, sizeof(o));
-	o.contexts = 1;
+	o.contexts = n;
 	o.conns = env_u32("SLIPSTREAM_CONNS", 4096);
 	o.rxbuf = o.txbuf = env_u32("SLIPSTREAM_BUF", 65536);
 	o.errbuf = why;
-	o.errbuf_len = sizeof(why);
-	ssp.app = ss_app_attach(&o);
+	o.errbuf_len = why_len;
+	return ss_app_attach(&o);
+}
+
+/* Lists of the contexts, once before the first attach. */
+static void cx_lists_init(void)
+{
+	for (unsigned i = 0; i < SSP_MAX_CX; i++) {
+		ssp_list_init(&ssp.cx[i].cookies);
+		ssp_list_init(&ssp.cx[i].waiters);
+	}
+}
+
+/* ssp_ready's work for a process that never attached (ssp.glock held). */
+static int attach_first(void)
+{
+	char why[128] = "";
+	const char *strict = getenv("SLIPSTREAM_STRICT");
+	unsigned n = env_u32("SLIPSTREAM_CONTEXTS", SSP_DEFAULT_CX);
+
+	ssp.strict = strict && strcmp(strict, "1") == 0;
+	if (n > SSP_MAX_CX)
+		n = SSP_MAX_CX;
+	ssp.app = attach_n(n, why, sizeof(why));
+	if (!ssp.app && n > 1) {
+		/* A service that allows fewer contexts: one will do. */
+		why[0] = '\0';
+		ssp.app = attach_n(1, why, sizeof(why));
+	}
 	if (!ssp.app) {
 		const char *path = getenv("SLIPSTREAM_SOCK");
 
@@ -280,20 +321,49 @@ int ssp_ready(void)
 			path && *path ? path : SS_DEFAULT_SOCK, strerror(errno),
 			*why ? ": " : "", why,
 			ssp.strict ? "failing (SLIPSTREAM_STRICT=1)" : "using the kernel stack");
-		ssp.mode = SSP_M_KERNEL;
+		__atomic_store_n(&ssp.mode, SSP_M_KERNEL, __ATOMIC_RELEASE);
 		if (ssp.strict) {
 			errno = ssp.attach_err;
 			return -1;
 		}
-		return ssp.mode;
+		return SSP_M_KERNEL;
 	}
-	ssp.ctx = ss_ctx_get(ssp.app, 0);
-	ssp.evfd = ss_ctx_fd(ssp.ctx);
+	cx_lists_init();
+	ssp_cx_setup();
 	ssp.rxbuf = ssp.app->rxbuf_size;
 	ssp.txbuf = ssp.app->txbuf_size;
 	ssp.pid = getpid();
-	ssp.mode = SSP_M_ON;
-	return ssp.mode;
+	__atomic_store_n(&ssp.mode, SSP_M_ON, __ATOMIC_RELEASE);
+	return SSP_M_ON;
+}
+
+int ssp_ready(void)
+{
+	int mode = ssp_mode(), rc;
+
+	if (mode == SSP_M_KERNEL && ssp.strict) {
+		errno = ssp.attach_err;
+		return -1;
+	}
+	if (mode == SSP_M_ON || mode == SSP_M_KERNEL)
+		return mode;
+	if (mode == SSP_M_FORKED && ssp_child_attach() == 0)
+		return SSP_M_ON;
+	if (mode == SSP_M_DEAD || mode == SSP_M_FORKED) {
+		errno = EBADF;
+		return -1;
+	}
+	ssp_glock();
+	if (ssp.mode == SSP_M_UNSET) {
+		rc = attach_first();
+	} else if (ssp.mode == SSP_M_KERNEL && ssp.strict) {
+		errno = ssp.attach_err;
+		rc = -1;
+	} else {
+		rc = ssp.mode; /* another thread attached meanwhile */
+	}
+	ssp_gunlock();
+	return rc;
 }
 
 /*
@@ -301,6 +371,9 @@ int ssp_ready(void)
  * getsockname() on sockets bound to INADDR_ANY: asked once with the
  * control socket's "stats" command ("ip": "a.b.c.d/len").  0 when unknown.
  */
+static uint32_t service_ip;      /* host order, 0 until known (ip_lock) */
+static bool service_ip_tried;
+
 uint32_t ssp_service_ip(void)
 {
 	const char *path = getenv("SLIPSTREAM_SOCK");
@@ -309,17 +382,18 @@ uint32_t ssp_service_ip(void)
 	size_t len = 0;
 	int fd;
 
-	if (ssp.service_ip_tried)
-		return ssp.service_ip;
-	ssp.service_ip_tried = true;
+	pthread_mutex_lock(&ip_lock);
+	if (service_ip_tried)
+		goto out;
+	service_ip_tried = true;
 	if (!path || !*path)
 		path = SS_DEFAULT_SOCK;
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return 0;
+		goto out;
 	strcpy(sa.sun_path, path);
 	fd = ssp_real.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return 0;
+		goto out;
 	if (ssp_real.connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    ssp_real.write(fd, "stats\n", 6) == 6) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -342,22 +416,41 @@ uint32_t ssp_service_ip(void)
 
 		if (p && sscanf(p + 7, "%u.%u.%u.%u", &a, &b, &c, &d) == 4 &&
 		    a < 256 && b < 256 && c < 256 && d < 256)
-			ssp.service_ip = a << 24 | b << 16 | c << 8 | d;
+			service_ip = a << 24 | b << 16 | c << 8 | d;
 	}
-	return ssp.service_ip;
+out:
+	pthread_mutex_unlock(&ip_lock);
+	return service_ip;
 }
 
 /* ------------------------------------------------------------- sockets */
 
-struct ssp_sock *ssp_sock_new(void)
-{
-	struct ssp_sock *s = calloc(1, sizeof(*s));
+/*
+ * Sockets are type-stable (posix.h): a freed one goes to this pool and
+ * comes back as another socket, never to malloc.  f.type stays
+ * SSP_F_SOCK and cx always names a context; the rest is reset on reuse.
+ */
+static struct ssp_sock *sock_pool;
 
+struct ssp_sock *ssp_sock_new(struct ssp_cx *cx)
+{
+	struct ssp_sock *s;
+
+	ssp_glock();
+	s = sock_pool;
+	if (s)
+		sock_pool = s->pool_next;
+	ssp_gunlock();
 	if (!s) {
-		errno = ENOMEM;
-		return NULL;
+		s = calloc(1, sizeof(*s));
+		if (!s) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		s->f.type = SSP_F_SOCK;
 	}
-	s->f.type = SSP_F_SOCK;
+	memset(&s->refs, 0, sizeof(*s) - offsetof(struct ssp_sock, refs));
+	__atomic_store_n(&s->cx, cx, __ATOMIC_RELEASE);
 	s->refs = 1;
 	ssp_list_init(&s->in_cookie);
 	ssp_list_init(&s->regs);
@@ -365,41 +458,66 @@ struct ssp_sock *ssp_sock_new(void)
 	return s;
 }
 
+void ssp_sock_discard(struct ssp_sock *s)
+{
+	if (!s)
+		return;
+	ssp_glock();
+	s->pool_next = sock_pool;
+	sock_pool = s;
+	ssp_gunlock();
+}
+
+uint64_t ssp_cookie_new(void)
+{
+	return __atomic_fetch_add(&ssp.next_cookie, 1, __ATOMIC_RELAXED);
+}
+
 /* New readiness may exist: bump the edge sequence and queue every epoll
- * registration of @s for a look by the next epoll_wait. */
+ * registration of @s for a look by the next epoll_wait (@s's lock held). */
 void ssp_sock_touch(struct ssp_sock *s)
 {
+	struct ssp_cx *cx = s->cx;
+
 	s->seq++;
+	if (__atomic_load_n(&s->n_blocked, __ATOMIC_RELAXED))
+		ssp_sock_kick_blocked(s);
 	for (struct ssp_link *l = s->regs.next; l != &s->regs; l = l->next) {
 		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
 
 		if (!r->on_rd) {
 			r->on_rd = true;
-			ssp_list_add_tail(&r->ep->rdlist, &r->in_rd);
-			ssp_ep_wake(r->ep);
+			ssp_list_add_tail(&r->ep->per[cx->idx].rdlist, &r->in_rd);
+			ssp_ep_wake(r->ep, cx);
 		}
 	}
 }
 
-static void deferred_push(struct ss_conn *c, bool abort)
+/* The context of connection @c. */
+static struct ssp_cx *conn_cx(const struct ss_conn *c)
 {
-	if (ssp.n_deferred == ssp.cap_deferred) {
-		uint32_t cap = ssp.cap_deferred ? ssp.cap_deferred * 2 : 64;
-		struct ss_conn **q = realloc(ssp.deferred, cap * sizeof(*q));
-		bool *a = realloc(ssp.deferred_abort, cap * sizeof(*a));
+	return &ssp.cx[c->ctx->idx];
+}
+
+static void deferred_push(struct ssp_cx *cx, struct ss_conn *c, bool abort)
+{
+	if (cx->n_deferred == cx->cap_deferred) {
+		uint32_t cap = cx->cap_deferred ? cx->cap_deferred * 2 : 64;
+		struct ss_conn **q = realloc(cx->deferred, cap * sizeof(*q));
+		bool *a = realloc(cx->deferred_abort, cap * sizeof(*a));
 
 		if (q)
-			ssp.deferred = q;
+			cx->deferred = q;
 		if (a)
-			ssp.deferred_abort = a;
+			cx->deferred_abort = a;
 		if (!q || !a) {
 			ssp_log_once("deferred", "out of memory queueing a close: connection leaks");
 			return;
 		}
-		ssp.cap_deferred = cap;
+		cx->cap_deferred = cap;
 	}
-	ssp.deferred[ssp.n_deferred] = c;
-	ssp.deferred_abort[ssp.n_deferred++] = abort;
+	cx->deferred[cx->n_deferred] = c;
+	cx->deferred_abort[cx->n_deferred++] = abort;
 }
 
 void ssp_conn_release(struct ss_conn *c, bool abort)
@@ -409,39 +527,39 @@ void ssp_conn_release(struct ss_conn *c, bool abort)
 	ss_conn_set_user(c, NULL);
 	rc = abort ? ss_abort(c) : ss_close(c);
 	if (rc < 0 && errno == EAGAIN)
-		deferred_push(c, abort);
+		deferred_push(conn_cx(c), c, abort);
 }
 
 /* @c is gone from under a close still waiting in the deferred list (it
  * moved to another process): forget it.  True when it was there. */
-static bool deferred_forget(const struct ss_conn *c)
+static bool deferred_forget(struct ssp_cx *cx, const struct ss_conn *c)
 {
-	for (uint32_t i = 0; i < ssp.n_deferred; i++) {
-		if (ssp.deferred[i] != c)
+	for (uint32_t i = 0; i < cx->n_deferred; i++) {
+		if (cx->deferred[i] != c)
 			continue;
-		ssp.n_deferred--;
-		ssp.deferred[i] = ssp.deferred[ssp.n_deferred];
-		ssp.deferred_abort[i] = ssp.deferred_abort[ssp.n_deferred];
+		cx->n_deferred--;
+		cx->deferred[i] = cx->deferred[cx->n_deferred];
+		cx->deferred_abort[i] = cx->deferred_abort[cx->n_deferred];
 		return true;
 	}
 	return false;
 }
 
-static void deferred_retry(void)
+static void deferred_retry(struct ssp_cx *cx)
 {
 	uint32_t k = 0;
 
-	for (uint32_t i = 0; i < ssp.n_deferred; i++) {
-		struct ss_conn *c = ssp.deferred[i];
-		bool abort = ssp.deferred_abort[i];
+	for (uint32_t i = 0; i < cx->n_deferred; i++) {
+		struct ss_conn *c = cx->deferred[i];
+		bool abort = cx->deferred_abort[i];
 		int rc = abort ? ss_abort(c) : ss_close(c);
 
 		if (rc < 0 && errno == EAGAIN) {
-			ssp.deferred[k] = c;
-			ssp.deferred_abort[k++] = abort;
+			cx->deferred[k] = c;
+			cx->deferred_abort[k++] = abort;
 		}
 	}
-	ssp.n_deferred = k;
+	cx->n_deferred = k;
 }
 
 static void accq_free(struct ssp_sock *s)
@@ -480,38 +598,44 @@ static int accq_push(struct ssp_sock *s, struct ss_conn *c)
 	return 0;
 }
 
-/* Last fd closed and no call still using @s: tear down. */
+/* Last fd closed and no call still using @s: tear down (its lock held). */
 static void sock_free(struct ssp_sock *s)
 {
-	if (ssp.mode == SSP_M_ON) {
+	struct ss_ctx *ctx = s->cx->ctx;
+
+	if (ssp_mode() == SSP_M_ON) {
 		switch (s->state) {
 		case SSP_S_LISTEN:
 			if (s->listen_done && !s->listen_err)
-				ss_listen_close(ssp.ctx, s->listener);
+				ss_listen_close(ctx, s->listener);
 			accq_free(s);
 			break;
 		case SSP_S_CONNECTED:
 			if (s->inh)
-				ss_release(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen);
+				ss_release(ctx, s->inh_owner, s->inh_slot, s->inh_gen);
 			else if (s->conn)
 				ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
 			break;
 		case SSP_S_AWAY: /* our reference to where the connection went */
-			ss_release(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen);
+			ss_release(ctx, s->inh_owner, s->inh_slot, s->inh_gen);
 			break;
 		default:
 			if (s->has_entry)
-				ss_listen_close(ssp.ctx, s->entry);
+				ss_listen_close(ctx, s->entry);
 			break;
 		}
-		ss_flush(ssp.ctx);
+		ss_flush(ctx);
 	}
 	/* A pending LISTENING/CONNECTED finds no socket and is undone in
 	 * ssp_event. */
 	if (!ssp_list_empty(&s->in_cookie))
 		ssp_list_del(&s->in_cookie);
 	free(s->accq.q);
-	free(s);
+	s->accq.q = NULL;
+	ssp_away_set(s, false);
+	s->state = SSP_S_NEW;
+	s->inh = false;
+	ssp_sock_discard(s);
 }
 
 void ssp_sock_put(struct ssp_sock *s)
@@ -528,9 +652,11 @@ void ssp_sock_unhold(struct ssp_sock *s)
 
 /* ------------------------------------------------------------- events */
 
-static struct ssp_sock *cookie_find(uint64_t cookie)
+static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e);
+
+static struct ssp_sock *cookie_find(struct ssp_cx *cx, uint64_t cookie)
 {
-	for (struct ssp_link *l = ssp.cookies.next; l != &ssp.cookies; l = l->next) {
+	for (struct ssp_link *l = cx->cookies.next; l != &cx->cookies; l = l->next) {
 		struct ssp_sock *s = SSP_CONTAINER(l, struct ssp_sock, in_cookie);
 
 		if (s->cookie == cookie)
@@ -539,11 +665,11 @@ static struct ssp_sock *cookie_find(uint64_t cookie)
 	return NULL;
 }
 
-static void ev_listening(const struct ss_event *e, struct ssp_sock *s)
+static void ev_listening(struct ssp_cx *cx, const struct ss_event *e, struct ssp_sock *s)
 {
 	if (!s) {
 		if (!e->error && e->type == SS_EVENT_LISTENING)
-			ss_listen_close(ssp.ctx, e->listener);
+			ss_listen_close(cx->ctx, e->listener);
 		return;
 	}
 	s->listen_done = true;
@@ -576,11 +702,11 @@ static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
 	ssp_sock_touch(s);
 }
 
-static void ev_bound(const struct ss_event *e, struct ssp_sock *s)
+static void ev_bound(struct ssp_cx *cx, const struct ss_event *e, struct ssp_sock *s)
 {
 	if (!s) {
 		if (!e->error && e->type == SS_EVENT_BOUND)
-			ss_listen_close(ssp.ctx, e->listener); /* nobody waits: give it up */
+			ss_listen_close(cx->ctx, e->listener); /* nobody waits: give it up */
 		return;
 	}
 	ssp_list_del(&s->in_cookie);
@@ -614,7 +740,7 @@ static void ev_adopted(const struct ss_event *e, struct ssp_sock *s)
 }
 
 /* A connection handed back to us (fork.c): to the socket holding the
- * reference it replaces. */
+ * reference it replaces.  On context 0, as the service sends it. */
 static void ev_returned(const struct ss_event *e)
 {
 	struct ssp_sock *s;
@@ -628,22 +754,46 @@ static void ev_returned(const struct ss_event *e)
 		ssp_conn_release(e->conn, false); /* closed here meanwhile */
 }
 
-static void ssp_event(const struct ss_event *e)
+/* One event of @cx (its lock held).  Each socket an event concerns is
+ * touched (ssp_sock_touch: the threads waiting for it are woken); true
+ * when the event may concern threads that wait for something else (the
+ * pump then wakes every waiter of @cx, see cx.c). */
+static bool ssp_event(struct ssp_cx *cx, const struct ss_event *e)
+{
+	ssp_event_apply(cx, e);
+	switch (e->type) {
+	case SS_EVENT_LISTENING:
+	case SS_EVENT_CONNECTED:
+	case SS_EVENT_ACCEPTED:
+	case SS_EVENT_DATA:
+	case SS_EVENT_SENT:
+	case SS_EVENT_PEER_CLOSED:
+	case SS_EVENT_RESET:
+	case SS_EVENT_ERROR:
+	case SS_EVENT_CLOSED:
+		return false;
+	default:
+		return true; /* bound, adopted, inherited, moved, errors of commands */
+	}
+}
+
+static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 {
 	struct ssp_sock *s;
 
 	switch (e->type) {
 	case SS_EVENT_LISTENING:
-		ev_listening(e, cookie_find(e->cookie));
+		ev_listening(cx, e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_CONNECTED:
-		ev_connected(e, cookie_find(e->cookie));
+		ev_connected(e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_ACCEPTED:
-		s = cookie_find(e->cookie);
+		s = cookie_find(cx, e->cookie);
 		if (!s || s->state != SSP_S_LISTEN) {
 			/* Listener gone (closed): refuse. */
-			ssp_conn_release(e->conn, true);
+			if (e->conn)
+				ssp_conn_release(e->conn, true);
 			return;
 		}
 		if (!e->conn)
@@ -655,7 +805,7 @@ static void ssp_event(const struct ss_event *e)
 		ssp_sock_touch(s);
 		return;
 	case SS_EVENT_BOUND:
-		ev_bound(e, cookie_find(e->cookie));
+		ev_bound(cx, e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_INHERITED:
 		ssp.inherit_done = true;
@@ -665,7 +815,7 @@ static void ssp_event(const struct ss_event *e)
 		if (e->bytes)
 			ev_returned(e);
 		else
-			ev_adopted(e, cookie_find(e->cookie));
+			ev_adopted(e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_MOVED:
 		if (!e->conn) {
@@ -676,22 +826,22 @@ static void ssp_event(const struct ss_event *e)
 		/* Another process of ours adopted it (fork): ours is away
 		 * until it comes back (fork.c). */
 		s = ss_conn_user(e->conn);
-		deferred_forget(e->conn);
+		deferred_forget(cx, e->conn);
 		if (s) {
 			ssp_sock_moved(s, e);
 		} else if (e->bytes) {
 			/* Closed here meanwhile: let go of the reference too. */
-			ss_release(ssp.ctx, e->listener, (uint32_t)(e->cookie >> 32),
+			ss_release(cx->ctx, e->listener, (uint32_t)(e->cookie >> 32),
 				   (uint32_t)e->cookie);
 		}
 		return;
 	case SS_EVENT_CMD_ERROR:
 		if (e->cmd_op == SS_OP_BIND) {
-			ev_bound(e, cookie_find(e->cookie));
+			ev_bound(cx, e, cookie_find(cx, e->cookie));
 			return;
 		}
 		if (e->cmd_op == SS_OP_ADOPT) {
-			ev_adopted(e, cookie_find(e->cookie));
+			ev_adopted(e, cookie_find(cx, e->cookie));
 			return;
 		}
 		if (e->cmd_op == SS_OP_INHERIT) {
@@ -702,15 +852,15 @@ static void ssp_event(const struct ss_event *e)
 		if (e->cmd_op == SS_OP_RELEASE || e->cmd_op == SS_OP_LISTEN_ARM)
 			return; /* already gone: nothing to undo */
 		if (e->cmd_op == SS_OP_CONNECT) {
-			s = cookie_find(e->cookie);
+			s = cookie_find(cx, e->cookie);
 			if (s && s->state == SSP_S_CONNECTING)
 				ev_connected(e, s);
 			return;
 		}
 		if (e->cmd_op == SS_OP_LISTEN) {
-			s = cookie_find(e->cookie);
+			s = cookie_find(cx, e->cookie);
 			if (s)
-				ev_listening(e, s);
+				ev_listening(cx, e, s);
 			return;
 		}
 		ssp_log_once("cmd_error", "the service rejected a command (op %d): %s",
@@ -734,213 +884,31 @@ static void ssp_event(const struct ss_event *e)
 	}
 }
 
-void ssp_pump(void)
+void ssp_cx_pump(struct ssp_cx *cx)
 {
 	struct ss_event ev[64];
-	bool disarmed, any = false;
+	/* A poller asleep on the context keeps its arming (cx.c). */
+	bool keep = cx->poller != NULL, any = false, broad = false;
 	int n;
 
-	if (ssp.mode != SSP_M_ON)
+	if (ssp_mode() != SSP_M_ON || !cx->ctx)
 		return;
-	disarmed = ssp.ctx->armed; /* ss_poll disarms: the poller must re-arm */
 	do {
-		n = ss_poll(ssp.ctx, ev, 64);
+		n = keep ? ss_poll_keep_armed(cx->ctx, ev, 64) : ss_poll(cx->ctx, ev, 64);
 		for (int i = 0; i < n; i++)
-			ssp_event(&ev[i]);
+			broad |= ssp_event(cx, &ev[i]);
 		any |= n > 0;
 	} while (n == 64);
-	if (ssp.n_deferred)
-		deferred_retry();
-	if (!ssp_list_empty(&ssp.waiters))
-		ssp_wake_others(any, disarmed);
+	if (cx->n_deferred)
+		deferred_retry(cx);
+	if (!ssp_list_empty(&cx->waiters))
+		ssp_wake_others(cx, any, broad);
 }
 
-/* ------------------------------------------------------------- waiting */
-
-int64_t ssp_now_ms(void)
+void ssp_pump(void)
 {
-	struct timespec ts;
+	struct ssp_cx *cx = ssp_cx_held();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t ssp_deadline(int timeout_ms)
-{
-	return timeout_ms < 0 ? -1 : ssp_now_ms() + timeout_ms;
-}
-
-/* Milliseconds to @deadline_ms for poll(): -1 forever, 0 when passed. */
-int ssp_ms_left(int64_t deadline_ms)
-{
-	int64_t left;
-
-	if (deadline_ms < 0)
-		return -1;
-	left = deadline_ms - ssp_now_ms();
-	if (left <= 0)
-		return 0;
-	return left > 1000000000 ? 1000000000 : (int)left;
-}
-
-/*
- * Several threads may block at once, on one context.  Only one of them,
- * the poller, arms the context (sets the sleeping flag the service looks
- * at) and waits on its eventfd; the others wait on their own eventfd.
- * Whoever pumps events (ssp_pump) wakes every registered waiter, because
- * the events may be theirs; and a pump that disarmed the context (any
- * ss_poll does) wakes the poller so that it arms again.  A poller that
- * leaves hands the role on by waking the others.  Only the poller ever
- * arms, so two blocked threads never disarm each other in a loop.
- */
-static pthread_key_t waiter_key;
-static pthread_once_t waiter_once = PTHREAD_ONCE_INIT;
-
-static void waiter_free(void *p)
-{
-	struct ssp_waiter *w = p;
-
-	if (w->efd >= 0)
-		ssp_real.close(w->efd);
-	free(w);
-}
-
-static void waiter_key_make(void)
-{
-	if (pthread_key_create(&waiter_key, waiter_free) != 0)
-		waiter_key = (pthread_key_t)-1;
-}
-
-struct ssp_waiter *ssp_waiter_self(void)
-{
-	struct ssp_waiter *w;
-
-	pthread_once(&waiter_once, waiter_key_make);
-	if (waiter_key == (pthread_key_t)-1)
-		return NULL;
-	w = pthread_getspecific(waiter_key);
-	if (w)
-		return w;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return NULL;
-	ssp_list_init(&w->link);
-	ssp_list_init(&w->in_ep);
-	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->efd < 0 || pthread_setspecific(waiter_key, w) != 0) {
-		ssp_log_once("waiter", "no eventfd for a waiting thread: it naps instead");
-		waiter_free(w);
-		return NULL;
-	}
-	return w;
-}
-
-static void waiter_kick(struct ssp_waiter *w)
-{
-	uint64_t one = 1;
-
-	if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
-		return; /* counter saturated: it is readable anyway */
-}
-
-static void waiters_kick_all(void)
-{
-	for (struct ssp_link *l = ssp.waiters.next; l != &ssp.waiters; l = l->next)
-		waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, link));
-}
-
-int ssp_wait_begin(struct ssp_waiter *w)
-{
-	/* Whatever this thread queued must reach the service before it
-	 * sleeps (the poller's arm flushes too; a follower must as well). */
-	ss_flush(ssp.ctx);
-	if (!ssp.poller) {
-		if (ss_ctx_arm(ssp.ctx))
-			return -1;
-		ssp.poller = w;
-	}
-	ssp_list_add_tail(&ssp.waiters, &w->link);
-	return ssp.poller == w;
-}
-
-void ssp_wait_end(struct ssp_waiter *w)
-{
-	uint64_t v;
-	bool was_poller = ssp.poller == w;
-
-	ssp_list_del(&w->link);
-	if (ssp_real.read(w->efd, &v, sizeof(v)) < 0)
-		v = 0; /* nothing there */
-	if (was_poller)
-		ssp.poller = NULL;
-	ssp_pump();
-	if (was_poller && !ssp_list_empty(&ssp.waiters))
-		waiters_kick_all(); /* one of them takes over the context */
-}
-
-void ssp_wake_others(bool events, bool disarmed)
-{
-	if (events)
-		waiters_kick_all();
-	else if (disarmed && ssp.poller)
-		waiter_kick(ssp.poller);
-}
-
-int ssp_block(int64_t deadline_ms, const sigset_t *mask)
-{
-	struct ssp_waiter *w = ssp_waiter_self();
-	struct pollfd pfd[2];
-	int left, rc, err, role, n = 0;
-
-	left = ssp_ms_left(deadline_ms);
-	if (!w) {
-		/* No eventfd of our own: nap briefly and re-check. */
-		ssp_pump();
-		if (left == 0) {
-			errno = ETIMEDOUT;
-			return -1;
-		}
-		ssp_unlock();
-		rc = ssp_real.poll(NULL, 0, left < 0 || left > 5 ? 5 : left);
-		ssp_lock();
-		ssp_pump();
-		return 0;
-	}
-	role = ssp_wait_begin(w);
-	if (role < 0) {
-		ssp_pump();
-		return 0;
-	}
-	if (left == 0) {
-		ssp_wait_end(w);
-		errno = ETIMEDOUT;
-		return -1;
-	}
-	pfd[n++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
-	if (role == 1)
-		pfd[n++] = (struct pollfd){ .fd = ssp.evfd, .events = POLLIN };
-	ssp_unlock();
-	if (mask) {
-		struct timespec ts = { left / 1000, (left % 1000) * 1000000L };
-
-		rc = ssp_real.ppoll(pfd, (nfds_t)n, left < 0 ? NULL : &ts, mask);
-	} else {
-		rc = ssp_real.poll(pfd, (nfds_t)n, left);
-	}
-	err = errno;
-	ssp_lock();
-	ssp_wait_end(w);
-	if (rc < 0 && err == EINTR) {
-		errno = EINTR;
-		return -1;
-	}
-	return 0;
-}
-
-bool ssp_block_until(const bool *done, int64_t deadline_ms)
-{
-	while (!*done)
-		if (ssp_block(deadline_ms, NULL) < 0 && errno == ETIMEDOUT)
-			return false;
-	return true;
+	if (cx)
+		ssp_cx_pump(cx);
 }

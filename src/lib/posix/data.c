@@ -90,6 +90,11 @@ static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, i
 	while (s->state == SSP_S_CONNECTING || s->state == SSP_S_AWAY) {
 		if (nonblock && !pumped) {
 			ssp_pump(); /* the answer may be waiting: as current as Linux */
+			if (s->state == SSP_S_AWAY) {
+				/* Handed back on context 0 (cx.c): look there too. */
+				ssp_away_pump();
+				ssp_sock_relock(s);
+			}
 			pumped = true;
 			continue;
 		}
@@ -97,7 +102,7 @@ static int wait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline, i
 			errno = EAGAIN;
 			return -1;
 		}
-		if (ssp_block(deadline, NULL) < 0 && !intr_restart(timeo_ms)) {
+		if (ssp_block(s, deadline, NULL) < 0 && !intr_restart(timeo_ms)) {
 			errno = timeout_err();
 			return -1;
 		}
@@ -259,10 +264,10 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 			return -1;
 		}
 		if (released) {
-			ss_flush(ssp.ctx);
+			ss_flush(s->cx->ctx);
 			released = false;
 		}
-		if (ssp_block(deadline, NULL) < 0) {
+		if (ssp_block(s, deadline, NULL) < 0) {
 			if (got)
 				break; /* interrupted or timed out: what was read */
 			if (!intr_restart(s->rcvtimeo_ms)) {
@@ -278,7 +283,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 		}
 	}
 	if (released)
-		ss_flush(ssp.ctx);
+		ss_flush(s->cx->ctx);
 	return (ssize_t)got;
 }
 
@@ -402,10 +407,10 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 		}
 		if (unflushed) {
 			/* Out before we sleep: the peer's answer may be what wakes us. */
-			ss_flush(ssp.ctx);
+			ss_flush(s->cx->ctx);
 			unflushed = false;
 		}
-		if (ssp_block(deadline, NULL) < 0) {
+		if (ssp_block(s, deadline, NULL) < 0) {
 			if (sent)
 				break; /* interrupted or timed out: what was queued */
 			if (!intr_restart(s->sndtimeo_ms)) {
@@ -425,7 +430,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 	/* MSG_MORE is a hint only: the service sends at once (TCP_NODELAY),
 	 * and data left unpublished would wait for the next call. */
 	if (sent)
-		ss_flush(ssp.ctx);
+		ss_flush(s->cx->ctx);
 	if (sent)
 		return (ssize_t)sent;
 	if ((!want || src->eof) && !err)

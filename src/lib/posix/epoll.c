@@ -9,36 +9,59 @@
 /*
  * An application's epoll fd stays a kernel epoll set: kernel fds are
  * registered there as usual.  The first accelerated fd registered turns
- * it into a struct ssp_ep (in the fd table under the epoll fd's number)
- * and adds the context eventfd to the kernel set, marked with
- * SSP_EP_CTX_MARK, so a sleeping epoll_wait wakes on service events.
+ * it into a struct ssp_ep (in the fd table under the epoll fd's number);
+ * ep->cxmask holds the contexts that have sockets registered there.  The
+ * eventfd of such a context is in the kernel set (ep->kmask), marked
+ * with SSP_EP_CTX_MARK, so a sleeping epoll_wait wakes on the service's
+ * signal: for good when the set is the only one with sockets of the
+ * context (a single-threaded program), else only while a thread asleep
+ * on the set is the context's poller (ep_sleeper_register), so that one
+ * signal wakes one thread, not every thread asleep on such a set.
  *
- * Accelerated registrations sit on a ready list (rdlist) whenever they may
- * be ready: events queue them (ssp_sock_touch), epoll_wait checks them.
- * Level-triggered ones stay queued while ready; edge-triggered ones are
- * reported when the socket's event sequence moved since the last report
- * (EPOLL_CTL_ADD/MOD report the current state once, as Linux does).
+ * Accelerated registrations sit on a ready list whenever they may be
+ * ready: events queue them (ssp_sock_touch), epoll_wait checks them.
+ * Registrations and ready lists are kept per context (ep->per[i], under
+ * context i's lock, the lock of the sockets they name), so an event
+ * touches only its own context's lists and epoll_wait collects context
+ * by context.  Level-triggered ones stay queued while ready;
+ * edge-triggered ones are reported when the socket's event sequence
+ * moved since the last report (EPOLL_CTL_ADD/MOD report the current
+ * state once, as Linux does).
  *
- * Wake-ups across threads.  The context eventfd is shared by every set
- * and every blocking call: a thread that pumps events drains it, so a
- * thread asleep in the kernel epoll_wait of another set could sleep on
- * although that set became ready.  So a thread about to sleep on a set
- * joins core.c's waiter protocol with its own eventfd
- * (ssp_waiter_self), which it adds to the kernel set under
- * SSP_EP_WAKE_MARK for the sleep and keeps on the set's list of sleepers.
- * The rule, all under the layer lock:
+ * Wake-ups across threads.  A thread that pumps a context's events
+ * drains its eventfd, so a thread asleep in the kernel epoll_wait of
+ * another set could sleep on although that set became ready.  So a
+ * thread about to sleep on a set joins the waiter protocol of cx.c on
+ * every context of the set with its own eventfd (ssp_waiter_self), which
+ * it adds to the kernel set under SSP_EP_WAKE_MARK for the sleep and
+ * keeps on the set's list of sleepers (under the set's lock).  The rule:
  *
- *   - the sleeper pumps, finds the ready list empty, registers
- *     (ssp_wait_begin: it may become the poller that arms the context),
- *     adds its eventfd to the kernel set, and only then drops the lock;
- *   - any later pump with events kicks every registered waiter (core.c),
- *     and whenever the set's ready list gains an entry (ssp_ep_wake, from
- *     ssp_sock_touch) or a registration is added or changed, the set's
- *     sleepers are kicked.
+ *   - the sleeper, context by context under its lock, pumps, finds its
+ *     ready list empty and registers (ssp_wait_begin: it may become the
+ *     poller that arms it); at the first such registration, still under
+ *     that context's lock, it joins the set's sleepers;
+ *   - whenever a ready list of the set gains an entry (ssp_ep_wake, from
+ *     ssp_sock_touch: a pump by any thread) or a registration is added
+ *     or changed, the set's sleepers are kicked; a pump kicks the
+ *     epoll sleepers of its context only for events that are no one
+ *     socket's (cx.c), so a thread sleeps on through the events of
+ *     sockets it does not watch.
  *
- * An entry added after the sleeper's look happens after it registered, so
- * its eventfd is readable before or while it sleeps: the kernel wakes it.
- * A single-threaded program is never asleep when it pumps: no kick.
+ * An entry added after the sleeper's look at a context happens under that
+ * context's lock after the sleeper joined the sleepers and registered
+ * there, so its eventfd is readable before or while it sleeps: the
+ * kernel wakes it.  For the same reason whoever adds an entry may read
+ * the number of sleepers without the set's lock (n_sleepers) and skip
+ * the kick when it is 0.  A single-threaded program is never asleep when
+ * it pumps: no kick.
+ *
+ * The poller role moves between threads asleep on different sets
+ * without waking them (ssp_ep_poller_give/take, under the set's lock,
+ * which also covers ep->kmask): the last thread to go to sleep takes it
+ * (it just served its own events: the next ones are likely its own
+ * again), and a poller that leaves hands it to one still asleep.  So
+ * memcached's worker that the service's signal wakes is, as often as
+ * not, the one the events are for, and its acceptor sleeps through them.
  *
  * EPOLLEXCLUSIVE (Linux's ep_poll_callback): the exclusive registrations
  * of one socket are visited in registration order on each of its events;
@@ -46,6 +69,9 @@
  * event takes it, and later exclusive registrations are not queued at
  * all for this event.  Earlier ones without a waiter are queued (and are
  * reported by a later epoll_wait), as on Linux.
+ *
+ * Sets are type-stable, like sockets (posix.h): a closed one goes back
+ * to a pool once its registrations are gone and no thread waits on it.
  */
 
 /* epoll_data value marking a set's own wake eventfd in its kernel set. */
@@ -55,13 +81,25 @@
 #define EXCL_OK_BITS (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
 		      EPOLLEXCLUSIVE)
 
+#define EP_NAP_MS 5     /* the sleep step when no waiter eventfd can be had */
+
 /* A set as this file keeps it: struct ssp_ep first (the fd table and
- * sock.c see only that). */
+ * sock.c see only that).  Guarded by ep.lock. */
 struct ep_x {
 	struct ssp_ep ep;
-	bool dead;              /* its fd was closed while threads waited */
-	int waiters;            /* threads inside ssp_epoll_wait on it */
+	bool dead;              /* its fd was closed (or replaced) */
+	bool cleaned;           /* ... and its registrations are gone */
+	int waiters;            /* threads inside ssp_epoll_wait on it (read atomically) */
 	struct ssp_link sleepers; /* struct ssp_waiter.in_ep: asleep on it */
+	int n_sleepers;         /* on sleepers (written under the lock, read atomically) */
+	/* The first thread that sleeps on the set (ssp_waiter.id) keeps its
+	 * eventfd in the kernel set between sleeps (owner_in) until another
+	 * thread sleeps there too (shared): then each adds and removes its
+	 * own around every sleep, as a kick must wake only the sleepers. */
+	uint64_t owner;
+	int owner_efd;
+	bool owner_in, shared;
+	struct ep_x *pool_next; /* in the pool (ssp.glock) */
 };
 
 /* A registration: struct ssp_epreg first (core.c walks those). */
@@ -70,6 +108,8 @@ struct reg_x {
 	uint32_t excl_seq;      /* sock->seq of the last event it took */
 	bool excl_took;
 };
+
+static struct ep_x *ep_pool;
 
 static struct ep_x *ep_x(struct ssp_ep *ep)
 {
@@ -88,8 +128,70 @@ static struct ssp_ep *ep_get(int epfd)
 	return f && f->type == SSP_F_EPOLL ? SSP_CONTAINER(f, struct ssp_ep, f) : NULL;
 }
 
-/* The ssp_ep for @epfd, created on first use; NULL with errno. */
-static struct ssp_ep *ep_make(int epfd)
+/* Lock @ep and check that it is still the live set at @epfd: false
+ * (nothing held) when not. */
+static bool ep_lock_live(struct ssp_ep *ep, int epfd)
+{
+	pthread_mutex_lock(&ep->lock);
+	if (ssp_fd_get(epfd) == &ep->f && !ep_x(ep)->dead)
+		return true;
+	pthread_mutex_unlock(&ep->lock);
+	return false;
+}
+
+/* Context @cx's eventfd joins @ep's kernel set (@ep's lock held). */
+static int ep_kadd(struct ssp_ep *ep, const struct ssp_cx *cx)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SSP_EP_CTX_MARK };
+	uint64_t bit = 1ull << cx->idx;
+
+	if (ep->kmask & bit)
+		return 0;
+	if (ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_ADD, cx->evfd, &ev) < 0 && errno != EEXIST)
+		return -1;
+	ep->kmask |= bit;
+	return 0;
+}
+
+/* ... and leaves it (@ep's lock held). */
+static void ep_kdel(struct ssp_ep *ep, const struct ssp_cx *cx)
+{
+	uint64_t bit = 1ull << cx->idx;
+
+	if (!(ep->kmask & bit))
+		return;
+	ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_DEL, cx->evfd, NULL);
+	ep->kmask &= ~bit;
+}
+
+/* @ep holds sockets of @cx from now on (@ep's lock held).  The eventfd
+ * of a context that only this set watches stays in its kernel set for
+ * good; one that several sets watch is there only while a thread asleep
+ * on the set is the context's poller (ep_sleeper_register). */
+static int ep_cx_add(struct ssp_ep *ep, struct ssp_cx *cx)
+{
+	uint64_t bit = 1ull << cx->idx;
+
+	if (ep->cxmask & bit)
+		return 0;
+	if (__atomic_load_n(&cx->n_sets, __ATOMIC_ACQUIRE) == 0 && ep_kadd(ep, cx) < 0)
+		return -1;
+	__atomic_add_fetch(&cx->n_sets, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&ep->cxmask, ep->cxmask | bit, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void ep_pool_put(struct ep_x *x)
+{
+	ssp_glock();
+	x->pool_next = ep_pool;
+	ep_pool = x;
+	ssp_gunlock();
+}
+
+/* The ssp_ep for @epfd, created on first use (the lock of @cx, the
+ * registering socket's, held); NULL with errno. */
+static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SSP_EP_CTX_MARK };
 	struct ssp_ep *ep = ep_get(epfd);
@@ -101,36 +203,63 @@ static struct ssp_ep *ep_make(int epfd)
 		errno = EINVAL; /* an accelerated socket is no epoll set */
 		return NULL;
 	}
-	if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, ssp.evfd, &ev) < 0)
-		return NULL; /* EBADF, EINVAL: not an epoll fd */
-	x = calloc(1, sizeof(*x));
-	if (!x || ssp_fd_set(epfd, &x->ep.f) < 0) {
-		free(x);
-		ssp_real.epoll_ctl(epfd, EPOLL_CTL_DEL, ssp.evfd, NULL);
+	/* The kernel checks that @epfd is an epoll set (EBADF, EINVAL). */
+	if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, cx->evfd, &ev) < 0 && errno != EEXIST)
+		return NULL;
+	ssp_glock();
+	x = ep_pool;
+	if (x)
+		ep_pool = x->pool_next;
+	ssp_gunlock();
+	if (!x) {
+		x = calloc(1, sizeof(*x));
+		if (!x) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		x->ep.f.type = SSP_F_EPOLL;
+		pthread_mutex_init(&x->ep.lock, NULL);
+	}
+	/* Not in the table yet: a stale lookup of a former life of @x fails
+	 * its check before it reads anything here (ep_lock_live). */
+	ep = &x->ep;
+	ep->epfd = epfd;
+	ep->cxmask = 1ull << cx->idx;
+	ep->kmask = 1ull << cx->idx;
+	for (unsigned i = 0; i < SSP_MAX_CX; i++) {
+		ssp_list_init(&ep->per[i].regs);
+		ssp_list_init(&ep->per[i].rdlist);
+	}
+	x->dead = x->cleaned = false;
+	x->waiters = 0;
+	x->n_sleepers = 0;
+	ssp_list_init(&x->sleepers);
+	x->owner = 0;
+	x->owner_efd = -1;
+	x->owner_in = x->shared = false;
+	ssp_glock();
+	if (ssp_fd_get(epfd)) {
+		/* Another thread made it meanwhile: use that one. */
+		ssp_gunlock();
+		ep_pool_put(x);
+		return ep_make(epfd, cx);
+	}
+	if (ssp_fd_set(epfd, &ep->f) < 0) {
+		ssp_gunlock();
+		ep_pool_put(x);
 		errno = ENOMEM;
 		return NULL;
 	}
-	ep = &x->ep;
-	ep->f.type = SSP_F_EPOLL;
-	ep->epfd = epfd;
-	ep->has_ctx = true;
-	ssp_list_init(&ep->regs);
-	ssp_list_init(&ep->rdlist);
-	ssp_list_init(&x->sleepers);
+	__atomic_add_fetch(&cx->n_sets, 1, __ATOMIC_ACQ_REL);
+	ssp_gunlock();
 	return ep;
 }
 
-/* Wake the threads asleep on @x (lock held); see the rule above. */
+/* Wake the threads asleep on @x (its lock held); see the rule above. */
 static void ep_kick(struct ep_x *x)
 {
-	uint64_t one = 1;
-
-	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next) {
-		struct ssp_waiter *w = SSP_CONTAINER(l, struct ssp_waiter, in_ep);
-
-		if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
-			continue; /* counter saturated: readable anyway */
-	}
+	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		ssp_waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, in_ep));
 }
 
 static struct ssp_epreg *reg_find(struct ssp_ep *ep, struct ssp_sock *s, int fd)
@@ -144,11 +273,12 @@ static struct ssp_epreg *reg_find(struct ssp_ep *ep, struct ssp_sock *s, int fd)
 	return NULL;
 }
 
+/* Queue @r on its set's ready list for @r's socket's context. */
 static void reg_queue(struct ssp_epreg *r)
 {
 	if (!r->on_rd) {
 		r->on_rd = true;
-		ssp_list_add_tail(&r->ep->rdlist, &r->in_rd);
+		ssp_list_add_tail(&r->ep->per[r->sock->cx->idx].rdlist, &r->in_rd);
 	}
 }
 
@@ -170,49 +300,52 @@ static void reg_arm(struct ssp_epreg *r, const struct epoll_event *ev)
 	reg_queue(r);
 }
 
+/* The checks of Linux's do_epoll_ctl on a socket of ours, in its order
+ * (the event is copied in first, then the fds, then EPOLLEXCLUSIVE); 0
+ * or an errno. */
+static int ctl_check(int epfd, int op, int fd, const struct epoll_event *ev)
+{
+	if (op != EPOLL_CTL_DEL && !ev)
+		return EFAULT;
+	if (epfd == fd)
+		return EINVAL;
+	if (ssp_fd_get(epfd) && !ep_get(epfd))
+		return EINVAL; /* an accelerated socket is no epoll set */
+	if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE) &&
+	    (op == EPOLL_CTL_MOD || (op == EPOLL_CTL_ADD && (ev->events & ~EXCL_OK_BITS)))) {
+		/* Exclusive wake-ups are set up at ADD time only, and do
+		 * not mix with ONESHOT, RDHUP, PRI... */
+		return ssp_real.fcntl(epfd, F_GETFD) < 0 ? EBADF : EINVAL;
+	}
+	return 0;
+}
+
 int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct ssp_sock *s;
 	struct ssp_ep *ep;
 	struct ssp_epreg *r;
 	struct reg_x *rx;
-	int err = 0;
+	struct ssp_cx *cx;
+	int err;
 
-	ssp_lock();
-	s = ssp.mode == SSP_M_ON ? ssp_fd_sock(fd) : NULL;
+	s = ssp_mode() == SSP_M_ON ? ssp_sock_lock_fd(fd) : NULL;
 	if (!s) {
-		ssp_unlock();
 		if (ssp_fd_get(fd))
 			ssp_log_once("epoll_nest", "an epoll set holding accelerated fds "
 				     "inside another epoll set: inner sockets are not seen");
 		return ssp_real.epoll_ctl(epfd, op, fd, ev);
 	}
-	/* Linux's order (do_epoll_ctl): the event is copied in first, then
-	 * the fds are checked, then EPOLLEXCLUSIVE, then the registration. */
-	if (op != EPOLL_CTL_DEL && !ev) {
-		err = EFAULT;
-		goto out;
-	}
-	if (epfd == fd) {
-		err = EINVAL;
-		goto out;
-	}
-	if (ssp_fd_get(epfd) && !ep_get(epfd)) {
-		err = EINVAL; /* an accelerated socket is no epoll set */
-		goto out;
-	}
-	if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE) &&
-	    (op == EPOLL_CTL_MOD || (op == EPOLL_CTL_ADD && (ev->events & ~EXCL_OK_BITS)))) {
-		/* Exclusive wake-ups are set up at ADD time only, and do
-		 * not mix with ONESHOT, RDHUP, PRI... */
-		if (ssp_real.fcntl(epfd, F_GETFD) < 0)
-			err = EBADF;
-		else
-			err = EINVAL;
-		goto out;
-	}
-	ep = ep_make(epfd);
-	if (!ep) {
+	cx = s->cx;
+	err = ctl_check(epfd, op, fd, ev);
+	if (err)
+		return ssp_fail_unlock(err);
+	ep = ep_make(epfd, cx);
+	if (!ep)
+		return ssp_fail_unlock(errno);
+	if (!ep_lock_live(ep, epfd))
+		return ssp_fail_unlock(EBADF); /* closed meanwhile */
+	if (ep_cx_add(ep, cx) < 0) {
 		err = errno;
 		goto out;
 	}
@@ -233,7 +366,7 @@ int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		r->sock = s;
 		r->fd = fd;
 		ssp_list_add_tail(&s->regs, &r->in_sock);
-		ssp_list_add_tail(&ep->regs, &r->in_ep);
+		ssp_list_add_tail(&ep->per[cx->idx].regs, &r->in_ep);
 		ssp_list_init(&r->in_rd);
 		reg_arm(r, ev);
 		ep_kick(ep_x(ep)); /* Linux's ep_insert wakes a waiter if ready */
@@ -259,25 +392,65 @@ int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		break;
 	}
 out:
+	pthread_mutex_unlock(&ep->lock);
+	if (err)
+		return ssp_fail_unlock(err);
 	ssp_unlock();
-	if (err) {
-		errno = err;
-		return -1;
-	}
 	return 0;
 }
 
-/* The set's fd is gone (lock held).  Threads still in ssp_epoll_wait on
- * it free it when they leave. */
-void ssp_ep_free(struct ssp_ep *ep)
+/* Leave ssp_epoll_wait on @x (nothing held): entries still queued (@more)
+ * go on to another thread asleep on the set, as Linux's ep_poll wakes the
+ * next waiter when its ready list is not empty. */
+static void ep_leave(struct ep_x *x, bool more)
+{
+	bool recycle;
+
+	pthread_mutex_lock(&x->ep.lock);
+	__atomic_store_n(&x->waiters, x->waiters - 1, __ATOMIC_RELAXED);
+	recycle = x->dead && x->cleaned && x->waiters <= 0;
+	if (!x->dead && more)
+		ep_kick(x);
+	pthread_mutex_unlock(&x->ep.lock);
+	if (recycle)
+		ep_pool_put(x);
+}
+
+int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 {
 	struct ep_x *x = ep_x(ep);
+	bool recycle;
+	int rc = 0;
 
-	while (!ssp_list_empty(&ep->regs))
-		reg_free(SSP_CONTAINER(ep->regs.next, struct ssp_epreg, in_ep));
+	if (!ep_lock_live(ep, epfd))
+		return close_fd ? ssp_real.close(epfd) : 0; /* gone meanwhile */
 	x->dead = true;
-	if (x->waiters <= 0)
-		free(x);
+	for (unsigned i = 0; i < SSP_MAX_CX; i++)
+		if (ep->cxmask & 1ull << i)
+			__atomic_sub_fetch(&ssp.cx[i].n_sets, 1, __ATOMIC_ACQ_REL);
+	ssp_glock();
+	ssp_fd_set(epfd, NULL);
+	ssp_gunlock();
+	pthread_mutex_unlock(&ep->lock);
+	/* No registration comes any more (dead), none moves (see
+	 * ssp_ep_sock_moved): take each context's away under its lock. */
+	for (unsigned i = 0; i < ssp.n_cx; i++) {
+		struct ssp_link *h = &ep->per[i].regs;
+
+		ssp_cx_lock(&ssp.cx[i]);
+		while (!ssp_list_empty(h))
+			reg_free(SSP_CONTAINER(h->next, struct ssp_epreg, in_ep));
+		ssp_unlock();
+	}
+	if (close_fd)
+		rc = ssp_real.close(epfd);
+	pthread_mutex_lock(&ep->lock);
+	x->cleaned = true;
+	recycle = x->waiters <= 0;
+	pthread_mutex_unlock(&ep->lock);
+	if (recycle)
+		ep_pool_put(x);
+	return rc;
 }
 
 void ssp_ep_drop_fd(struct ssp_sock *s, int fd)
@@ -293,19 +466,126 @@ void ssp_ep_drop_fd(struct ssp_sock *s, int fd)
 	}
 }
 
-/* Move ready accelerated registrations of @ep into @out (lock held). */
-static int ep_collect(struct ssp_ep *ep, struct epoll_event *out, int max)
+void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from)
 {
-	struct ssp_link todo;
+	struct ssp_link *l = s->regs.next;
+	unsigned to = s->cx->idx;
+
+	(void)from;
+	while (l != &s->regs) {
+		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+		struct ssp_ep *ep = r->ep;
+
+		l = l->next;
+		pthread_mutex_lock(&ep->lock);
+		if (ep_x(ep)->dead) {
+			reg_free(r); /* its set is being taken apart */
+		} else {
+			ep_cx_add(ep, s->cx);
+			ssp_list_del(&r->in_ep);
+			ssp_list_add_tail(&ep->per[to].regs, &r->in_ep);
+			if (r->on_rd) {
+				ssp_list_del(&r->in_rd);
+				ssp_list_add_tail(&ep->per[to].rdlist, &r->in_rd);
+			}
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+}
+
+static void list_splice_tail(struct ssp_link *to, struct ssp_link *from)
+{
+	while (!ssp_list_empty(from)) {
+		struct ssp_link *l = from->next;
+
+		ssp_list_del(l);
+		ssp_list_add_tail(to, l);
+	}
+}
+
+bool ssp_ep_poller_give(struct ssp_waiter *w, struct ssp_cx *cx)
+{
+	struct ssp_ep *ep = __atomic_load_n(&w->sleep_ep, __ATOMIC_ACQUIRE);
+	bool done = false;
+
+	if (!ep || __atomic_load_n(&w->kicked, __ATOMIC_ACQUIRE))
+		return false; /* awake, or about to be: a kick does as well */
+	pthread_mutex_lock(&ep->lock);
+	if (w->sleep_ep == ep && !ep_x(ep)->dead && (ep->cxmask & 1ull << cx->idx) &&
+	    ss_ctx_arm(cx->ctx) == 0) {
+		/* Armed: a failure to watch the eventfd leaves it armed with no
+		 * poller, which the next pump undoes (ss_poll disarms). */
+		if (ep_kadd(ep, cx) == 0) {
+			__atomic_store_n(&cx->poller, w, __ATOMIC_RELEASE);
+			done = true;
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return done;
+}
+
+bool ssp_ep_poller_take(struct ssp_waiter *p, struct ssp_cx *cx, struct ssp_waiter *w)
+{
+	struct ssp_ep *ep = __atomic_load_n(&p->sleep_ep, __ATOMIC_ACQUIRE);
+	bool done = false;
+
+	if (!ep || ep == w->ep)
+		return false; /* awake, or on our own set: nothing to gain */
+	pthread_mutex_lock(&ep->lock);
+	if (p->sleep_ep == ep) {
+		/* Another set holds sockets of @cx (ours): never the only one,
+		 * so the eventfd may go.  A signal already in it stays there:
+		 * our set, which takes it (ep_sleeper_register), wakes at once. */
+		if (!ep_x(ep)->dead)
+			ep_kdel(ep, cx);
+		__atomic_store_n(&cx->poller, w, __ATOMIC_RELEASE);
+		done = true;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return done;
+}
+
+void ssp_ep_atfork_child(struct ssp_ep *ep)
+{
+	struct ep_x *x = ep_x(ep);
+
+	pthread_mutex_init(&ep->lock, NULL);
+	ssp_list_init(&x->sleepers);
+	x->n_sleepers = 0;
+	x->waiters = 0;
+	/* The kernel set is the parent's too, with the parent's eventfds. */
+	x->shared = true;
+	x->owner_in = false;
+}
+
+void ssp_ep_child_attach(struct ssp_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	for (unsigned i = 1; i < SSP_MAX_CX; i++) {
+		list_splice_tail(&ep->per[0].regs, &ep->per[i].regs);
+		list_splice_tail(&ep->per[0].rdlist, &ep->per[i].rdlist);
+	}
+	ep->cxmask = 0;
+	ep->kmask = 0; /* the kernel set holds the parent's eventfds, not ours */
+	ep_cx_add(ep, &ssp.cx[0]);
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* Move ready accelerated registrations of @ep on context @j (its lock
+ * held) into @out; *@more when some stay queued. */
+static int ep_collect(struct ssp_ep *ep, unsigned j, struct epoll_event *out, int max,
+		      bool *more)
+{
+	struct ssp_link *rd = &ep->per[j].rdlist, todo;
 	int n = 0;
 
-	if (ssp_list_empty(&ep->rdlist))
+	if (ssp_list_empty(rd))
 		return 0;
 	/* Take the whole list: each entry is looked at once per call. */
-	todo = ep->rdlist;
+	todo = *rd;
 	todo.next->prev = &todo;
 	todo.prev->next = &todo;
-	ssp_list_init(&ep->rdlist);
+	ssp_list_init(rd);
 	while (!ssp_list_empty(&todo)) {
 		struct ssp_epreg *r = SSP_CONTAINER(todo.next, struct ssp_epreg, in_rd);
 		uint32_t m;
@@ -314,10 +594,10 @@ static int ep_collect(struct ssp_ep *ep, struct epoll_event *out, int max)
 			/* Out of room: the rest stays queued, in order. */
 			struct ssp_link *first = todo.next, *last = todo.prev;
 
-			last->next = ep->rdlist.next;
-			ep->rdlist.next->prev = last;
-			ep->rdlist.next = first;
-			first->prev = &ep->rdlist;
+			last->next = rd->next;
+			rd->next->prev = last;
+			rd->next = first;
+			first->prev = rd;
 			break;
 		}
 		ssp_list_del(&r->in_rd);
@@ -340,10 +620,11 @@ static int ep_collect(struct ssp_ep *ep, struct epoll_event *out, int max)
 		else if (!(r->events & EPOLLET))
 			reg_queue(r); /* level-triggered: look again next time */
 	}
+	*more |= !ssp_list_empty(rd);
 	return n;
 }
 
-/* Drop the context's and the set's own eventfds from kernel results. */
+/* Drop the contexts' and the set's own eventfds from kernel results. */
 static int ctx_filter(struct epoll_event *evs, int n)
 {
 	int k = 0;
@@ -361,112 +642,277 @@ static int real_wait(int epfd, struct epoll_event *evs, int max, int timeout,
 		    : ssp_real.epoll_wait(epfd, evs, max, timeout);
 }
 
-/* Sleep in the kernel set until the deadline, a kernel fd, or a kick
- * (lock held, dropped meanwhile).  The kernel's answer, or -1 with errno;
- * *again set when events were pending and nothing was slept. */
-static int ep_sleep(struct ep_x *x, struct epoll_event *evs, int max, int left,
-		    const sigset_t *mask, bool *again)
+/* The contexts to look at for @ep: those with sockets registered, and
+ * context 0 while sockets are AWAY elsewhere (cx.c). */
+static uint64_t ep_cxs(struct ssp_ep *ep)
 {
-	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
-	struct ssp_waiter *w = left != 0 ? ssp_waiter_self() : NULL;
-	int epfd = x->ep.epfd, k, err, role = -1;
+	uint64_t m = __atomic_load_n(&ep->cxmask, __ATOMIC_ACQUIRE);
 
-	*again = false;
-	if (w) {
-		role = ssp_wait_begin(w);
-		if (role < 0) {
-			*again = true;
-			return 0;
-		}
-		if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, w->efd, &wev) < 0) {
-			ssp_log_once("ep_waiter", "cannot add a waiter eventfd to an epoll set: "
-				     "waits there nap");
-			ssp_wait_end(w);
-			w = NULL;
-			role = -1;
-		} else {
-			ssp_list_add_tail(&x->sleepers, &w->in_ep);
-		}
+	if (__atomic_load_n(&ssp.n_away, __ATOMIC_ACQUIRE) > 0 && !(m & 1)) {
+		pthread_mutex_lock(&ep->lock);
+		if (!ep_x(ep)->dead)
+			ep_cx_add(ep, &ssp.cx[0]);
+		pthread_mutex_unlock(&ep->lock);
+		m |= 1;
 	}
-	if (!w && left != 0 && (left < 0 || left > 5))
-		left = 5; /* no eventfd of our own: nap and look again */
-	ssp_unlock();
-	k = real_wait(epfd, evs, max, left, mask);
-	err = errno;
-	ssp_lock();
-	if (w) {
-		ssp_list_del(&w->in_ep);
-		if (!x->dead)
-			ssp_real.epoll_ctl(epfd, EPOLL_CTL_DEL, w->efd, NULL);
-		ssp_wait_end(w); /* pumps */
-	} else {
-		ssp_pump();
-	}
-	errno = err;
-	return k;
+	return m;
 }
 
-/* Leave ssp_epoll_wait (lock held, released here): entries still queued
- * go on to another thread asleep on the set, as Linux's ep_poll wakes the
- * next waiter when its ready list is not empty. */
-static void ep_leave(struct ep_x *x)
+/* Take @w off the contexts in @reg (nothing held); each is pumped. */
+static void ep_unreg(struct ssp_waiter *w, uint64_t reg)
 {
-	x->waiters--;
-	if (x->dead) {
-		if (x->waiters <= 0)
-			free(x);
-	} else if (!ssp_list_empty(&x->ep.rdlist)) {
-		ep_kick(x);
+	if (reg)
+		ssp_waiter_drain(w);
+	for (unsigned j = 0; reg; j++) {
+		if (!(reg & 1ull << j))
+			continue;
+		reg &= ~(1ull << j);
+		ssp_cx_lock(&ssp.cx[j]);
+		ssp_wait_end(w, &ssp.cx[j]);
+		ssp_unlock();
 	}
-	ssp_unlock();
+}
+
+/* Is a thread with waiter id @id on @x's sleepers?  (Its lock held.) */
+static bool ep_sleeping(struct ep_x *x, uint64_t id)
+{
+	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		if (SSP_CONTAINER(l, struct ssp_waiter, in_ep)->id == id)
+			return true;
+	return false;
+}
+
+/* @w's eventfd joins @x's kernel set for a sleep (@x's lock held; see
+ * ep_x.owner).  0 or -1. */
+static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
+{
+	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
+
+	if (!x->owner) {
+		x->owner = w->id;
+		x->owner_efd = w->efd;
+	} else if (x->owner != w->id && !x->shared) {
+		x->shared = true;
+		if (x->owner_in && !ep_sleeping(x, x->owner)) {
+			/* (asleep, it takes its own away when it wakes) */
+			ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, x->owner_efd, NULL);
+			x->owner_in = false;
+		}
+	}
+	if (x->owner == w->id && x->owner_in)
+		return 0;
+	if (ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_ADD, w->efd, &wev) < 0 && errno != EEXIST)
+		return -1;
+	if (x->owner == w->id && !x->shared)
+		x->owner_in = true;
+	return 0;
+}
+
+/*
+ * @w, registered on @cx (its lock held) for a sleep on @x, joins the
+ * set's sleepers at its first registration of the pass (@first; see the
+ * rule above) with its eventfd in the kernel set, and the kernel set
+ * watches @cx's eventfd if @w is its poller, or if no other set has
+ * sockets of @cx; else not, unless another thread sleeps on the set
+ * too.  The role may move later (ssp_ep_poller_give/take, under the
+ * set's lock too): whoever moves it fixes the kernel set.  A failure
+ * that would let @w sleep through its wake-up sets w->ep_fail.
+ */
+static void ep_sleeper_register(struct ep_x *x, struct ssp_waiter *w, struct ssp_cx *cx,
+				bool first)
+{
+	struct ssp_ep *ep = &x->ep;
+
+	pthread_mutex_lock(&ep->lock);
+	if (first) {
+		ssp_list_add_tail(&x->sleepers, &w->in_ep);
+		__atomic_store_n(&x->n_sleepers, x->n_sleepers + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->sleep_ep, ep, __ATOMIC_RELEASE);
+		if (!x->dead && ep_wake_add(x, w) < 0)
+			w->ep_fail = true;
+	}
+	if (!x->dead) {
+		bool poller = cx->poller == w;
+
+		if (poller || __atomic_load_n(&cx->n_sets, __ATOMIC_ACQUIRE) <= 1) {
+			if (ep_kadd(ep, cx) < 0 && poller)
+				w->ep_fail = true;
+		} else if (x->n_sleepers <= 1) {
+			ep_kdel(ep, cx);
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* @w leaves @x's sleepers (its lock held) and, unless it keeps it there
+ * (ep_x.owner), takes its eventfd out of the kernel set.  True when the
+ * set was closed meanwhile. */
+static bool ep_sleeper_quit_locked(struct ep_x *x, struct ssp_waiter *w)
+{
+	ssp_list_del(&w->in_ep);
+	__atomic_store_n(&x->n_sleepers, x->n_sleepers - 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->sleep_ep, NULL, __ATOMIC_RELEASE);
+	if (x->dead)
+		return true;
+	if (x->owner != w->id || x->shared) {
+		ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, w->efd, NULL);
+		if (x->owner == w->id)
+			x->owner_in = false;
+	}
+	return false;
+}
+
+static bool ep_sleeper_quit(struct ep_x *x, struct ssp_waiter *w)
+{
+	bool dead;
+
+	pthread_mutex_lock(&x->ep.lock);
+	dead = ep_sleeper_quit_locked(x, w);
+	pthread_mutex_unlock(&x->ep.lock);
+	return dead;
+}
+
+/*
+ * One pass over @ep's contexts in @cxs and those @self is registered on
+ * (*@reg, from the last sleep), each under its lock: taken off the
+ * context (which pumps it) or pumped, collected into @evs, and, with
+ * @sleep while nothing was found, @self registered there again and (at
+ * the first) joined to the set's sleepers (see the rule above), so that
+ * a thread that sleeps again takes each lock once per wake-up.  What was
+ * registered is undone when something was found.  The events found, with
+ * *@reg the contexts @self sleeps on now (none when it found any), or -1
+ * when events came during a registration (nothing registered: look again).
+ */
+static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int max,
+		   struct ssp_waiter *self, bool sleep, uint64_t *reg, bool *more)
+{
+	struct ep_x *x = ep_x(ep);
+	uint64_t old = *reg, now = 0;
+	bool again = false;
+	int n = 0;
+
+	if (old)
+		ssp_waiter_drain(self); /* before the pass, never within (cx.c) */
+	for (uint64_t todo = cxs | old; todo; todo &= todo - 1) {
+		unsigned j = (unsigned)__builtin_ctzll(todo);
+		struct ssp_cx *cx = &ssp.cx[j];
+		uint64_t bit = 1ull << j;
+
+		ssp_cx_lock(cx);
+		if (old & bit)
+			ssp_wait_end(self, cx); /* pumps */
+		else
+			ssp_cx_pump(cx);
+		if (cxs & bit) {
+			if (n < max)
+				n += ep_collect(ep, j, evs + n, max - n, more);
+			else
+				*more |= !ssp_list_empty(&ep->per[j].rdlist);
+			if (sleep && !n && !again) {
+				if (ssp_wait_begin(self, cx) < 0) {
+					again = true;
+				} else {
+					ep_sleeper_register(x, self, cx, !now);
+					now |= bit;
+				}
+			}
+		}
+		ssp_unlock();
+	}
+	if ((n || again) && now) {
+		ep_sleeper_quit(x, self);
+		self->ep_fail = false;
+		ep_unreg(self, now);
+		now = 0;
+	}
+	*reg = now;
+	return !n && again ? -1 : n;
 }
 
 int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		   const sigset_t *mask)
 {
+	struct ssp_waiter *w;
+	uint64_t reg = 0;
 	int64_t deadline;
 	struct ssp_ep *ep;
 	struct ep_x *x;
+	int k = 0;          /* kernel events from the last sleep, at evs[0..k) */
 
 	if (max <= 0 || !evs) {
 		errno = EINVAL;
 		return -1;
 	}
-	ssp_lock();
-	ep = ep_get(epfd);
-	if (!ep || ssp.mode != SSP_M_ON) {
-		ssp_unlock();
+	ep = ssp_mode() == SSP_M_ON ? ep_get(epfd) : NULL;
+	if (!ep || !ep_lock_live(ep, epfd))
 		return real_wait(epfd, evs, max, timeout_ms, mask);
-	}
 	x = ep_x(ep);
-	x->waiters++;
+	__atomic_store_n(&x->waiters, x->waiters + 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ep->lock);
 	deadline = ssp_deadline(timeout_ms);
-	ssp_pump();
+	w = timeout_ms != 0 ? ssp_waiter_self() : NULL;
+	if (w) {
+		/* Woken through the set (see above); registered nowhere now. */
+		__atomic_store_n(&w->kind, SSP_WK_EP, __ATOMIC_RELAXED);
+		w->sock = NULL;
+		w->ep = ep;
+	}
 	for (;;) {
-		int n, k, left, err;
-		bool again;
+		int left = ssp_ms_left(deadline), n, err;
+		bool more = false, dead;
 
-		n = ep_collect(ep, evs, max);
-		if (n > 0) {
-			ep_leave(x);
-			if (n < max) {
-				k = ctx_filter(evs + n, real_wait(epfd, evs + n, max - n, 0, NULL));
-				if (k > 0)
-					n += k;
+		n = ep_pass(ep, ep_cxs(ep), evs + k, max - k, w, left != 0 && w && !k, &reg,
+			    &more);
+		if (n < 0)
+			continue; /* events came meanwhile: look again */
+		if (k + n > 0) {
+			ep_leave(x, more);
+			if (!k && n < max) {
+				/* Ours first; kernel fds ready now after them. */
+				int kn = ctx_filter(evs + n, real_wait(epfd, evs + n, max - n, 0, NULL));
+
+				if (kn > 0)
+					n += kn;
 			}
-			return n;
+			return k + n;
 		}
-		left = ssp_ms_left(deadline);
-		k = ep_sleep(x, evs, max, left, mask, &again);
-		err = errno;
-		if (again) {
-			ssp_pump();
+		if (!reg) {
+			/* Nothing of ours, no sleep: a last look (left == 0), a
+			 * nap without an eventfd of our own, or a set with no
+			 * context to wait on. */
+			k = real_wait(epfd, evs, max,
+				      left < 0 || left > EP_NAP_MS ? EP_NAP_MS : left, mask);
+			err = errno;
+			if (k < 0) {
+				ep_leave(x, false);
+				errno = err;
+				return -1;
+			}
+			k = ctx_filter(evs, k);
+			if (k > 0 || left == 0) {
+				ep_leave(x, false);
+				return k;
+			}
 			continue;
 		}
-		if (k < 0 || x->dead) {
+		if (w->ep_fail) {
+			ssp_log_once("ep_waiter", "cannot add a waiter eventfd to an epoll set: "
+				     "waits there nap");
+			ep_sleeper_quit(x, w);
+			w->ep_fail = false;
+			ep_unreg(w, reg);
+			reg = 0;
+			w = NULL;
+			continue;
+		}
+		k = real_wait(epfd, evs, max, left, mask);
+		err = errno;
+		dead = ep_sleeper_quit(x, w);
+		if (k < 0 || dead) {
 			/* An error (EINTR: never restarted), or the set was
 			 * closed meanwhile: what the kernel said. */
-			ep_leave(x);
+			ep_unreg(w, reg);
+			ep_leave(x, false);
 			if (k < 0) {
 				errno = err;
 				return -1;
@@ -474,11 +920,8 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			return ctx_filter(evs, k);
 		}
 		k = ctx_filter(evs, k);
-		if (k > 0 || left == 0) {
-			n = k < max ? ep_collect(ep, evs + k, max - k) : 0;
-			ep_leave(x);
-			return k + n;
-		}
+		/* The next pass takes us off the contexts, collects after the
+		 * kernel's events, and sleeps again when there is nothing. */
 	}
 }
 
@@ -499,7 +942,7 @@ static bool excl_keep(struct ssp_epreg *r)
 		if ((o->events & EPOLLEXCLUSIVE) && ox->excl_took && ox->excl_seq == s->seq)
 			return false;
 	}
-	rx->excl_took = ep_x(r->ep)->waiters > 0 &&
+	rx->excl_took = __atomic_load_n(&ep_x(r->ep)->waiters, __ATOMIC_RELAXED) > 0 &&
 			(ssp_sock_poll(s) & (r->events | EPOLLERR | EPOLLHUP) &
 			 (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP));
 	rx->excl_seq = s->seq;
@@ -507,22 +950,30 @@ static bool excl_keep(struct ssp_epreg *r)
 }
 
 /*
- * @ep's ready list just gained an entry, at its tail (ssp_sock_touch
- * appends, then calls this; lock held).  Exclusive registrations may give
- * the entry back (see excl_keep); otherwise a thread asleep on the set is
- * woken through the set's wake eventfd.
+ * @ep's ready list for @cx just gained an entry, at its tail
+ * (ssp_sock_touch appends, then calls this; @cx's lock held).  Exclusive
+ * registrations may give the entry back (see excl_keep); otherwise a
+ * thread asleep on the set is woken through its wake eventfd.
  */
-void ssp_ep_wake(struct ssp_ep *ep)
+void ssp_ep_wake(struct ssp_ep *ep, struct ssp_cx *cx)
 {
+	struct ssp_link *rd = &ep->per[cx->idx].rdlist;
+	struct ep_x *x = ep_x(ep);
 	struct ssp_epreg *r;
 
-	if (ssp_list_empty(&ep->rdlist))
+	if (ssp_list_empty(rd))
 		return;
-	r = SSP_CONTAINER(ep->rdlist.prev, struct ssp_epreg, in_rd);
+	r = SSP_CONTAINER(rd->prev, struct ssp_epreg, in_rd);
 	if ((r->events & EPOLLEXCLUSIVE) && !excl_keep(r)) {
 		ssp_list_del(&r->in_rd);
 		r->on_rd = false;
 		return;
 	}
-	ep_kick(ep_x(ep));
+	/* A sleeper joined under a context lock we hold now, or will look
+	 * at this entry itself (see the rule above). */
+	if (!__atomic_load_n(&x->n_sleepers, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&ep->lock);
+	ep_kick(x);
+	pthread_mutex_unlock(&ep->lock);
 }

@@ -33,6 +33,14 @@
  * waiting until the service has recorded the inheritance, so the parent
  * cannot close a socket before the child holds it.  A child made some
  * other way (a raw clone) attaches on first use.
+ *
+ * Contexts: the child's sockets all live on its context 0 (INHERIT goes
+ * there, so the inherited listeners' connections arrive there, and so do
+ * the adoptions).  In any process the service hands connections back and
+ * tells of references gone on context 0; a socket AWAY on another
+ * context is found there under that context's lock (taken in ascending
+ * order, after context 0's) and moves to context 0 when its connection
+ * comes back (ssp_sock_returned).
  */
 
 #define INHERIT_WAIT_MS 5000
@@ -65,12 +73,15 @@ static void rel_push(struct convert *cv, uint32_t owner, const struct ss_conn *c
 	cv->rel[cv->n_rel++] = (struct handle){ owner, c->slot, c->gen };
 }
 
-/* The child's copy of one socket: the parent's handles become references. */
+/* The child's copy of one socket: the parent's handles become
+ * references, and it lives on context 0 (all locks held). */
 static void sock_convert(struct ssp_sock *s, struct convert *cv)
 {
 	if (s->fork_gen == ssp.fork_gen)
 		return; /* another fd of the same socket */
 	s->fork_gen = ssp.fork_gen;
+	__atomic_store_n(&s->cx, &ssp.cx[0], __ATOMIC_RELEASE);
+	s->away_counted = false; /* ssp.n_away starts again at 0 */
 	s->shared = true;
 	s->armed = false;
 	switch (s->state) {
@@ -110,34 +121,40 @@ static void sock_convert(struct ssp_sock *s, struct convert *cv)
 
 static void file_convert(int fd, struct ssp_file *f, void *arg)
 {
-	struct convert *cv = arg;
+	(void)fd;
+	if (f->type == SSP_F_SOCK)
+		sock_convert(SSP_CONTAINER(f, struct ssp_sock, f), arg);
+}
 
-	if (f->type == SSP_F_SOCK) {
-		sock_convert(SSP_CONTAINER(f, struct ssp_sock, f), cv);
-	} else {
-		struct ssp_ep *ep = SSP_CONTAINER(f, struct ssp_ep, f);
-		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SSP_EP_CTX_MARK };
-
-		/* A set shared with the parent (the kernel object is): add our
-		 * context too so our events wake it. */
-		(void)fd;
-		if (ep->has_ctx)
-			ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_ADD, ssp.evfd, &ev);
-	}
+static void ep_convert(int fd, struct ssp_file *f, void *arg)
+{
+	(void)fd;
+	(void)arg;
+	/* A set shared with the parent (the kernel object is): our context
+	 * joins it too so our events wake it. */
+	if (f->type == SSP_F_EPOLL)
+		ssp_ep_child_attach(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 
 int ssp_child_attach(void)
 {
-	struct ss_app *old = ssp.app, *app;
+	struct ss_app *old, *app;
 	struct ss_app_opts o;
 	struct convert cv = { 0 };
+	struct ssp_cx *cx0 = &ssp.cx[0];
 	char why[128] = "";
 	int64_t deadline;
 
-	if (ssp.mode != SSP_M_FORKED)
-		return ssp.mode == SSP_M_ON ? 0 : -1;
+	ssp_lock_all();
+	if (ssp.mode != SSP_M_FORKED) {
+		int rc = ssp.mode == SSP_M_ON ? 0 : -1;
+
+		ssp_unlock_all();
+		return rc;
+	}
+	old = ssp.app;
 	memset(&o, 0, sizeof(o));
-	o.contexts = 1;
+	o.contexts = ssp.n_cx;
 	o.conns = old->max_conns;
 	o.rxbuf = old->rxbuf_size;
 	o.txbuf = old->txbuf_size;
@@ -147,7 +164,8 @@ int ssp_child_attach(void)
 	o.errbuf_len = sizeof(why);
 	app = ss_app_attach(&o);
 	if (!app) {
-		ssp.mode = SSP_M_DEAD;
+		__atomic_store_n(&ssp.mode, SSP_M_DEAD, __ATOMIC_RELEASE);
+		ssp_unlock_all();
 		ssp_log_once("fork_attach", "forked child cannot attach (%s%s%s): its inherited "
 			     "sockets fail with EBADF", strerror(errno), *why ? ": " : "", why);
 		return -1;
@@ -155,54 +173,67 @@ int ssp_child_attach(void)
 	ssp.fork_gen++;
 	ssp.pid = getpid();
 	cv.owner = old->app_id;
+	/* Every socket moves to context 0, with the answers it waits for. */
+	for (unsigned i = 1; i < SSP_MAX_CX; i++) {
+		struct ssp_link *h = &ssp.cx[i].cookies;
+
+		while (!ssp_list_empty(h)) {
+			struct ssp_link *l = h->next;
+
+			ssp_list_del(l);
+			ssp_list_add_tail(&cx0->cookies, l);
+		}
+	}
 	ssp.app = app;
-	ssp.ctx = ss_ctx_get(app, 0);
-	ssp.evfd = ss_ctx_fd(ssp.ctx);
-	ssp.mode = SSP_M_ON;
+	ssp_cx_setup();
+	ssp.n_away = 0;
+	__atomic_store_n(&ssp.mode, SSP_M_ON, __ATOMIC_RELEASE);
 	ssp_fd_foreach(file_convert, &cv);
-	/* The parent's pending closes are the parent's business. */
-	ssp.n_deferred = 0;
 	ss_app_forget(old);
+	ssp_gunlock();
+	ssp_fd_foreach(ep_convert, NULL);
+	ssp_unlock_all_but(cx0);
 
 	ssp.inherit_done = false;
 	ssp.inherit_err = 0;
 	deadline = ssp_deadline(INHERIT_WAIT_MS);
-	while (ss_inherit(ssp.ctx) < 0 && ssp_ms_left(deadline) != 0)
-		ss_flush(ssp.ctx);
+	while (ss_inherit(cx0->ctx) < 0 && ssp_ms_left(deadline) != 0)
+		ss_flush(cx0->ctx);
 	for (uint32_t i = 0; i < cv.n_rel; i++)
-		while (ss_release(ssp.ctx, cv.rel[i].owner, cv.rel[i].slot, cv.rel[i].gen) < 0 &&
+		while (ss_release(cx0->ctx, cv.rel[i].owner, cv.rel[i].slot, cv.rel[i].gen) < 0 &&
 		       ssp_ms_left(deadline) != 0)
-			ss_flush(ssp.ctx);
+			ss_flush(cx0->ctx);
 	free(cv.rel);
-	ss_flush(ssp.ctx);
-	ssp_block_until(&ssp.inherit_done, deadline);
+	ss_flush(cx0->ctx);
+	ssp_block_until(NULL, &ssp.inherit_done, deadline);
 	if (!ssp.inherit_done || ssp.inherit_err)
 		ssp_log_once("fork_inherit", "forked child: the service did not hand over the "
 			     "parent's sockets (%s): using them fails",
 			     strerror(ssp.inherit_done ? ssp.inherit_err : ETIMEDOUT));
+	ssp_unlock();
 	return 0;
 }
 
 static int post_adopt(struct ssp_sock *s)
 {
-	return ss_adopt(ssp.ctx, s->inh_owner, s->inh_slot, s->inh_gen, s->cookie);
+	return ss_adopt(s->cx->ctx, s->inh_owner, s->inh_slot, s->inh_gen, s->cookie);
 }
 
 void ssp_sock_claim(struct ssp_sock *s)
 {
 	int64_t deadline = ssp_deadline(ADOPT_WAIT_MS);
 
-	if (!s->inh || ssp.mode != SSP_M_ON)
+	if (!s->inh || ssp_mode() != SSP_M_ON)
 		return;
-	s->cookie = ssp.next_cookie++;
+	s->cookie = ssp_cookie_new();
 	s->adopt_done = false;
 	s->adopt_err = 0;
-	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	while (post_adopt(s) < 0 && ssp_ms_left(deadline) != 0)
 		ssp_pump();
-	ss_flush(ssp.ctx);
+	ss_flush(s->cx->ctx);
 	s->hold++;
-	ssp_block_until(&s->adopt_done, deadline);
+	ssp_block_until(s, &s->adopt_done, deadline);
 	s->hold--;
 	s->inh = false;
 	if (!s->adopt_done) {
@@ -228,6 +259,7 @@ void ssp_sock_moved(struct ssp_sock *s, const struct ss_event *e)
 	s->moved = true;
 	if (e->bytes) {
 		s->state = SSP_S_AWAY;
+		ssp_away_set(s, true);
 		s->moved = false;
 		s->inh_owner = e->listener;
 		s->inh_slot = (uint32_t)(e->cookie >> 32);
@@ -240,8 +272,27 @@ void ssp_sock_moved(struct ssp_sock *s, const struct ss_event *e)
 	ssp_sock_touch(s);
 }
 
+/* @s (on context @from, both its lock and context 0's held) moves to
+ * context 0 with what it waits for: its pending answer, its epoll
+ * registrations; threads blocked on @from for it follow it there. */
+static void sock_move0(struct ssp_sock *s, struct ssp_cx *from)
+{
+	struct ssp_cx *cx0 = &ssp.cx[0];
+
+	ssp_away_set(s, false);
+	if (!ssp_list_empty(&s->in_cookie)) {
+		ssp_list_del(&s->in_cookie);
+		ssp_list_add_tail(&cx0->cookies, &s->in_cookie);
+	}
+	__atomic_store_n(&s->cx, cx0, __ATOMIC_RELEASE);
+	ssp_ep_sock_moved(s, from);
+	ssp_cx_kick(from);
+}
+
 void ssp_sock_returned(struct ssp_sock *s, struct ss_conn *c)
 {
+	struct ssp_cx *from = s->cx;
+
 	if (s->inh && s->cookie) {
 		/* A claim of ours is on its way: this answers it (the service
 		 * refuses the ADOPT, our reference being spent). */
@@ -250,6 +301,11 @@ void ssp_sock_returned(struct ssp_sock *s, struct ss_conn *c)
 		s->adopt_done = true;
 		s->adopt_err = 0;
 	}
+	if (from != &ssp.cx[0]) {
+		sock_move0(s, from);
+		pthread_mutex_unlock(&from->lock);
+	}
+	ssp_away_set(s, false);
 	s->inh = s->moved = false;
 	s->state = SSP_S_CONNECTED;
 	s->conn = c;
@@ -269,55 +325,86 @@ static bool sock_has_ref(const struct ssp_sock *s)
 struct ref_match {
 	const struct ss_event *e; /* RETURNED: match slot, gen and endpoints */
 	uint32_t owner, slot, gen; /* else: this handle */
+	bool others;              /* look at sockets of other contexts too */
 	struct ssp_sock *s;
 };
 
+/* Context 0's lock held; a socket of another context is looked at under
+ * its lock too (ascending order), which stays held when it matches. */
 static void ref_match(int fd, struct ssp_file *f, void *arg)
 {
 	struct ref_match *m = arg;
 	const struct ss_event *e = m->e;
+	struct ssp_cx *cx0 = &ssp.cx[0], *cx;
 	struct ssp_sock *s;
+	bool hit;
 
-	(void)fd;
 	if (m->s || f->type != SSP_F_SOCK)
 		return;
 	s = SSP_CONTAINER(f, struct ssp_sock, f);
-	if (!sock_has_ref(s) || s->inh_slot != m->slot || s->inh_gen != m->gen)
-		return;
-	/* A hand-back names no owner: the connection's endpoints do. */
-	if (e ? s->ref_lip == e->local_ip && s->ref_rip == e->remote_ip &&
-		s->ref_lport == e->local_port && s->ref_rport == e->remote_port
-	      : s->inh_owner == m->owner)
+	cx = __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE);
+	if (cx != cx0) {
+		if (!m->others)
+			return;
+		pthread_mutex_lock(&cx->lock);
+		if (ssp_fd_get(fd) != f || s->cx != cx) {
+			pthread_mutex_unlock(&cx->lock);
+			return; /* closed or moved meanwhile */
+		}
+	}
+	hit = sock_has_ref(s) && s->inh_slot == m->slot && s->inh_gen == m->gen &&
+	      /* A hand-back names no owner: the connection's endpoints do. */
+	      (e ? s->ref_lip == e->local_ip && s->ref_rip == e->remote_ip &&
+		   s->ref_lport == e->local_port && s->ref_rport == e->remote_port
+		 : s->inh_owner == m->owner);
+	if (hit)
 		m->s = s;
+	else if (cx != cx0)
+		pthread_mutex_unlock(&cx->lock);
+}
+
+static struct ssp_sock *ref_find(struct ref_match *m)
+{
+	/* Only AWAY sockets hold references outside context 0. */
+	m->others = __atomic_load_n(&ssp.n_away, __ATOMIC_ACQUIRE) > 0;
+	ssp_fd_foreach(ref_match, m);
+	return m->s;
 }
 
 struct ssp_sock *ssp_ref_find(const struct ss_event *e)
 {
-	struct ref_match m = { e, 0, (uint32_t)(e->cookie >> 32), (uint32_t)e->cookie, NULL };
+	struct ref_match m = { e, 0, (uint32_t)(e->cookie >> 32), (uint32_t)e->cookie, false,
+			       NULL };
 
-	ssp_fd_foreach(ref_match, &m);
-	return m.s;
+	return ref_find(&m);
 }
 
 void ssp_ref_gone(uint32_t owner, uint32_t slot, uint32_t gen)
 {
-	struct ref_match m = { NULL, owner, slot, gen, NULL };
-	struct ssp_sock *s;
+	struct ref_match m = { NULL, owner, slot, gen, false, NULL };
+	struct ssp_sock *s = ref_find(&m);
+	struct ssp_cx *cx;
 
-	ssp_fd_foreach(ref_match, &m);
-	s = m.s;
 	if (!s)
 		return;
-	if (s->inh && s->cookie)
-		return; /* a claim is on its way: its answer (EBADF) settles it */
-	s->inh = false;
-	s->conn = NULL;
-	s->state = SSP_S_FAILED;
-	s->err = 0;
-	s->moved = true;
-	ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
-		     "process (or closed): this copy fails with ENOTCONN");
-	ssp_sock_touch(s);
+	cx = s->cx;
+	if (s->inh && s->cookie) {
+		/* a claim is on its way: its answer (EBADF) settles it */
+	} else {
+		ssp_away_set(s, false);
+		s->inh = false;
+		s->conn = NULL;
+		s->state = SSP_S_FAILED;
+		s->err = 0;
+		s->moved = true;
+		ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
+			     "process (or closed): this copy fails with ENOTCONN");
+		ssp_sock_touch(s);
+	}
+	if (cx != &ssp.cx[0]) {
+		ssp_cx_kick(cx); /* threads blocked there for it */
+		pthread_mutex_unlock(&cx->lock);
+	}
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -354,17 +441,19 @@ pid_t ssp_fork(void)
 			return -1;
 		}
 	}
-	ssp_lock();
-	share = ssp.mode == SSP_M_ON;
-	if (share) {
+	share = false;
+	if (ssp_mode() == SSP_M_ON) {
+		ssp_lock_all();
 		ssp_fd_foreach(fd_count, &n);
-		share = n > 0;
+		share = n > 0 && ssp.mode == SSP_M_ON;
+		if (share) {
+			ssp_fd_foreach(mark_shared, NULL);
+			/* The service's view is ours at fork time. */
+			for (unsigned i = 0; i < ssp.n_cx; i++)
+				ss_flush(ssp.cx[i].ctx);
+		}
+		ssp_unlock_all();
 	}
-	if (share) {
-		ssp_fd_foreach(mark_shared, NULL);
-		ss_flush(ssp.ctx); /* the service's view is ours at fork time */
-	}
-	ssp_unlock();
 	if (share && pipe2(p, O_CLOEXEC) < 0)
 		share = false; /* the child attaches on first use */
 	pid = real_fork();
@@ -373,9 +462,7 @@ pid_t ssp_fork(void)
 			char one = 1;
 
 			ssp_real.close(p[0]);
-			ssp_lock();
 			ssp_child_attach();
-			ssp_unlock();
 			if (ssp_real.write(p[1], &one, 1) < 0)
 				one = 0; /* the parent stops waiting at EOF anyway */
 			ssp_real.close(p[1]);
@@ -428,19 +515,17 @@ void ssp_exec_prepare(void)
 	unsigned n = 0;
 
 	ssp_real_init();
-	ssp_lock();
 	/* Only the process the attachment belongs to: a vfork() child shares
 	 * our memory, and a child forked around the shim never attached; in
 	 * both the kernel's close-on-exec is all there is to do. */
-	if (ssp.mode != SSP_M_ON || ssp.pid != getpid()) {
-		ssp_unlock();
+	if (ssp_mode() != SSP_M_ON || ssp.pid != getpid())
 		return;
-	}
+	ssp_glock(); /* no socket comes or goes meanwhile */
 	ssp_fd_foreach(fd_count, &n);
 	x.fd = n ? malloc(n * sizeof(*x.fd)) : NULL;
 	x.cap = x.fd ? n : 0;
 	ssp_fd_foreach(collect_socks, &x);
-	ssp_unlock();
+	ssp_gunlock();
 	if (x.inherit)
 		ssp_log_once("exec", "exec: accelerated sockets cannot cross exec; those without "
 			     "close-on-exec are closed too (the new program gets EBADF on them)");

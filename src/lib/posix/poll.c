@@ -7,19 +7,50 @@
 #include "posix/posix_ext.h"
 
 /*
- * One-shot readiness: accelerated fds are answered from the socket state;
- * kernel fds go to the real poll with this thread's waiter eventfd (and,
- * for the poller, the context eventfd) appended, so a service event or a
- * pump by another thread ends the sleep; then the accelerated fds are
- * looked at again.
+ * One-shot readiness: accelerated fds are answered from the socket state,
+ * context by context under each one's lock (pumped first); kernel fds go
+ * to the real poll with this thread's waiter eventfd (and, for contexts
+ * where it is the poller, their eventfds) appended, so a service event or
+ * a pump by another thread ends the sleep; then the accelerated fds are
+ * looked at again.  A thread that finds nothing registers as a waiter on
+ * each context right after looking at it, under the same lock hold, so
+ * no event between the look and the sleep is missed.
  */
 
 #define POLL_STACK 64
 #define POLL_NAP_MS 5   /* the sleep step when no waiter eventfd can be had */
 
-/* Fill the revents of accelerated entries; kernel ones get fd -1 in @k. */
-static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k)
+/* Take @w off the contexts in @reg (nothing held); each is pumped. */
+static void unreg(struct ssp_waiter *w, uint64_t reg)
 {
+	if (reg)
+		ssp_waiter_drain(w); /* before the pass, never within (cx.c) */
+	for (unsigned j = 0; reg; j++) {
+		if (!(reg & 1ull << j))
+			continue;
+		reg &= ~(1ull << j);
+		ssp_cx_lock(&ssp.cx[j]);
+		ssp_wait_end(w, &ssp.cx[j]);
+		ssp_unlock();
+	}
+}
+
+/*
+ * Fill the revents of accelerated entries of @fds (nothing held); kernel
+ * ones are copied to @k, accelerated ones get fd -1 there.  @w is taken
+ * off the contexts in @old first (where it slept: each one under the same
+ * lock hold as the look, so a poller that comes back keeps the role, see
+ * cx.c).  With @sleep (the caller sleeps unless something is ready), @w
+ * is registered on every context looked at while nothing was ready
+ * (*@reg; *@pollers: those where it armed the context), and taken off
+ * again when something was.  Returns how many accelerated entries are
+ * ready, or -1 when events came during a registration (look again).
+ */
+static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waiter *w,
+		uint64_t old, bool sleep, uint64_t *reg, uint64_t *pollers)
+{
+	uint64_t cxs = 0, done = 0, now = 0, polled = 0;
+	bool again = false;
 	int ready = 0;
 
 	for (nfds_t i = 0; i < n; i++) {
@@ -30,12 +61,81 @@ static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k)
 		if (!s)
 			continue;
 		k[i].fd = -1;
-		fds[i].revents = (short)(ssp_sock_poll(s) &
-					 ((uint16_t)fds[i].events | POLLERR | POLLHUP));
-		if (fds[i].revents)
-			ready++;
+		k[i].revents = 1; /* accelerated, not looked at yet */
+		fds[i].revents = 0;
+		cxs |= 1ull << __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE)->idx;
 	}
-	return ready;
+	if (cxs && __atomic_load_n(&ssp.n_away, __ATOMIC_ACQUIRE) > 0)
+		cxs |= 1; /* connections come back on context 0 (cx.c) */
+	if (old)
+		ssp_waiter_drain(w); /* before the pass, never within (cx.c) */
+	if (sleep) {
+		w->kind = SSP_WK_ALL;
+		w->sock = NULL;
+	}
+	while ((cxs | old) & ~done) {
+		for (unsigned j = 0; j < ssp.n_cx; j++) {
+			struct ssp_cx *cx = &ssp.cx[j];
+			uint64_t bit = 1ull << j;
+
+			if (!((cxs | old) & ~done & bit))
+				continue;
+			done |= bit;
+			ssp_cx_lock(cx);
+			if (old & bit)
+				ssp_wait_end(w, cx); /* pumps */
+			else
+				ssp_cx_pump(cx);
+			for (nfds_t i = 0; i < n && (cxs & bit); i++) {
+				struct ssp_sock *s;
+
+				if (!k[i].revents)
+					continue;
+				s = ssp_fd_sock(fds[i].fd);
+				if (!s || s->cx != cx)
+					continue;
+				k[i].revents = 0;
+				fds[i].revents = (short)(ssp_sock_poll(s) &
+							 ((uint16_t)fds[i].events | POLLERR | POLLHUP));
+				if (fds[i].revents)
+					ready++;
+			}
+			if (sleep && !ready && !again && (cxs & bit)) {
+				int role = ssp_wait_begin(w, cx);
+
+				if (role < 0) {
+					again = true;
+				} else {
+					now |= bit;
+					if (role == 1)
+						polled |= bit;
+				}
+			}
+			ssp_unlock();
+		}
+		/* Sockets that moved meanwhile are looked at where they are
+		 * now; fds closed meanwhile go to the kernel. */
+		for (nfds_t i = 0; i < n; i++) {
+			struct ssp_sock *s;
+
+			if (!k[i].revents)
+				continue;
+			s = ssp_fd_sock(fds[i].fd);
+			if (s && !(done & 1ull << __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE)->idx)) {
+				cxs |= 1ull << s->cx->idx;
+			} else if (!s || !(cxs & ~done)) {
+				k[i] = fds[i];
+				k[i].revents = 0;
+			}
+		}
+	}
+	if ((ready || again) && now) {
+		unreg(w, now);
+		now = polled = 0;
+	}
+	*reg = now;
+	*pollers = polled;
+	return !ready && again ? -1 : ready;
 }
 
 /* Copy kernel results back; returns how many kernel entries are ready. */
@@ -64,79 +164,63 @@ static int real_poll(struct pollfd *k, nfds_t n, int timeout, const sigset_t *ma
 
 int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
-	struct pollfd stack[POLL_STACK], *k = stack;
-	struct ssp_waiter *x = ssp_waiter_self();
+	struct pollfd stack[POLL_STACK + 1 + SSP_MAX_CX], *k = stack;
+	struct ssp_waiter *w;
+	uint64_t reg = 0, pollers = 0;
+	bool slept = false;
 	int64_t deadline;
-	int rc;
+	int rc, kr = 0;
 
-	ssp_lock();
-	if (ssp.mode != SSP_M_ON) {
-		ssp_unlock();
+	if (ssp_mode() != SSP_M_ON)
 		return real_poll(fds, n, timeout_ms, mask);
-	}
-	if (n + 2 > POLL_STACK) {
-		k = malloc((n + 2) * sizeof(*k));
+	w = timeout_ms != 0 ? ssp_waiter_self() : NULL;
+	if (n > POLL_STACK) {
+		k = malloc((n + 1 + SSP_MAX_CX) * sizeof(*k));
 		if (!k) {
-			ssp_unlock();
 			errno = ENOMEM;
 			return -1;
 		}
 	}
 	deadline = ssp_deadline(timeout_ms);
 	for (;;) {
-		int ready, left, kr, err, role = -1;
+		int ready, left = ssp_ms_left(deadline), err;
+		/* After a sleep: kernel fds ready (kr) end it as well. */
+		bool sleep = left != 0 && w && kr == 0;
 		nfds_t extra = 0;
 
-		ssp_pump();
-		ready = scan(fds, n, k);
+		ready = scan(fds, n, k, w, reg, sleep, &reg, &pollers);
+		if (ready < 0)
+			continue; /* events pending: pump and look again */
+		if (slept && (kr + ready > 0 || left == 0)) {
+			rc = kr + ready; /* kernel fds as the sleep left them */
+			break;
+		}
 		if (ready) {
-			ssp_unlock();
 			kr = real_poll(k, n, 0, NULL);
 			rc = ready + (kr >= 0 ? merge(fds, n, k) : 0); /* clears stale kernel revents too */
 			break;
 		}
-		left = ssp_ms_left(deadline);
-		if (left != 0 && x) {
-			role = ssp_wait_begin(x);
-			if (role < 0)
-				continue; /* events pending: pump and look again */
-			k[n + extra++] = (struct pollfd){ .fd = x->efd, .events = POLLIN };
-			if (role == 1)
-				k[n + extra++] = (struct pollfd){ .fd = ssp.evfd, .events = POLLIN };
+		if (sleep) {
+			k[n + extra++] = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+			for (unsigned j = 0; j < ssp.n_cx; j++)
+				if (pollers & 1ull << j)
+					k[n + extra++] = (struct pollfd){ .fd = ssp.cx[j].evfd,
+									 .events = POLLIN };
 		} else if (left != 0 && (left < 0 || left > POLL_NAP_MS)) {
 			left = POLL_NAP_MS;
 		}
-		ssp_unlock();
 		kr = real_poll(k, n + extra, left, mask);
 		err = errno;
-		ssp_lock();
-		if (role >= 0)
-			ssp_wait_end(x); /* pumps */
-		else
-			ssp_pump();
+		slept = true;
 		if (kr < 0) {
-			ssp_unlock();
+			unreg(w, reg); /* pumps */
 			errno = err;
 			rc = -1;
 			break;
 		}
+		/* The next scan takes us off the contexts (pumping them) and
+		 * looks again, under the same lock holds. */
 		kr = merge(fds, n, k);
-		ready = 0;
-		for (nfds_t i = 0; i < n; i++) {
-			struct ssp_sock *s = fds[i].fd >= 0 ? ssp_fd_sock(fds[i].fd) : NULL;
-
-			if (!s)
-				continue;
-			fds[i].revents = (short)(ssp_sock_poll(s) &
-						 ((uint16_t)fds[i].events | POLLERR | POLLHUP));
-			if (fds[i].revents)
-				ready++;
-		}
-		if (kr + ready > 0 || left == 0) {
-			ssp_unlock();
-			rc = kr + ready;
-			break;
-		}
 	}
 	if (k != stack)
 		free(k);

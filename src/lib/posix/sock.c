@@ -15,9 +15,8 @@
 
 #define LISTEN_WAIT_MS 5000
 
-/* Take the lock and find the socket behind @fd; NULL (lock released,
- * errno set) when @fd is not an accelerated socket. */
-/* Post a control command, making room in the command queue if needed. */
+/* Post a control command on the held context, making room in the command
+ * queue if needed. */
 static int post_retry(int (*post)(void *), void *arg)
 {
 	for (int i = 0; i < 1000; i++) {
@@ -77,40 +76,40 @@ int ssp_socket(int domain, int type, int protocol)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct ssp_sock *s;
-	int fd, mode;
+	int fd, mode, err;
 
 	if (domain != AF_INET || base != SOCK_STREAM ||
 	    (protocol != 0 && protocol != IPPROTO_TCP))
 		return -2;
-	ssp_lock();
-	if (ssp.mode == SSP_M_DEAD) {
-		ssp_unlock();
+	if (ssp_mode() == SSP_M_DEAD)
 		return -2;
-	}
 	mode = ssp_ready();
-	if (mode < 0) {
-		ssp_unlock();
+	if (mode < 0)
 		return -1;
-	}
-	if (mode != SSP_M_ON) {
-		ssp_unlock();
+	if (mode != SSP_M_ON)
 		return -2;
-	}
 	fd = eventfd(0, EFD_NONBLOCK | (type & SOCK_CLOEXEC ? EFD_CLOEXEC : 0));
-	if (fd < 0) {
-		ssp_unlock();
+	if (fd < 0)
 		return -1;
-	}
-	s = ssp_sock_new();
-	if (!s || ssp_fd_set(fd, &s->f) < 0) {
-		int err = errno;
-
-		free(s);
+	/* The socket lives on this thread's context. */
+	s = ssp_sock_new(ssp_cx_mine());
+	if (!s) {
+		err = errno;
 		ssp_real.close(fd);
-		return ssp_fail_unlock(err);
+		errno = err;
+		return -1;
 	}
 	s->nonblock = type & SOCK_NONBLOCK;
-	ssp_unlock();
+	ssp_glock();
+	if (ssp_fd_set(fd, &s->f) < 0) {
+		err = errno;
+		ssp_gunlock();
+		ssp_sock_discard(s);
+		ssp_real.close(fd);
+		errno = err;
+		return -1;
+	}
+	ssp_gunlock();
 	return fd;
 }
 
@@ -152,7 +151,9 @@ static int sock_demote(int fd, struct ssp_sock *s)
 	ssp_real.close(kfd);
 	if (s->nonblock)
 		ssp_real.fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
+	ssp_glock();
 	ssp_fd_set(fd, NULL);
+	ssp_gunlock();
 	ssp_sock_put(s);
 	return 0;
 }
@@ -160,6 +161,7 @@ static int sock_demote(int fd, struct ssp_sock *s)
 /* --------------------------------------------------------------- bind */
 
 struct bind_arg {
+	struct ss_ctx *ctx;
 	uint16_t port;
 	unsigned flags;
 	uint64_t cookie;
@@ -169,7 +171,7 @@ static int post_bind(void *arg)
 {
 	struct bind_arg *a = arg;
 
-	return ss_bind(ssp.ctx, a->port, a->flags, a->cookie);
+	return ss_bind(a->ctx, a->port, a->flags, a->cookie);
 }
 
 /* Claim @port (0: any) in the service for @s; lock held.  0 or -1 with
@@ -177,20 +179,21 @@ static int post_bind(void *arg)
 static int port_claim(struct ssp_sock *s, uint16_t port)
 {
 	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
-	struct bind_arg a = { port, s->reuseport ? SS_BIND_REUSEPORT : 0, ssp.next_cookie++ };
+	struct bind_arg a = { s->cx->ctx, port, s->reuseport ? SS_BIND_REUSEPORT : 0,
+			      ssp_cookie_new() };
 
 	s->cookie = a.cookie;
 	s->bind_done = false;
 	s->bind_err = 0;
-	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_bind, &a) < 0) {
 		ssp_list_del(&s->in_cookie);
 		s->cookie = 0;
 		return -1;
 	}
-	ss_flush(ssp.ctx);
+	ss_flush(s->cx->ctx);
 	s->hold++;
-	ssp_block_until(&s->bind_done, deadline);
+	ssp_block_until(s, &s->bind_done, deadline);
 	s->hold--;
 	if (!s->bind_done) {
 		/* The service never answered: a late BOUND is given up. */
@@ -241,6 +244,7 @@ int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 /* ------------------------------------------------------------- listen */
 
 struct listen_arg {
+	struct ss_ctx *ctx;
 	uint32_t entry;
 	uint32_t backlog;
 	uint64_t cookie;
@@ -250,26 +254,26 @@ static int post_listen(void *arg)
 {
 	struct listen_arg *a = arg;
 
-	return ss_listen_bound(ssp.ctx, a->entry, a->backlog, a->cookie);
+	return ss_listen_bound(a->ctx, a->entry, a->backlog, a->cookie);
 }
 
 /* Listen on the port entry @s holds; lock held.  0 or -1 with errno. */
 static int listen_once(struct ssp_sock *s, int backlog)
 {
 	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
-	struct listen_arg a = { s->entry, (uint32_t)backlog, ssp.next_cookie++ };
+	struct listen_arg a = { s->cx->ctx, s->entry, (uint32_t)backlog, ssp_cookie_new() };
 
 	s->cookie = a.cookie;
 	s->listen_done = false;
 	s->listen_err = 0;
-	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_listen, &a) < 0) {
 		ssp_list_del(&s->in_cookie);
 		return -1;
 	}
-	ss_flush(ssp.ctx);
+	ss_flush(s->cx->ctx);
 	s->hold++;
-	ssp_block_until(&s->listen_done, deadline);
+	ssp_block_until(s, &s->listen_done, deadline);
 	s->hold--;
 	if (!s->listen_done) {
 		/* The service never answered: a late LISTENING is undone. */
@@ -318,11 +322,11 @@ int ssp_listen(int fd, int backlog)
 void ssp_listen_want(struct ssp_sock *s)
 {
 	if (!s->shared || s->armed || s->state != SSP_S_LISTEN || !s->listen_done ||
-	    s->listen_err || ssp.mode != SSP_M_ON)
+	    s->listen_err || ssp_mode() != SSP_M_ON)
 		return;
-	if (ss_listen_arm(ssp.ctx, s->listener) == 0) {
+	if (ss_listen_arm(s->cx->ctx, s->listener) == 0) {
 		s->armed = true;
-		ss_flush(ssp.ctx);
+		ss_flush(s->cx->ctx);
 	}
 }
 
@@ -368,7 +372,7 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 			errno = EAGAIN;
 			goto fail;
 		}
-		if (ssp_block(deadline, NULL) < 0) {
+		if (ssp_block(s, deadline, NULL) < 0) {
 			if (errno == EINTR && s->rcvtimeo_ms == 0 && ssp_intr_restart())
 				continue; /* SA_RESTART: Linux restarts accept() */
 			if (errno == ETIMEDOUT)
@@ -383,11 +387,24 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	nfd = eventfd(0, EFD_NONBLOCK | (flags & SOCK_CLOEXEC ? EFD_CLOEXEC : 0));
 	if (nfd < 0)
 		goto fail;
-	ns = ssp_sock_new();
-	if (!ns || ssp_fd_set(nfd, &ns->f) < 0) {
+	/* The connection arrived on the listener's context: it lives there. */
+	ns = ssp_sock_new(s->cx);
+	if (ns) {
+		ssp_glock();
+		if (ssp_fd_set(nfd, &ns->f) < 0) {
+			int err = errno;
+
+			ssp_gunlock();
+			ssp_sock_discard(ns);
+			ns = NULL;
+			errno = err;
+		} else {
+			ssp_gunlock();
+		}
+	}
+	if (!ns) {
 		int err = errno;
 
-		free(ns);
 		ssp_real.close(nfd);
 		errno = err;
 		goto fail;
@@ -426,6 +443,7 @@ fail: {
 /* ------------------------------------------------------------ connect */
 
 struct connect_arg {
+	struct ss_ctx *ctx;
 	uint32_t ip;
 	uint16_t port;
 	uint64_t cookie;
@@ -438,8 +456,8 @@ static int post_connect(void *arg)
 	struct connect_arg *a = arg;
 
 	if (a->bound)
-		return ss_connect_bound(ssp.ctx, a->entry, a->ip, a->port, a->cookie);
-	return ss_connect(ssp.ctx, a->ip, a->port, a->cookie);
+		return ss_connect_bound(a->ctx, a->entry, a->ip, a->port, a->cookie);
+	return ss_connect(a->ctx, a->ip, a->port, a->cookie);
 }
 
 int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -490,10 +508,11 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 		return ssp_real.connect(fd, sa, len);
 	}
 	/* After bind(): from the bound port (the entry becomes the connection). */
+	a.ctx = s->cx->ctx;
 	a.bound = s->has_entry;
 	a.entry = s->entry;
-	a.cookie = s->cookie = ssp.next_cookie++;
-	ssp_list_add_tail(&ssp.cookies, &s->in_cookie);
+	a.cookie = s->cookie = ssp_cookie_new();
+	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_connect, &a) < 0) {
 		err = errno;
 		ssp_list_del(&s->in_cookie);
@@ -502,7 +521,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	s->has_entry = false;
 	s->state = SSP_S_CONNECTING;
 	s->err = 0;
-	ss_flush(ssp.ctx);
+	ss_flush(s->cx->ctx);
 	if (s->nonblock) {
 		s->nb_connect = true;
 		return ssp_fail_unlock(EINPROGRESS);
@@ -510,7 +529,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	deadline = ssp_deadline(s->sndtimeo_ms ? s->sndtimeo_ms : -1);
 	s->hold++;
 	while (s->state == SSP_S_CONNECTING) {
-		if (ssp_block(deadline, NULL) < 0) {
+		if (ssp_block(s, deadline, NULL) < 0) {
 			if (errno == EINTR && s->sndtimeo_ms == 0 && ssp_intr_restart())
 				continue; /* SA_RESTART: connect() keeps waiting */
 			err = errno == ETIMEDOUT ? EINPROGRESS : errno;
@@ -563,7 +582,7 @@ int ssp_shutdown(int fd, int how)
 		if (ss_conn_error(s->conn) == 0 && post_retry(post_shutdown, s->conn) < 0 &&
 		    errno == EAGAIN)
 			ssp_log_once("shutdown", "shutdown(): command queue stuck, FIN not sent");
-		ss_flush(ssp.ctx);
+		ss_flush(s->cx->ctx);
 	}
 	ssp_sock_touch(s);
 	ssp_unlock();
@@ -572,77 +591,89 @@ int ssp_shutdown(int fd, int how)
 
 /* -------------------------------------------------------- close, dup */
 
-/* Drop @fd from the layer (lock held): its epoll registrations, its
- * reference.  The number itself is closed (or replaced) by the caller. */
-static void fd_drop(int fd, struct ssp_file *f)
+/* Take socket @fd out of the layer (its lock held): the mapping, its
+ * epoll registrations, its reference.  The number itself is closed (or
+ * replaced) by the caller. */
+static void sock_fd_drop(int fd, struct ssp_sock *s)
 {
+	ssp_glock();
 	ssp_fd_set(fd, NULL);
-	if (f->type == SSP_F_EPOLL) {
-		ssp_ep_free(SSP_CONTAINER(f, struct ssp_ep, f));
-		return;
+	ssp_gunlock();
+	ssp_ep_drop_fd(s, fd);
+	ssp_sock_put(s);
+}
+
+/* @fd leaves the layer; with @close_fd the number is closed too (close's
+ * result), else it is about to be replaced (0). */
+static int fd_leave(int fd, bool close_fd)
+{
+	for (;;) {
+		struct ssp_file *f = ssp_fd_get(fd);
+		struct ssp_sock *s;
+		int rc = 0;
+
+		if (!f)
+			return close_fd ? ssp_real.close(fd) : 0;
+		if (f->type == SSP_F_EPOLL)
+			return ssp_ep_drop(fd, SSP_CONTAINER(f, struct ssp_ep, f), close_fd);
+		s = ssp_sock_lock_fd(fd);
+		if (!s)
+			continue; /* it changed meanwhile: look again */
+		sock_fd_drop(fd, s);
+		if (close_fd)
+			rc = ssp_real.close(fd);
+		ssp_unlock();
+		return rc;
 	}
-	ssp_ep_drop_fd(SSP_CONTAINER(f, struct ssp_sock, f), fd);
-	ssp_sock_put(SSP_CONTAINER(f, struct ssp_sock, f));
 }
 
 int ssp_close(int fd)
 {
-	struct ssp_file *f;
-	int rc;
-
-	ssp_lock();
-	f = ssp_fd_get(fd);
 	/* A vfork() child shares our memory: its close is only its own. */
-	if (f && !(ssp.mode == SSP_M_ON && ssp.pid != getpid()))
-		fd_drop(fd, f);
-	rc = ssp_real.close(fd);
-	ssp_unlock();
-	return rc;
+	if (ssp_mode() == SSP_M_ON && ssp.pid != getpid())
+		return ssp_real.close(fd);
+	return fd_leave(fd, true);
 }
 
 void ssp_fd_forget(int fd)
 {
-	struct ssp_file *f;
-
-	ssp_lock();
-	f = ssp_fd_get(fd);
-	if (f)
-		fd_drop(fd, f);
-	ssp_unlock();
+	fd_leave(fd, false);
 }
 
 int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 {
-	struct ssp_file *f, *g;
+	struct ssp_sock *s;
 	int nfd;
 
-	ssp_lock();
-	f = ssp_fd_get(oldfd);
-	if (exact) {
-		if (oldfd == newfd) {
-			ssp_unlock();
-			if (flags) {
-				errno = EINVAL;
-				return -1;
-			}
-			return ssp_real.fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
+	if (exact && oldfd == newfd) {
+		if (flags) {
+			errno = EINVAL;
+			return -1;
 		}
-		g = ssp_fd_get(newfd);
+		return ssp_real.fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
+	}
+	if (ssp_fd_get(oldfd) && ssp_fd_get(oldfd)->type == SSP_F_EPOLL)
+		ssp_log_once("dup_epoll", "dup() of an epoll fd: the copy sees kernel fds only");
+	s = ssp_sock_lock_fd(oldfd);
+	if (exact)
 		nfd = ssp_real.dup3(oldfd, newfd, flags);
-		if (nfd >= 0 && g)
-			fd_drop(newfd, g);
-	} else {
-		nfd = ssp_real.fcntl(oldfd, flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD,
-				     newfd);
+	else
+		nfd = ssp_real.fcntl(oldfd, flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, newfd);
+	if (nfd >= 0 && exact && ssp_fd_get(newfd)) {
+		/* dup2 closed what newfd was: it leaves the layer (under its
+		 * own lock, which may be another context's). */
+		if (s)
+			ssp_unlock();
+		fd_leave(newfd, false);
+		s = ssp_sock_lock_fd(oldfd);
 	}
-	if (nfd >= 0 && f) {
-		if (f->type == SSP_F_SOCK) {
-			if (ssp_fd_set(nfd, f) == 0)
-				(SSP_CONTAINER(f, struct ssp_sock, f))->refs++;
-		} else {
-			ssp_log_once("dup_epoll", "dup() of an epoll fd: the copy sees kernel fds only");
-		}
+	if (nfd >= 0 && s) {
+		ssp_glock();
+		if (ssp_fd_set(nfd, &s->f) == 0)
+			s->refs++;
+		ssp_gunlock();
 	}
-	ssp_unlock();
+	if (s)
+		ssp_unlock();
 	return nfd;
 }

@@ -57,20 +57,20 @@ static void test_fd_table(void)
 
 	CHECK(ssp_fd_get(-1) == NULL);
 	CHECK(ssp_fd_get(5) == NULL);
-	ssp_lock();
+	ssp_glock();
 	CHECK(ssp_fd_set(5, &a) == 0);
 	CHECK(ssp_fd_set(100000, &b) == 0); /* grows the table */
 	CHECK(ssp_fd_set(-3, &b) == -1 && errno == EBADF);
-	ssp_unlock();
+	ssp_gunlock();
 	CHECK(ssp_fd_get(5) == &a);
 	CHECK(ssp_fd_get(100000) == &b);
 	CHECK(ssp_fd_get(99999) == NULL);
 	CHECK(ssp_fd_busy(5) && !ssp_fd_busy(6));
-	ssp_lock();
+	ssp_glock();
 	CHECK(ssp_fd_set(5, NULL) == 0);
 	CHECK(ssp_fd_set(100000, NULL) == 0);
 	CHECK(ssp_fd_set(1 << 22, NULL) == 0); /* removing beyond the end: no-op */
-	ssp_unlock();
+	ssp_gunlock();
 	CHECK(ssp_fd_get(5) == NULL && ssp_fd_get(100000) == NULL);
 }
 

@@ -1,0 +1,641 @@
+/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fake_svc.h"
+#include "posix/posix.h"
+
+#define N_CX 4
+
+static struct fake_svc fk;
+
+static unsigned cx_of(int fd)
+{
+	struct ssp_sock *s = ssp_fd_sock(fd);
+
+	return s ? s->cx->idx : 99;
+}
+
+/* ssp_cx_pick: the least used context, the lowest index among equals. */
+static void test_pick(void)
+{
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 0, 0, 0 }, 3), 0);
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 1, 0, 0 }, 3), 1);
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 1, 1, 0 }, 3), 2);
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 1, 1, 1 }, 3), 0);
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 2, 1, 1 }, 3), 1);
+	CHECK_EQ_U64(ssp_cx_pick((unsigned[]){ 5 }, 1), 0);
+}
+
+static pthread_barrier_t bar;
+
+struct maker {
+	pthread_t t;
+	int fd;
+	bool hold;              /* wait at the barrier before exiting */
+};
+
+static void *make_socket(void *arg)
+{
+	struct maker *m = arg;
+
+	m->fd = ssp_socket(AF_INET, SOCK_STREAM, 0);
+	if (m->hold)
+		pthread_barrier_wait(&bar);
+	return NULL;
+}
+
+/* A non-blocking connect of @fd, answered by the fake on @ctx as
+ * connection @slot. */
+static void connect_on(int fd, unsigned ctx, uint32_t slot)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9),
+				 .sin_addr.s_addr = htonl(0xc6120002) };
+	struct ss_shm_cmd cmd;
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	unsigned other = 0;
+
+	CHECK(ssp_fcntl(fd, F_SETFL, O_NONBLOCK) == 0);
+	CHECK(ssp_connect(fd, (struct sockaddr *)&a, sizeof(a)) == -1 && errno == EINPROGRESS);
+	for (unsigned i = 0; i < N_CX; i++)
+		if (i != ctx)
+			other += fake_cmd_pending(&fk, i);
+	CHECK_EQ_U64(other, 0); /* the command went on the socket's context only */
+	CHECK_EQ_U64(fake_cmd(&fk, ctx, &cmd), 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_CONNECT);
+	fake_ev_open(&fk, ctx, SS_EV_CONNECTED, slot, 1, cmd.cookie);
+	CHECK_EQ_U64(ssp_poll(&p, 1, 2000, NULL), 1);
+	CHECK_EQ_U64(p.revents, POLLOUT);
+	CHECK(ssp_fcntl(fd, F_SETFL, 0) == 0);
+}
+
+/* The main thread's first socket takes context 0; two threads alive at
+ * once take 1 and 2; once they exited, the next thread takes 1 again. */
+static int test_assign(int *fds)
+{
+	struct maker a = { .hold = true }, b = { .hold = true }, c = { 0 };
+
+	fds[0] = ssp_socket(AF_INET, SOCK_STREAM, 0);
+	fake_join(&fk);
+	CHECK(fds[0] >= 0);
+	if (fds[0] < 0)
+		return -1;
+	CHECK_EQ_U64(ssp.n_cx, N_CX);
+	CHECK_EQ_U64(cx_of(fds[0]), 0);
+	pthread_barrier_init(&bar, NULL, 2);
+	pthread_create(&a.t, NULL, make_socket, &a);
+	pthread_create(&b.t, NULL, make_socket, &b);
+	pthread_join(a.t, NULL);
+	pthread_join(b.t, NULL);
+	pthread_barrier_destroy(&bar);
+	CHECK(a.fd >= 0 && b.fd >= 0);
+	CHECK((cx_of(a.fd) == 1 && cx_of(b.fd) == 2) || (cx_of(a.fd) == 2 && cx_of(b.fd) == 1));
+	pthread_create(&c.t, NULL, make_socket, &c);
+	pthread_join(c.t, NULL);
+	CHECK_EQ_U64(cx_of(c.fd), 1); /* the exited threads gave theirs back */
+	CHECK(ssp_fd_sock(c.fd) != NULL);
+	fds[1] = cx_of(a.fd) == 1 ? a.fd : b.fd;
+	fds[2] = cx_of(a.fd) == 1 ? b.fd : a.fd;
+	ssp_close(c.fd);
+	return 0;
+}
+
+struct reader {
+	pthread_t t;
+	int fd;
+	ssize_t n;
+	char buf[16];
+};
+
+static void *read_one(void *arg)
+{
+	struct reader *r = arg;
+
+	r->n = ssp_recv(r->fd, r->buf, sizeof(r->buf), 0, NULL, NULL);
+	return NULL;
+}
+
+/* Two threads block in recv() on sockets of two contexts; data for one
+ * wakes only that one, whichever thread pumps. */
+static void test_block_across(const int *fds)
+{
+	struct reader r1 = { .fd = fds[1] }, r2 = { .fd = fds[2] };
+
+	pthread_create(&r1.t, NULL, read_one, &r1);
+	pthread_create(&r2.t, NULL, read_one, &r2);
+	usleep(50000);
+	fake_rx(&fk, 2, 1, 1, 0, "two", 3);
+	pthread_join(r2.t, NULL);
+	CHECK_EQ_U64(r2.n, 3);
+	CHECK(memcmp(r2.buf, "two", 3) == 0);
+	fake_rx(&fk, 1, 0, 1, 0, "one!", 4);
+	pthread_join(r1.t, NULL);
+	CHECK_EQ_U64(r1.n, 4);
+	CHECK(memcmp(r1.buf, "one!", 4) == 0);
+}
+
+struct pusher {
+	pthread_t t;
+	unsigned ctx;
+	uint32_t slot, pos;
+};
+
+static void *push_later(void *arg)
+{
+	struct pusher *p = arg;
+
+	usleep(50000);
+	fake_rx(&fk, p->ctx, p->slot, 1, p->pos, "xy", 2);
+	return NULL;
+}
+
+/* poll and epoll_wait on sockets of two contexts sleep until either
+ * context's service event. */
+static void test_wait_across(const int *fds)
+{
+	struct pollfd p[2] = { { .fd = fds[1], .events = POLLIN },
+			       { .fd = fds[2], .events = POLLIN } };
+	struct pusher ps = { .ctx = 2, .slot = 1, .pos = 3 };
+	struct epoll_event ev[2];
+	char buf[8];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	pthread_create(&ps.t, NULL, push_later, &ps);
+	CHECK_EQ_U64(ssp_poll(p, 2, 2000, NULL), 1);
+	CHECK_EQ_U64(p[0].revents, 0);
+	CHECK_EQ_U64(p[1].revents, POLLIN);
+	pthread_join(ps.t, NULL);
+	CHECK_EQ_U64(ssp_recv(fds[2], buf, sizeof(buf), 0, NULL, NULL), 2);
+
+	CHECK(ep >= 0);
+	ev[0] = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 1 };
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fds[1], &ev[0]) == 0);
+	ev[0] = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 2 };
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fds[2], &ev[0]) == 0);
+	CHECK_EQ_U64(ssp_epoll_wait(ep, ev, 2, 0, NULL), 0);
+	ps = (struct pusher){ .ctx = 1, .slot = 0, .pos = 4 };
+	pthread_create(&ps.t, NULL, push_later, &ps);
+	CHECK_EQ_U64(ssp_epoll_wait(ep, ev, 2, 2000, NULL), 1);
+	CHECK_EQ_U64(ev[0].data.u64, 1);
+	pthread_join(ps.t, NULL);
+	CHECK_EQ_U64(ssp_recv(fds[1], buf, sizeof(buf), 0, NULL, NULL), 2);
+	ssp_close(ep);
+}
+
+/*
+ * Two threads, each asleep in an epoll set of its own that holds the same
+ * two sockets of two contexts (the shape of haproxy's threads), while
+ * the "service" streams small chunks to both contexts at random moments:
+ * every byte must be read, and no chunk may wait for a reader's timeout
+ * (a lost wake-up: e.g. a poller disarmed by another thread's pump whose
+ * kick is swallowed).
+ */
+#define STRESS_CHUNKS 10000
+#define STRESS_READERS 4
+#define STRESS_CHUNK 512 /* at most 8 events in flight per context: the fake's rings hold 64 */
+#define STRESS_STALL_MS 1000
+
+static int stress_fds[2];
+static int stress_efd;           /* kernel eventfd: readable when the readers stop */
+static uint32_t stress_read[2];  /* bytes read from each socket (atomic) */
+static int stress_stop;
+
+static void *stress_reader(void *arg)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	char buf[4096];
+
+	(void)arg;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+
+		ssp_epoll_ctl(ep, EPOLL_CTL_ADD, stress_fds[i], &ev);
+	}
+	ssp_epoll_ctl(ep, EPOLL_CTL_ADD, stress_efd,
+		      &(struct epoll_event){ .events = EPOLLIN, .data.u32 = 2 });
+	while (!__atomic_load_n(&stress_stop, __ATOMIC_ACQUIRE)) {
+		struct epoll_event ev[2];
+		int n = ssp_epoll_wait(ep, ev, 2, 5000, NULL);
+
+		for (int k = 0; k < n; k++) {
+			unsigned i = ev[k].data.u32;
+			ssize_t r;
+
+			if (i == 2)
+				continue; /* stop: see the loop's condition */
+			r = ssp_recv(stress_fds[i], buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
+
+			if (r > 0)
+				__atomic_add_fetch(&stress_read[i], (uint32_t)r, __ATOMIC_RELEASE);
+		}
+	}
+	ssp_close(ep);
+	return NULL;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_wake_stress(const int *fds, const uint32_t *pos)
+{
+	pthread_t t[STRESS_READERS];
+	uint32_t sent[2] = { 0, 0 }, seed = 12345;
+	char chunk[STRESS_CHUNK];
+	struct ss_shm_cmd cmd;
+	bool stalled = false;
+	uint64_t since_end;
+
+	memset(chunk, 'z', sizeof(chunk));
+	stress_efd = eventfd(0, EFD_CLOEXEC);
+	stress_fds[0] = fds[1];
+	stress_fds[1] = fds[2];
+	stress_read[0] = stress_read[1] = 0;
+	stress_stop = 0;
+	for (int i = 0; i < STRESS_READERS; i++)
+		pthread_create(&t[i], NULL, stress_reader, NULL);
+	usleep(20000);
+	for (unsigned c = 0; c < STRESS_CHUNKS && !stalled; c++) {
+		unsigned i = (seed = seed * 1103515245u + 12345u) >> 16 & 1;
+		uint64_t since = now_ms();
+
+		/* Room in the 4 KB receive ring: wait for the readers. */
+		while (sent[i] - __atomic_load_n(&stress_read[i], __ATOMIC_ACQUIRE) >
+		       4096 - STRESS_CHUNK) {
+			if (now_ms() - since > STRESS_STALL_MS) {
+				stalled = true;
+				break;
+			}
+			usleep(50);
+		}
+		if (stalled)
+			break;
+		fake_rx(&fk, i + 1, i, 1, pos[i] + sent[i], chunk, STRESS_CHUNK);
+		sent[i] += STRESS_CHUNK;
+		while (fake_cmd(&fk, 1, &cmd) || fake_cmd(&fk, 2, &cmd))
+			; /* RX_DONE counts: keep the command rings moving */
+		if ((seed >> 8 & 7) == 0)
+			usleep(seed >> 12 & 255);
+	}
+	for (uint64_t since = now_ms(); !stalled &&
+	     (__atomic_load_n(&stress_read[0], __ATOMIC_ACQUIRE) != sent[0] ||
+	      __atomic_load_n(&stress_read[1], __ATOMIC_ACQUIRE) != sent[1]);)
+		if (now_ms() - since > STRESS_STALL_MS)
+			stalled = true;
+		else
+			usleep(100);
+	since_end = now_ms();
+	CHECK(!stalled);
+	if (stalled)
+		fprintf(stderr, "test_wake_stress: stalled: sent %u/%u, read %u/%u\n", sent[0],
+			sent[1], stress_read[0], stress_read[1]);
+	/* A kernel fd in both sets stops the readers at once. */
+	__atomic_store_n(&stress_stop, 1, __ATOMIC_RELEASE);
+	CHECK(write(stress_efd, &(uint64_t){ 1 }, sizeof(uint64_t)) == sizeof(uint64_t));
+	for (int i = 0; i < STRESS_READERS; i++)
+		pthread_join(t[i], NULL);
+	CHECK(now_ms() - since_end < 1000);
+	close(stress_efd);
+}
+
+/* A waiter as a blocked thread has one, driven by hand below. */
+static struct ssp_waiter *raw_waiter(uint8_t kind, struct ssp_sock *s)
+{
+	struct ssp_waiter *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		abort();
+	for (unsigned i = 0; i < SSP_MAX_CX; i++)
+		ssp_list_init(&w->link[i]);
+	ssp_list_init(&w->in_ep);
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	CHECK(w->efd >= 0);
+	w->kind = kind;
+	w->sock = s;
+	return w;
+}
+
+static void raw_waiter_free(struct ssp_waiter *w)
+{
+	close(w->efd);
+	free(w);
+}
+
+/* Was @w kicked since it last drained?  (Drains it.) */
+static bool kicked(struct ssp_waiter *w)
+{
+	struct pollfd p = { .fd = w->efd, .events = POLLIN };
+	bool k = poll(&p, 1, 0) == 1;
+
+	ssp_waiter_drain(w);
+	return k;
+}
+
+/* A command error the layer ignores: an event that is no one socket's. */
+static void post_broad(unsigned ctx)
+{
+	struct ss_shm_ev e = { .type = SS_EV_CMD_ERROR, .arg = SS_CMD_RELEASE, .error = EBADF };
+
+	CHECK(fake_ev(&fk, ctx, &e) == 0);
+	fake_publish(&fk, ctx);
+}
+
+/*
+ * Who a pump wakes (cx.c), with four waiters on context 1: P, asleep in
+ * epoll_wait and the poller; A, blocked in a call on the socket of
+ * fds[1]; B, asleep in epoll_wait on a set without it; C, in poll().
+ * Data for the socket wakes A and C only, and P sleeps on, still armed,
+ * without its eventfd left readable; an event that is no one socket's
+ * wakes all.  When P leaves, releasing the lock kicks one waiter (the
+ * oldest, once) to take the role; a poller that comes back within the
+ * same hold of the lock kicks nobody.  Reads 2 bytes of slot 0 at @pos.
+ */
+static void test_wake_rules(const int *fds, uint32_t pos)
+{
+	struct ssp_cx *c1 = &ssp.cx[1];
+	struct ssp_sock *s1 = ssp_fd_sock(fds[1]);
+	struct ssp_waiter *wp = raw_waiter(SSP_WK_EP, NULL), *wa = raw_waiter(SSP_WK_SOCK, s1);
+	struct ssp_waiter *wb = raw_waiter(SSP_WK_EP, NULL), *wc = raw_waiter(SSP_WK_ALL, NULL);
+	struct pollfd ep = { .fd = c1->evfd, .events = POLLIN };
+	char buf[8];
+
+	CHECK(s1 != NULL && s1->cx == c1);
+	if (!s1)
+		return;
+	ssp_cx_lock(c1);
+	CHECK_EQ_U64(ssp_wait_begin(wp, c1), 1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 0);
+	__atomic_add_fetch(&s1->n_blocked, 1, __ATOMIC_RELAXED);
+	CHECK_EQ_U64(ssp_wait_begin(wb, c1), 0);
+	CHECK_EQ_U64(ssp_wait_begin(wc, c1), 0);
+	ssp_unlock();
+	CHECK(!kicked(wp) && !kicked(wa) && !kicked(wb) && !kicked(wc));
+
+	fake_rx(&fk, 1, 0, 1, pos, "ab", 2);
+	CHECK_EQ_U64(poll(&ep, 1, 0), 1); /* the service signalled P */
+	ssp_cx_lock(c1);
+	ssp_cx_pump(c1);
+	CHECK(c1->ctx->armed);
+	CHECK(__atomic_load_n(&c1->ctx->arx.r->sleeping, __ATOMIC_RELAXED));
+	ssp_unlock();
+	CHECK_EQ_U64(poll(&ep, 1, 0), 0); /* taken with the events */
+	CHECK(!kicked(wp));
+	CHECK(kicked(wa));
+	CHECK(!kicked(wb));
+	CHECK(kicked(wc));
+
+	post_broad(1);
+	ssp_cx_lock(c1);
+	ssp_cx_pump(c1);
+	ssp_unlock();
+	CHECK(kicked(wp) && kicked(wa) && kicked(wb) && kicked(wc));
+
+	/* P leaves: one waiter is kicked to take over, once. */
+	ssp_cx_lock(c1);
+	ssp_wait_end(wp, c1);
+	CHECK(c1->poller == NULL);
+	CHECK(!kicked(wa));
+	ssp_unlock();
+	CHECK(kicked(wa));
+	CHECK(!kicked(wb) && !kicked(wc));
+	ssp_cx_lock(c1);
+	ssp_unlock();
+	CHECK(!kicked(wa)); /* it is on its way */
+	/* A takes the role, and keeps it across a pass. */
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 1);
+	ssp_unlock();
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	CHECK_EQ_U64(ssp_wait_begin(wa, c1), 1);
+	ssp_unlock();
+	CHECK(!kicked(wa) && !kicked(wb) && !kicked(wc));
+
+	ssp_cx_lock(c1);
+	ssp_wait_end(wa, c1);
+	__atomic_sub_fetch(&s1->n_blocked, 1, __ATOMIC_RELAXED);
+	ssp_wait_end(wb, c1);
+	ssp_wait_end(wc, c1);
+	ssp_unlock();
+	CHECK(c1->poller == NULL && ssp_list_empty(&c1->waiters));
+	CHECK_EQ_U64(ssp_recv(fds[1], buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	raw_waiter_free(wp);
+	raw_waiter_free(wa);
+	raw_waiter_free(wb);
+	raw_waiter_free(wc);
+}
+
+struct ep_sleeper {
+	pthread_t t;
+	int ep;
+	int n;                  /* epoll_wait's result */
+	uint64_t data;
+	int done;               /* (atomic) */
+};
+
+static void *ep_sleep(void *arg)
+{
+	struct ep_sleeper *z = arg;
+	struct epoll_event ev;
+
+	z->n = ssp_epoll_wait(z->ep, &ev, 1, 3000, NULL);
+	z->data = ev.data.u64;
+	__atomic_store_n(&z->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint64_t ep_kmask(int ep)
+{
+	struct ssp_file *f = ssp_fd_get(ep);
+
+	return f && f->type == SSP_F_EPOLL ? SSP_CONTAINER(f, struct ssp_ep, f)->kmask : 0;
+}
+
+static struct ssp_ep *ep_of(int ep)
+{
+	return SSP_CONTAINER(ssp_fd_get(ep), struct ssp_ep, f);
+}
+
+/* Until @z's thread is asleep on its set as the poller of context 1 (the
+ * context's eventfd in its kernel set): at most 2 s. */
+static bool ep_polls(struct ep_sleeper *z)
+{
+	for (int i = 0; i < 2000; i++) {
+		struct ssp_waiter *p = __atomic_load_n(&ssp.cx[1].poller, __ATOMIC_ACQUIRE);
+
+		if (p && __atomic_load_n(&p->sleep_ep, __ATOMIC_ACQUIRE) == ep_of(z->ep) &&
+		    (ep_kmask(z->ep) & 2))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * Two threads asleep in epoll_wait on sets of their own, each with a
+ * socket of context 1 (memcached's workers with connections the acceptor
+ * accepted): only the poller's set watches the context's eventfd.  The
+ * thread that sleeps last takes the role from the other without waking
+ * it; data for its own socket wakes it alone, and as it leaves it hands
+ * the role back to the one still asleep, again without waking it, whose
+ * data then wakes it.
+ */
+static void test_poller_moves(int fd_a, int fd_b, uint32_t pos_a, uint32_t pos_b,
+			      uint32_t slot_a, uint32_t slot_b)
+{
+	struct ep_sleeper a = { .ep = epoll_create1(EPOLL_CLOEXEC) };
+	struct ep_sleeper b = { .ep = epoll_create1(EPOLL_CLOEXEC) };
+	struct ssp_cx *c1 = &ssp.cx[1];
+	char buf[8];
+
+	CHECK(a.ep >= 0 && b.ep >= 0);
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, fd_a,
+			    &(struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xa }) == 0);
+	CHECK(ssp_epoll_ctl(b.ep, EPOLL_CTL_ADD, fd_b,
+			    &(struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xb }) == 0);
+	CHECK(__atomic_load_n(&c1->n_sets, __ATOMIC_ACQUIRE) >= 2);
+
+	pthread_create(&a.t, NULL, ep_sleep, &a);
+	CHECK(ep_polls(&a));                    /* A: the poller */
+	pthread_create(&b.t, NULL, ep_sleep, &b);
+	CHECK(ep_polls(&b));                    /* B took the role... */
+	CHECK(!(ep_kmask(a.ep) & 2));           /* ...and A no longer watches */
+	CHECK(!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE));
+
+	fake_rx(&fk, 1, slot_b, 1, pos_b, "bb", 2);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 1);
+	CHECK_EQ_U64(b.data, 0xb);
+	usleep(20000);
+	CHECK(!__atomic_load_n(&a.done, __ATOMIC_ACQUIRE)); /* A slept through */
+	CHECK(ep_polls(&a));                    /* and is the poller again */
+
+	fake_rx(&fk, 1, slot_a, 1, pos_a, "aa", 2);
+	pthread_join(a.t, NULL);
+	CHECK_EQ_U64(a.n, 1);
+	CHECK_EQ_U64(a.data, 0xa);
+	CHECK_EQ_U64(ssp_recv(fd_a, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	CHECK_EQ_U64(ssp_recv(fd_b, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	ssp_close(a.ep);
+	ssp_close(b.ep);
+}
+
+/*
+ * The interleaving that lost haproxy's wake-ups, replayed with the
+ * primitives of cx.c: W sleeps on contexts 1 and 2, the poller of both.
+ * Woken, it starts a pass: context 1 taken off and W registered again
+ * (poller, armed); then another thread's pump of context 1 takes an
+ * event that W must look at and kicks W (the arming stays: only the
+ * poller disarms); then W's pass goes on to context 2.  The kick must
+ * still be pending when the pass ends, so W's next sleep ends at once and
+ * it looks again: a pass must not consume W's eventfd midway.
+ */
+static void test_kick_survives_pass(void)
+{
+	struct ssp_waiter *w = raw_waiter(SSP_WK_ALL, NULL);
+	struct ssp_cx *c1 = &ssp.cx[1], *c2 = &ssp.cx[2];
+	struct pollfd p;
+
+	ssp_cx_lock(c1);
+	CHECK_EQ_U64(ssp_wait_begin(w, c1), 1);
+	ssp_unlock();
+	ssp_cx_lock(c2);
+	CHECK_EQ_U64(ssp_wait_begin(w, c2), 1);
+	ssp_unlock();
+
+	/* W wakes: the pass (its eventfd read once, before). */
+	ssp_waiter_drain(w);
+	ssp_cx_lock(c1);
+	ssp_wait_end(w, c1);
+	CHECK_EQ_U64(ssp_wait_begin(w, c1), 1);
+	ssp_unlock();
+	/* Another thread pumps context 1: W is kicked, its arming stays. */
+	post_broad(1);
+	ssp_cx_lock(c1);
+	ssp_cx_pump(c1);
+	CHECK(c1->ctx->armed);
+	ssp_unlock();
+	/* W's pass goes on. */
+	ssp_cx_lock(c2);
+	ssp_wait_end(w, c2);
+	CHECK_EQ_U64(ssp_wait_begin(w, c2), 1);
+	ssp_unlock();
+	p = (struct pollfd){ .fd = w->efd, .events = POLLIN };
+	CHECK_EQ_U64(poll(&p, 1, 0), 1); /* the kick is still there */
+
+	/* W's next pass re-arms context 1. */
+	ssp_waiter_drain(w);
+	ssp_cx_lock(c1);
+	ssp_wait_end(w, c1);
+	CHECK_EQ_U64(ssp_wait_begin(w, c1), 1);
+	CHECK(c1->ctx->armed);
+	ssp_wait_end(w, c1);
+	ssp_unlock();
+	ssp_cx_lock(c2);
+	ssp_wait_end(w, c2);
+	ssp_unlock();
+	raw_waiter_free(w);
+}
+
+int main(void)
+{
+	int fds[3] = { -1, -1, -1 };
+
+	ssp_real_init();
+	test_pick();
+	if (fake_start(&fk, &(struct fake_opts){ .contexts = N_CX, .conns = 8, .rxbuf = 4096,
+						  .txbuf = 4096, .atx_slots = 64,
+						  .arx_slots = 64 }) < 0) {
+		CHECK(!"fake service");
+		return check_done("test_posix_cx");
+	}
+	setenv("SLIPSTREAM_SOCK", fk.sock, 1);
+	setenv("SLIPSTREAM_CONTEXTS", "4", 1);
+	setenv("SLIPSTREAM_CONNS", "8", 1);
+	setenv("SLIPSTREAM_BUF", "4096", 1);
+	unsetenv("SLIPSTREAM_STRICT");
+	if (test_assign(fds) == 0) {
+		connect_on(fds[1], 1, 0);
+		connect_on(fds[2], 2, 1);
+		test_block_across(fds);
+		test_wait_across(fds);
+		test_kick_survives_pass();
+		test_wake_rules(fds, 6);
+		{
+			/* A second connection on context 1 (slot 2), made by a
+			 * thread that takes context 1 as the others did. */
+			struct maker m = { 0 };
+
+			struct ss_shm_cmd cmd;
+
+			pthread_create(&m.t, NULL, make_socket, &m);
+			pthread_join(m.t, NULL);
+			CHECK_EQ_U64(cx_of(m.fd), 1);
+			for (unsigned i = 0; i < N_CX; i++)
+				while (fake_cmd(&fk, i, &cmd))
+					; /* the RX_DONE counts of the reads so far */
+			connect_on(m.fd, 1, 2);
+			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
+			ssp_close(m.fd);
+		}
+		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2, slot 1 3 + 2. */
+		test_wake_stress(fds, (const uint32_t[]){ 10, 5 });
+	}
+	fake_stop(&fk);
+	return check_done("test_posix_cx");
+}
