@@ -1,6 +1,6 @@
 /* test_stack_loop.c - the loopback path: two applications on one stack connect over its own address; a full loopback queue drops and TCP recovers. */
 #include "check.h"
-#include "stack_harness.h"
+#include "stack_client.h"
 
 #include <errno.h>
 
@@ -11,63 +11,6 @@
 static uint64_t ctr(struct sh *h, enum ss_counter_id id)
 {
 	return ss_ctr_read(&h->ctr, id);
-}
-
-/* ---- applications on raw shared memory (the harness's and a second one) ---- */
-
-struct cl {
-	struct ss_app *a;
-	int sock[2]; /* -1: the harness's own app (sh_fini closes it) */
-	uint32_t arx_cons, atx_prod;
-};
-
-static void cl_harness(struct sh *h, struct cl *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->a = h->app;
-	c->sock[0] = c->sock[1] = -1;
-}
-
-static int cl_attach(struct sh *h, struct cl *c)
-{
-	memset(c, 0, sizeof(*c));
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, c->sock) != 0)
-		return -1;
-	if (ss_app_attach(&h->reg, c->sock[0], ATTACH) != 1)
-		return -1;
-	for (uint32_t i = 0; i < h->reg.lim.max_apps; i++)
-		if (h->reg.apps[i].sock_fd == c->sock[0])
-			c->a = &h->reg.apps[i];
-	return c->a ? 0 : -1;
-}
-
-static void cl_close(struct cl *c)
-{
-	if (c->sock[1] >= 0)
-		close(c->sock[1]); /* sock[0] belongs to the registry */
-	c->sock[1] = -1;
-}
-
-static void cl_cmd(struct cl *c, struct ss_shm_cmd cmd)
-{
-	struct ss_app_ctx *cx = &c->a->ctx[0];
-	cx->atx_slot[c->atx_prod & (c->a->atx_slots - 1)] = cmd;
-	c->atx_prod++;
-	__atomic_store_n(&cx->atx->prod, c->atx_prod, __ATOMIC_RELEASE);
-}
-
-#define CMD(c, ...) cl_cmd((c), (struct ss_shm_cmd){ __VA_ARGS__ })
-
-static bool cl_ev(struct cl *c, struct ss_shm_ev *ev)
-{
-	struct ss_app_ctx *cx = &c->a->ctx[0];
-	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
-	if (prod == c->arx_cons)
-		return false;
-	*ev = cx->arx_slot[c->arx_cons & (c->a->arx_slots - 1)];
-	c->arx_cons++;
-	__atomic_store_n(&cx->arx->cons, c->arx_cons, __ATOMIC_RELEASE);
-	return true;
 }
 
 /* ---- one end of a connection, as an application drives it ---- */
@@ -258,7 +201,7 @@ static void test_loop_two_apps(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	cl_harness(&h, &S);
-	CHECK(cl_attach(&h, &C) == 0);
+	CHECK(cl_attach(&h, &C, ATTACH, NULL, 0) == 1);
 	ep_init(&es, &S, s2c, 2, 1);
 	ep_init(&ec, &C, c2s, 1, 2);
 
@@ -472,7 +415,7 @@ static void loop_connect(struct sh *h, struct cl *S, struct cl *C, struct ep *es
 {
 	struct ss_shm_ev ev;
 	cl_harness(h, S);
-	CHECK(cl_attach(h, C) == 0);
+	CHECK(cl_attach(h, C, ATTACH, NULL, 0) == 1);
 	CMD(S, .op = SS_CMD_LISTEN, .port = PORT, .arg = 16, .cookie = 77);
 	sh_pump(h, 4);
 	CHECK(cl_ev(S, &ev) && ev.type == SS_EV_LISTEN && ev.error == 0);
@@ -575,7 +518,7 @@ static void test_loop_syn_full(void)
 	CHECK(sh_init(&h, ATTACH) == 0);
 	sh_loop_slots = 0;
 	cl_harness(&h, &S);
-	CHECK(cl_attach(&h, &C) == 0);
+	CHECK(cl_attach(&h, &C, ATTACH, NULL, 0) == 1);
 	for (int i = 0; i < 3; i++) {
 		ep_init(&es[i], &S, 0, 0, 0);
 		ep_init(&ec[i], &C, 0, 0, 0);

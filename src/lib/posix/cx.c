@@ -380,6 +380,20 @@ void ssp_waiter_drain(struct ssp_waiter *w)
 		__atomic_store_n(&w->kicked, 1, __ATOMIC_RELEASE); /* its write is on its way */
 }
 
+void ssp_wait_end_all(struct ssp_waiter *w, uint64_t reg)
+{
+	if (reg)
+		ssp_waiter_drain(w); /* before the pass, never within */
+	for (unsigned j = 0; reg; j++) {
+		if (!(reg & 1ull << j))
+			continue;
+		reg &= ~(1ull << j);
+		ssp_cx_lock(&ssp.cx[j]);
+		ssp_wait_end(w, &ssp.cx[j]);
+		ssp_unlock();
+	}
+}
+
 void ssp_wait_end(struct ssp_waiter *w, struct ssp_cx *cx)
 {
 	ssp_list_del(&w->link[cx->idx]);

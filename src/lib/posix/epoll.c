@@ -658,21 +658,6 @@ static uint64_t ep_cxs(struct ssp_ep *ep)
 	return m;
 }
 
-/* Take @w off the contexts in @reg (nothing held); each is pumped. */
-static void ep_unreg(struct ssp_waiter *w, uint64_t reg)
-{
-	if (reg)
-		ssp_waiter_drain(w);
-	for (unsigned j = 0; reg; j++) {
-		if (!(reg & 1ull << j))
-			continue;
-		reg &= ~(1ull << j);
-		ssp_cx_lock(&ssp.cx[j]);
-		ssp_wait_end(w, &ssp.cx[j]);
-		ssp_unlock();
-	}
-}
-
 /* Is a thread with waiter id @id on @x's sleepers?  (Its lock held.) */
 static bool ep_sleeping(struct ep_x *x, uint64_t id)
 {
@@ -822,7 +807,7 @@ static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int
 	if ((n || again) && now) {
 		ep_sleeper_quit(x, self);
 		self->ep_fail = false;
-		ep_unreg(self, now);
+		ssp_wait_end_all(self, now);
 		now = 0;
 	}
 	*reg = now;
@@ -900,7 +885,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 				     "waits there nap");
 			ep_sleeper_quit(x, w);
 			w->ep_fail = false;
-			ep_unreg(w, reg);
+			ssp_wait_end_all(w, reg);
 			reg = 0;
 			w = NULL;
 			continue;
@@ -911,7 +896,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		if (k < 0 || dead) {
 			/* An error (EINTR: never restarted), or the set was
 			 * closed meanwhile: what the kernel said. */
-			ep_unreg(w, reg);
+			ssp_wait_end_all(w, reg);
 			ep_leave(x, false);
 			if (k < 0) {
 				errno = err;

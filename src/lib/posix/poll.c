@@ -20,20 +20,6 @@
 #define POLL_STACK 64
 #define POLL_NAP_MS 5   /* the sleep step when no waiter eventfd can be had */
 
-/* Take @w off the contexts in @reg (nothing held); each is pumped. */
-static void unreg(struct ssp_waiter *w, uint64_t reg)
-{
-	if (reg)
-		ssp_waiter_drain(w); /* before the pass, never within (cx.c) */
-	for (unsigned j = 0; reg; j++) {
-		if (!(reg & 1ull << j))
-			continue;
-		reg &= ~(1ull << j);
-		ssp_cx_lock(&ssp.cx[j]);
-		ssp_wait_end(w, &ssp.cx[j]);
-		ssp_unlock();
-	}
-}
 
 /*
  * Fill the revents of accelerated entries of @fds (nothing held); kernel
@@ -130,7 +116,7 @@ static int scan(struct pollfd *fds, nfds_t n, struct pollfd *k, struct ssp_waite
 		}
 	}
 	if ((ready || again) && now) {
-		unreg(w, now);
+		ssp_wait_end_all(w, now);
 		now = polled = 0;
 	}
 	*reg = now;
@@ -213,7 +199,7 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		err = errno;
 		slept = true;
 		if (kr < 0) {
-			unreg(w, reg); /* pumps */
+			ssp_wait_end_all(w, reg); /* pumps */
 			errno = err;
 			rc = -1;
 			break;

@@ -467,6 +467,9 @@ void ssp_waiter_atfork_child(void);
  * call on @s (its lock held; ssp_sock_touch calls it when s->n_blocked). */
 int ssp_wait_begin(struct ssp_waiter *w, struct ssp_cx *cx);
 void ssp_wait_end(struct ssp_waiter *w, struct ssp_cx *cx);
+/* ssp_wait_end_all - ssp_waiter_drain, then ssp_wait_end on each context
+ * whose bit is set in @reg, taking and dropping its lock (none held). */
+void ssp_wait_end_all(struct ssp_waiter *w, uint64_t reg);
 void ssp_waiter_drain(struct ssp_waiter *w);
 void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad);
 void ssp_waiter_kick(struct ssp_waiter *w);
