@@ -306,14 +306,9 @@ static void conn_orphan(struct ss_stack *s, struct ss_sconn *sc)
 	if (queued) {
 		tx.size = pow2_at_least(queued);
 		tx.base = s->orphan_bytes + tx.size <= s->lim.max_orphan_mem ? malloc(tx.size) : NULL;
-		if (!tx.base) {
-			ss_tcp_abort(c, s->now_us);
-			ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_orphan_mem);
-			stack_conn_release_slot(s, sc);
-			return;
-		}
 	}
-	if (ss_tcp_orphan(c, tx, spare) != 0) { /* cannot happen: sizes checked above */
+	/* ss_tcp_orphan() fails only for a ring it cannot use: none here. */
+	if (!tx.base || ss_tcp_orphan(c, tx, spare) != 0) {
 		if (queued)
 			free(tx.base);
 		ss_tcp_abort(c, s->now_us);

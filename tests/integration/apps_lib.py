@@ -292,6 +292,24 @@ class Bed:
         return self.mc_load
 
 
+@contextlib.contextmanager
+def bed_up(prefix):
+    """A Bed that is up for the with-block; then it is taken down, and the
+    service's exit problems, if any, raise CheckError."""
+    b = Bed(prefix)
+    try:
+        b.up()
+    except Exception:
+        b.down()
+        raise
+    try:
+        yield b
+    finally:
+        problems = b.down()
+    if problems:
+        raise CheckError("\n".join(problems))
+
+
 # ---- the side-by-side table --------------------------------------------
 
 def fmt(v, unit):

@@ -3,6 +3,7 @@
 Imported by conftest.py and the tests; pure helpers, no fixtures here.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -220,21 +221,29 @@ def service_stop_problems(svc):
     return problems
 
 
-def bed_with_service(tb, extra_args=None):
-    """Generator for module fixtures: bring @tb up, start the service, yield
-    (tb, svc); afterwards stop the service (failing on a bad exit) and take
-    the test bed down, whatever happened."""
-    tb.up()
+@contextlib.contextmanager
+def service_running(tb, extra_args=None):
+    """On @tb (already up): start the service and yield it; afterwards stop
+    it (failing on a bad exit) and take the test bed down, whatever
+    happened."""
     svc = None
     try:
         svc = service_start(tb, extra_args=extra_args)
-        yield tb, svc
+        yield svc
     finally:
         try:
             if svc is not None:
                 service_finish(svc)
         finally:
             tb.down()
+
+
+def bed_with_service(tb, extra_args=None):
+    """Generator for module fixtures: bring @tb up, then as
+    service_running(), yielding (tb, svc)."""
+    tb.up()
+    with service_running(tb, extra_args) as svc:
+        yield tb, svc
 
 
 class PeerAgent:
@@ -344,6 +353,6 @@ def ping(tb, ns, dst, count, interval=0.2, wait=1):
     return int(m.group(1)), int(m.group(2)), res.stdout + res.stderr
 
 
-__all__ = ["Service", "ServiceError", "service_start", "service_finish", "PeerAgent", "counters_delta", "counters_wait",
+__all__ = ["Service", "ServiceError", "service_start", "service_finish", "service_running", "PeerAgent", "counters_delta", "counters_wait",
            "cli_run", "ping", "testbed", "ctl", "COUNTERS", "SERVICE_BIN", "PMD",
            "REPO", "PYTHON", "CLI"]

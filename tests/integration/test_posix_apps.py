@@ -40,22 +40,13 @@ def bed(prefix_new_fn):
         pytest.skip("missing %s" % ", ".join(missing))
     if not apps_lib.harness.SERVICE_BIN.exists():
         pytest.skip("slipstreamd not built at %s" % apps_lib.harness.SERVICE_BIN)
-    b = apps_lib.Bed(prefix_new_fn())
     try:
-        b.up()
-    except Exception:
-        b.down()
-        raise
-    problems = []
-    try:
-        yield b
+        with apps_lib.bed_up(prefix_new_fn()) as b:
+            yield b
     finally:
-        problems = b.down()
         if _results:
             print("\n" + apps_lib.table(_results, [c for c in CASES if c in _results]))
         _results.clear()
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _params():

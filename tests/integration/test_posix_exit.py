@@ -59,18 +59,8 @@ MODES = ("close", "exit")
 def bed(prefix_new_fn):
     if not apps_lib.harness.SERVICE_BIN.exists():
         pytest.skip("slipstreamd not built at %s" % apps_lib.harness.SERVICE_BIN)
-    b = apps_lib.Bed(prefix_new_fn())
-    try:
-        b.up()
-    except Exception:
-        b.down()
-        raise
-    try:
+    with apps_lib.bed_up(prefix_new_fn()) as b:
         yield b
-    finally:
-        problems = b.down()
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
 
 
 @pytest.mark.parametrize("side", ["linux", "slipstream"])

@@ -205,16 +205,8 @@ def _impaired_bed(prefix_new_fn, name, extra_args=None, **kw):
             pytest.skip("the kernel cannot build the reorder test bed (HTB + nftables "
                         "priority): %s" % e)
         raise
-    svc = None
-    try:
-        svc = service_start(tb, extra_args=SERVICE_ARGS + list(extra_args or []))
+    with harness.service_running(tb, SERVICE_ARGS + list(extra_args or [])) as svc:
         yield Bed(tb, svc, name)
-    finally:
-        try:
-            if svc is not None:
-                service_finish(svc)
-        finally:
-            tb.down()
 
 
 @pytest.fixture(scope="module")

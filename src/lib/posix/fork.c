@@ -214,6 +214,18 @@ int ssp_child_attach(void)
 	return 0;
 }
 
+/* This copy lost the connection to another process (or it closed):
+ * ENOTCONN from now on, said once in the log. */
+static void sock_lost(struct ssp_sock *s)
+{
+	s->conn = NULL;
+	s->state = SSP_S_FAILED;
+	s->err = 0;
+	s->moved = true;
+	ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
+		     "process (or closed): this copy fails with ENOTCONN");
+}
+
 static int post_adopt(struct ssp_sock *s)
 {
 	return ss_adopt(s->cx->ctx, s->inh_owner, s->inh_slot, s->inh_gen, s->cookie);
@@ -241,14 +253,8 @@ void ssp_sock_claim(struct ssp_sock *s)
 		s->cookie = 0;
 		s->adopt_err = ETIMEDOUT;
 	}
-	if (s->adopt_err || !s->conn) {
-		s->conn = NULL;
-		s->state = SSP_S_FAILED;
-		s->err = 0;
-		s->moved = true;
-		ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
-			     "process (or closed): this copy fails with ENOTCONN");
-	}
+	if (s->adopt_err || !s->conn)
+		sock_lost(s);
 	ssp_sock_touch(s);
 }
 
@@ -393,12 +399,7 @@ void ssp_ref_gone(uint32_t owner, uint32_t slot, uint32_t gen)
 	} else {
 		ssp_away_set(s, false);
 		s->inh = false;
-		s->conn = NULL;
-		s->state = SSP_S_FAILED;
-		s->err = 0;
-		s->moved = true;
-		ssp_log_once("fork_moved", "a socket shared across fork is in use by another "
-			     "process (or closed): this copy fails with ENOTCONN");
+		sock_lost(s);
 		ssp_sock_touch(s);
 	}
 	if (cx != &ssp.cx[0]) {
