@@ -122,7 +122,8 @@ static void handle(struct stream *s, const struct ss_event *ev)
 	case SS_EVENT_INHERITED:
 	case SS_EVENT_ADOPTED:
 	case SS_EVENT_MOVED:
-		break; /* bind and fork events: not used here */
+	case SS_EVENT_LISTEN_STOPPED:
+		break; /* bind, fork and shutdown events: not used here */
 	case SS_EVENT_CMD_ERROR:
 		fail(s, ev->error);
 		break;

@@ -127,6 +127,20 @@ int ss_listen(struct ss_ctx *ctx, uint16_t port, uint32_t backlog, uint64_t cook
 int ss_listen_close(struct ss_ctx *ctx, uint32_t listener);
 
 /*
+ * ss_listen_stop - shutdown() of a listening socket: listener @listener
+ * stops for every process that shares it (fork).  Connections still in
+ * the handshake are reset; each member gets SS_EVENT_LISTEN_STOPPED with
+ * its own cookie (this one's: the cookie it listened with; a rejected
+ * stop is SS_EVENT_CMD_ERROR with @cookie: EINVAL when not listening,
+ * EBADF when not ours).  The port entry is bound again (ss_listen_bound
+ * or ss_connect_bound may use it, ss_listen_close gives it up) or, with
+ * SS_LISTEN_STOP_RELEASE, given up by every member.
+ * Returns 0, or -1 with errno EAGAIN (command queue full).
+ */
+#define SS_LISTEN_STOP_RELEASE 0x01
+int ss_listen_stop(struct ss_ctx *ctx, uint32_t listener, unsigned flags, uint64_t cookie);
+
+/*
  * ss_connect - open a connection to @ip:@port (both host order).  The
  * result arrives as SS_EVENT_CONNECTED with @cookie: ev.error == 0 and
  * ev.conn set on success, else ev.error set and ev.conn NULL.
@@ -188,6 +202,9 @@ enum ss_event_type {
 				 * bytes 1: this process keeps a reference to it (listener =
 				 * the adopter's app id, cookie = its slot << 32 | gen).
 				 * conn NULL: such a reference (listener, cookie) is gone */
+	SS_EVENT_LISTEN_STOPPED, /* listener, cookie, local_port: the listener stopped
+				  * (ss_listen_stop, by this process or one sharing it);
+				  * bytes 1: its port entry is gone too */
 };
 
 struct ss_event {
@@ -207,6 +224,7 @@ enum ss_op {
 	SS_OP_LISTEN = 1, SS_OP_LISTEN_CLOSE, SS_OP_CONNECT, SS_OP_SEND,
 	SS_OP_RECV_DONE, SS_OP_SHUTDOWN, SS_OP_CLOSE, SS_OP_ABORT,
 	SS_OP_BIND, SS_OP_LISTEN_ARM, SS_OP_INHERIT, SS_OP_ADOPT, SS_OP_RELEASE,
+	SS_OP_LISTEN_STOP,
 };
 
 /*

@@ -150,6 +150,16 @@ int ss_listen_close(struct ss_ctx *ctx, uint32_t listener)
 	return ss_cmd_post(ctx, &cmd);
 }
 
+int ss_listen_stop(struct ss_ctx *ctx, uint32_t listener, unsigned flags, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_LISTEN_STOP, .conn = listener,
+		.arg = flags & SS_LISTEN_STOP_RELEASE ? SS_STOP_RELEASE : 0, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
 int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie)
 {
 	struct ss_shm_cmd cmd = {

@@ -17,7 +17,8 @@ _Static_assert(SAME_OP(SS_OP_LISTEN, SS_CMD_LISTEN) &&
 	       SAME_OP(SS_OP_CLOSE, SS_CMD_CLOSE) && SAME_OP(SS_OP_ABORT, SS_CMD_ABORT) &&
 	       SAME_OP(SS_OP_BIND, SS_CMD_BIND) && SAME_OP(SS_OP_LISTEN_ARM, SS_CMD_LISTEN_ARM) &&
 	       SAME_OP(SS_OP_INHERIT, SS_CMD_INHERIT) && SAME_OP(SS_OP_ADOPT, SS_CMD_ADOPT) &&
-	       SAME_OP(SS_OP_RELEASE, SS_CMD_RELEASE),
+	       SAME_OP(SS_OP_RELEASE, SS_CMD_RELEASE) &&
+	       SAME_OP(SS_OP_LISTEN_STOP, SS_CMD_LISTEN_STOP),
 	       "public op numbers match shm/abi.h");
 
 /*
@@ -144,6 +145,12 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->type = SS_EVENT_ACCEPTED;
 		out->error = 0;
 		return ev_open(ctx, e, out) ? 1 : -1;
+	case SS_EV_LISTEN_STOPPED:
+		out->type = SS_EVENT_LISTEN_STOPPED;
+		out->listener = e->conn;
+		out->local_port = e->local_port;
+		out->bytes = e->arg != 0;
+		return 1;
 	case SS_EV_BOUND:
 		out->type = SS_EVENT_BOUND;
 		out->listener = e->conn;

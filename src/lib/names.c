@@ -20,6 +20,7 @@ const char *ss_event_name(enum ss_event_type type)
 	case SS_EVENT_INHERITED: return "INHERITED";
 	case SS_EVENT_ADOPTED: return "ADOPTED";
 	case SS_EVENT_MOVED: return "MOVED";
+	case SS_EVENT_LISTEN_STOPPED: return "LISTEN_STOPPED";
 	}
 	return "?";
 }

@@ -363,6 +363,7 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		stack_cmd_inherit(s, a, ctx);
 		return;
 	case SS_CMD_LISTEN_CLOSE:
+	case SS_CMD_LISTEN_STOP:
 	case SS_CMD_LISTEN_ARM:
 	case SS_CMD_CONNECT:
 	case SS_CMD_ADOPT:
@@ -370,6 +371,8 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		int rc;
 		if (cmd->op == SS_CMD_LISTEN_CLOSE)
 			rc = stack_cmd_listen_close(s, a, cmd->conn);
+		else if (cmd->op == SS_CMD_LISTEN_STOP)
+			rc = stack_cmd_listen_stop(s, a, cmd->conn, cmd->arg);
 		else if (cmd->op == SS_CMD_LISTEN_ARM)
 			rc = stack_cmd_listen_arm(s, a, cmd->conn);
 		else if (cmd->op == SS_CMD_ADOPT)

@@ -38,6 +38,8 @@ void stack_cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		      const struct ss_shm_cmd *cmd);
 int stack_cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint32_t li);
 int stack_cmd_listen_arm(struct ss_stack *s, struct ss_app *a, uint32_t li);
+/* stack_cmd_listen_stop - shutdown() of listener @li: stopped for every member. */
+int stack_cmd_listen_stop(struct ss_stack *s, struct ss_app *a, uint32_t li, uint32_t flags);
 /* stack_port_take - connect() from bound entry @li: its port, and the entry goes. */
 int stack_port_take(struct ss_stack *s, struct ss_app *a, uint32_t li, uint16_t *port);
 /* stack_listener_find - the listening entry for a SYN to @k (SO_REUSEPORT: by flow hash). */

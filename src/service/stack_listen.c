@@ -172,6 +172,36 @@ int stack_cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint32_t li)
 	return 0;
 }
 
+/*
+ * shutdown() of a listening socket: the socket itself stops, in every
+ * process that shares it (Linux's inet_shutdown -> tcp_disconnect on a
+ * listener).  Handshakes in progress are reset; connections already
+ * announced are the members' to reset (their ACCEPTED events come before
+ * the STOPPED each member gets).  The entry is bound again, or given up
+ * by every member with SS_STOP_RELEASE (a port the service picked).
+ */
+int stack_cmd_listen_stop(struct ss_stack *s, struct ss_app *a, uint32_t li, uint32_t flags)
+{
+	struct ss_listener *l = entry_of(s, a, li);
+	bool release = flags & SS_STOP_RELEASE;
+	if (!l)
+		return -EBADF;
+	if (l->state != SS_LST_LISTEN)
+		return -EINVAL;
+	stack_listener_abort_syn(s, li);
+	l->state = SS_LST_BOUND;
+	for (unsigned i = 0; i < l->n_members; i++) {
+		struct ss_lmember *m = &l->m[i];
+		m->armed = false;
+		if (app_usable(m->app))
+			stack_post_port(s, m->app, m->ctx, SS_EV_LISTEN_STOPPED, li, 0, release, l->port,
+					m->cookie);
+	}
+	while (release && l->state != SS_LST_FREE)
+		member_leave(s, li, l->m[l->n_members - 1].app);
+	return 0;
+}
+
 int stack_cmd_listen_arm(struct ss_stack *s, struct ss_app *a, uint32_t li)
 {
 	struct ss_listener *l = entry_of(s, a, li);

@@ -54,7 +54,13 @@
  * turns entry conn into a listener; without it, it claims port and listens
  * in one step.  SS_CMD_CONNECT with SS_CMDF_BOUND connects from entry
  * conn's port and gives the entry up (also when the connect then fails).  SS_CMD_LISTEN_CLOSE lets go of an
- * entry in either state.
+ * entry in either state.  SS_CMD_LISTEN_STOP (shutdown() of a listening
+ * socket) stops listener conn for every member at once: connections still
+ * in the handshake are reset, every member gets SS_EV_LISTEN_STOPPED with
+ * its own cookie, and the entry is bound again (it may listen or connect
+ * later) or, with SS_STOP_RELEASE in arg, given up by every member (a
+ * port the service picked: Linux lets it go).  An entry that is not
+ * listening is EINVAL, a foreign one EBADF.
  *
  * Listening: accepted connections are announced on the context that
  * listened; the backlog bounds connections still in the handshake
@@ -202,11 +208,14 @@ enum ss_shm_cmd_op {
 	SS_CMD_INHERIT,      /* (fork child) -> SS_EV_INHERITED */
 	SS_CMD_ADOPT,        /* conn, gen, ip = owner app id, cookie -> SS_EV_ADOPTED */
 	SS_CMD_RELEASE,      /* conn, gen, ip = owner app id: drop an inherited reference */
+	SS_CMD_LISTEN_STOP,  /* conn = listener id, arg SS_STOP_*, cookie: stop listening
+			      * -> SS_EV_LISTEN_STOPPED to every member */
 	SS_CMD_OP_MAX
 };
 
 #define SS_CMDF_BOUND 0x01   /* LISTEN/CONNECT: conn names a bound port entry */
 #define SS_BIND_REUSEPORT 0x01
+#define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 
 struct ss_shm_cmd {
 	uint8_t op;
@@ -244,6 +253,8 @@ enum ss_shm_ev_type {
 			   * the reference it replaces: slot << 32 | gen */
 	SS_EV_REF_GONE,   /* arg = app id, conn, gen: our reference to that handle
 			   * is gone (the connection moved elsewhere or was reset) */
+	SS_EV_LISTEN_STOPPED, /* cookie (the member's), conn = listener id, local_port;
+			       * arg 1: the entry is gone (SS_STOP_RELEASE) */
 	SS_EV_TYPE_MAX
 };
 

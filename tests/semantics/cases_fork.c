@@ -394,6 +394,84 @@ static void fork_owner_exits(void)
 	SC_EQ(c, '0');
 }
 
+/* A child of fork_listener_shutdown: blocks in accept() on the shared
+ * listener (after telling @ready_fd it is about to), which the parent
+ * shuts down: 0 when accept() says EINVAL. */
+__attribute__((noreturn)) static void stop_waiter(int lfd, int ready_fd)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	poll(&p, 1, 0); /* a server's event loop looks first */
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(5);
+	if (accept(lfd, NULL, NULL) >= 0)
+		_exit(6);
+	_exit(errno == EINVAL ? 0 : errno == EAGAIN ? 7 : 8);
+}
+
+/* The connect-back to @port must be refused. */
+static void refused_check(uint16_t port)
+{
+	char line[128];
+	int ctl = sc_peer_connect_back(port, 1);
+
+	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
+	if (strcmp(line, "err ECONNREFUSED 0") != 0)
+		sc_fail(__FILE__, __LINE__, "connect-back to a stopped listener: \"%s\"", line);
+	sc_close(ctl);
+}
+
+/*
+ * shutdown() of a listener shared across fork stops the socket itself,
+ * in every process (Linux: one socket): a child blocked in accept() gets
+ * EINVAL when the parent shuts it down, and the parent's accept() gets
+ * EINVAL when a child does.  New connections are refused.
+ */
+static void fork_listener_shutdown(void)
+{
+	uint16_t port = sc_port(0);
+	int lfd = sc_listen(port, 8, 0), ready[2], ctl, fd;
+	struct timeval tv = { SC_WAIT_MS / 1000, 0 };
+	pid_t pid;
+	char c;
+
+	SC_OK(setsockopt(lfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	SC_OK(pipe(ready));
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		close(ready[0]);
+		stop_waiter(lfd, ready[1]);
+	}
+	close(ready[1]);
+	SC_EQ(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	sc_sleep_ms(100); /* the child blocks in accept() */
+	SC_EQ(shutdown(lfd, SHUT_RD), 0);
+	SC_EQ(child_wait(pid), 0);
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	refused_check(port);
+
+	/* Listening again (the port stayed ours), a child shuts it down
+	 * while the parent blocks in accept(). */
+	SC_EQ(listen(lfd, 8), 0);
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		usleep(200 * 1000);
+		_exit(shutdown(lfd, SHUT_RDWR) == 0 ? 0 : 2);
+	}
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	SC_EQ(child_wait(pid), 0);
+	refused_check(port);
+	/* Listening once more works, in the parent alone. */
+	SC_EQ(listen(lfd, 8), 0);
+	ctl = sc_peer_connect_back(port, 1);
+	fd = sc_accept(lfd, SC_WAIT_MS, 0);
+	sc_peer_connect_back_done(ctl, 1);
+	SC_EQ(child_echo(fd, 100), 0);
+}
+
 const struct sc_case sc_cases_fork[] = {
 	{ "fork_workers", fork_workers },
 	{ "fork_handoff", fork_handoff },
@@ -403,5 +481,6 @@ const struct sc_case sc_cases_fork[] = {
 	{ "fork_child_closes", fork_child_closes },
 	{ "fork_parent_blocked", fork_parent_blocked },
 	{ "fork_owner_exits", fork_owner_exits },
+	{ "fork_listener_shutdown", fork_listener_shutdown },
 	{ NULL, NULL },
 };

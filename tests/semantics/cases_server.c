@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -179,6 +180,215 @@ static void listener_close(void)
 	echo_check(fd, 10);
 }
 
+/* ---- shutdown() of a listener ----------------------------------------------- */
+
+/* Threads blocked on a listener while it is shut down: no SC_* checks in
+ * them (those jump back to the runner); static, so a failed case cannot
+ * leave one writing into a dead stack frame. */
+static int sd_lfd;
+static long sd_accept_rc, sd_poll_rc;
+static int sd_accept_err, sd_poll_revents;
+
+static void *sd_acceptor(void *arg)
+{
+	long r = accept(sd_lfd, NULL, NULL);
+
+	(void)arg;
+	sd_accept_err = r < 0 ? errno : 0;
+	__atomic_store_n(&sd_accept_rc, r, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *sd_poller(void *arg)
+{
+	struct pollfd p = { .fd = sd_lfd, .events = POLLIN };
+	long r = poll(&p, 1, 2 * SC_WAIT_MS);
+
+	(void)arg;
+	sd_poll_revents = p.revents;
+	__atomic_store_n(&sd_poll_rc, r, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Join @t within SC_WAIT_MS, or fail (the thread is left behind). */
+static void sd_join(pthread_t t, const char *who)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += SC_WAIT_MS / 1000;
+	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+		sc_fail(__FILE__, __LINE__, "the thread blocked in %s did not return", who);
+}
+
+/* The peer's connect-back to @port is refused. */
+static void sd_refused(uint16_t port)
+{
+	char line[128];
+	int ctl = sc_peer_connect_back(port, 1);
+
+	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
+	if (strcmp(line, "err ECONNREFUSED 0") != 0)
+		sc_fail(__FILE__, __LINE__, "connect-back to a stopped listener: \"%s\"", line);
+	sc_close(ctl);
+}
+
+static int sd_acceptconn(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	SC_EQ(getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len), 0);
+	return v;
+}
+
+static uint16_t sd_port_of(int fd)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	SC_EQ(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	return ntohs(a.sin_port);
+}
+
+/*
+ * Linux's inet_shutdown on a listener: SHUT_WR changes nothing; SHUT_RD
+ * (and SHUT_RDWR) stops it (tcp_disconnect): a thread blocked in accept()
+ * gets EINVAL, one blocked in poll() POLLHUP, later accept() EINVAL, new
+ * connections are refused, accepted ones are not touched; the socket is
+ * an unconnected one on its port, which may listen again.
+ */
+static void listener_shutdown(void)
+{
+	uint16_t port = sc_port(0);
+	int lfd = sc_listen(port, 8, 0), ctl, fd, fd2, err = -1;
+	socklen_t len = sizeof(err);
+	pthread_t ta, tp;
+	struct sockaddr_in a;
+	double t0;
+
+	SC_EQ(shutdown(lfd, SHUT_WR), 0);
+	SC_EQ(sd_acceptconn(lfd), 1);
+	ctl = sc_peer_connect_back(port, 1);
+	fd = sc_accept(lfd, SC_WAIT_MS, 0);
+	sc_peer_connect_back_done(ctl, 1);
+	echo_check(fd, 100);
+
+	sd_lfd = lfd;
+	sd_accept_rc = sd_poll_rc = -2;
+	SC_EQ(pthread_create(&ta, NULL, sd_acceptor, NULL), 0);
+	SC_EQ(pthread_create(&tp, NULL, sd_poller, NULL), 0);
+	sc_sleep_ms(100); /* both block */
+	SC_EQ(__atomic_load_n(&sd_accept_rc, __ATOMIC_ACQUIRE), -2);
+	SC_EQ(__atomic_load_n(&sd_poll_rc, __ATOMIC_ACQUIRE), -2);
+	t0 = sc_now_ms();
+	SC_EQ(shutdown(lfd, SHUT_RD), 0);
+	sd_join(ta, "accept()");
+	sd_join(tp, "poll()");
+	SC_RANGE(sc_now_ms() - t0, 0, 1000);
+	SC_EQ(sd_accept_rc, -1);
+	SC_EQ(sd_accept_err, EINVAL);
+	SC_EQ(sd_poll_rc, 1);
+	SC_EQ(sd_poll_revents, POLLHUP);
+
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	SC_ERR(accept4(lfd, NULL, NULL, SOCK_NONBLOCK), EINVAL);
+	SC_EQ(sc_poll1(lfd, POLLIN | POLLOUT | POLLRDHUP, 0), POLLOUT | POLLHUP);
+	SC_EQ(sd_acceptconn(lfd), 0);
+	SC_EQ(getsockopt(lfd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	SC_EQ(err, 0);
+	SC_EQ(sd_port_of(lfd), port);
+	len = sizeof(a);
+	SC_ERR(getpeername(lfd, (struct sockaddr *)&a, &len), ENOTCONN);
+	sd_refused(port);
+	echo_check(fd, 200); /* accepted before: untouched */
+
+	/* listen() again: on the same port, which it kept (bound by us). */
+	SC_EQ(listen(lfd, 8), 0);
+	SC_EQ(sd_acceptconn(lfd), 1);
+	SC_EQ(sd_port_of(lfd), port);
+	ctl = sc_peer_connect_back(port, 1);
+	fd2 = sc_accept(lfd, SC_WAIT_MS, 0);
+	sc_peer_connect_back_done(ctl, 1);
+	echo_check(fd2, 300);
+
+	/* SHUT_RDWR stops it too; then it is an unconnected socket: ENOTCONN. */
+	SC_EQ(shutdown(lfd, SHUT_RDWR), 0);
+	SC_EQ(sc_poll1(lfd, POLLIN | POLLOUT, 0), POLLOUT | POLLHUP);
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	sd_refused(port);
+	SC_ERR(shutdown(lfd, SHUT_RD), ENOTCONN);
+	SC_ERR(shutdown(lfd, SHUT_WR), ENOTCONN);
+	echo_check(fd2, 10);
+}
+
+/* Connect to our own listener on @port (the service's address under
+ * Slipstream: its loopback); tracked. */
+static int sd_self_connect(uint16_t port)
+{
+	struct sockaddr_in a = sc.server;
+	int fd = sc_tcp_socket(0);
+
+	a.sin_port = htons(port);
+	SC_OK(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	return fd;
+}
+
+/* Wait for the reset of @fd (POLLERR), then recv says ECONNRESET. */
+static void sd_reset_check(int fd)
+{
+	char c;
+
+	if (!(sc_poll_until(fd, POLLIN, POLLERR, SC_WAIT_MS) & POLLERR))
+		sc_fail(__FILE__, __LINE__, "no reset of a connection queued on the listener");
+	SC_ERR(recv(fd, &c, 1, 0), ECONNRESET);
+}
+
+/*
+ * A listener on a port it did not choose (listen() without bind()):
+ * connections queued but not accepted are reset by the shutdown, the
+ * port is given up (getsockname() still shows it; another socket may
+ * bind it), and the socket may bind() and listen() again.
+ */
+static void listener_shutdown_queued(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int lfd = sc_tcp_socket(0), c1, c2, other, ctl, fd;
+	uint16_t p0;
+
+	SC_EQ(listen(lfd, 8), 0);
+	p0 = sd_port_of(lfd);
+	SC_TRUE(p0 != 0);
+	c1 = sd_self_connect(p0);
+	c2 = sd_self_connect(p0);
+	SC_EQ(send(c2, "hello", 5, 0), 5);
+	SC_EQ(sc_poll1(lfd, POLLIN, SC_WAIT_MS), POLLIN);
+	sc_sleep_ms(50); /* both queued */
+
+	SC_EQ(shutdown(lfd, SHUT_RDWR), 0);
+	sd_reset_check(c1);
+	sd_reset_check(c2);
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	SC_EQ(sd_port_of(lfd), p0);
+	sd_refused(p0);
+
+	/* The port is free: another socket binds it. */
+	other = sc_tcp_socket(0);
+	a.sin_port = htons(p0);
+	SC_EQ(bind(other, (struct sockaddr *)&a, sizeof(a)), 0);
+	SC_EQ(sc_close(other), 0);
+
+	/* bind() is allowed again, then listen() there. */
+	a.sin_port = htons(sc_port(1));
+	SC_EQ(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	SC_EQ(listen(lfd, 8), 0);
+	SC_EQ(sd_port_of(lfd), sc_port(1));
+	ctl = sc_peer_connect_back(sc_port(1), 1);
+	fd = sc_accept(lfd, SC_WAIT_MS, 0);
+	sc_peer_connect_back_done(ctl, 1);
+	echo_check(fd, 64);
+}
+
 const struct sc_case sc_cases_server[] = {
 	{ "accept_basic", accept_basic },
 	{ "accept4_flags", accept4_flags },
@@ -188,5 +398,7 @@ const struct sc_case sc_cases_server[] = {
 	{ "bind_port_zero", bind_port_zero },
 	{ "listen_backlog", listen_backlog },
 	{ "listener_close", listener_close },
+	{ "listener_shutdown", listener_shutdown },
+	{ "listener_shutdown_queued", listener_shutdown_queued },
 	{ NULL, NULL },
 };

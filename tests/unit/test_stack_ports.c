@@ -668,6 +668,123 @@ static void test_fork_listener(void)
 	sh_fini(&h);
 }
 
+/* LISTEN_STOP (shutdown() of a listener): every member stops at once, the
+ * handshake in progress is reset, accepted connections stay; the entry is
+ * bound again (and may listen again), or gone with SS_STOP_RELEASE. */
+static void stopped_expect(struct cl *c, uint32_t li, uint16_t port, uint64_t cookie, uint32_t arg,
+			   int line)
+{
+	struct ss_shm_ev ev = ev_expect(c, SS_EV_LISTEN_STOPPED, line);
+	if (ev.error != 0 || ev.conn != li || ev.local_port != port || ev.cookie != cookie ||
+	    ev.arg != arg) {
+		check_fail_(__FILE__, line, "LISTEN_STOPPED");
+		fprintf(stderr, "    error %u conn %u port %u cookie %llu arg %u, want 0 %u %u %llu %u\n",
+			ev.error, ev.conn, ev.local_port, (unsigned long long)ev.cookie, ev.arg, li,
+			port, (unsigned long long)cookie, arg);
+	}
+}
+#define EXPECT_STOPPED(c, li, port, cookie, arg) stopped_expect((c), (li), (port), (cookie), (arg), __LINE__)
+
+static void test_listen_stop(void)
+{
+	struct sh h;
+	struct cl p, c, x;
+	struct ss_shm_ev ev;
+	bool refused;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+	CHECK_EQ_U64(cl_attach(&h, &x, ATTACH, NULL, 0), 1);
+
+	uint32_t el = BIND_OK(&h, &p, 7300, 0);
+	LISTEN_BOUND(&h, &p, el, 0, 700);
+	struct sh_peer_conn *pc;
+	accept_one(&h, &p, &pc, 43000, 7300, 700);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 1);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	NO_EVENT(&c);
+
+	/* A handshake in progress (the peer's SYN, no ACK yet). */
+	struct ss_tcp syn = { .sport = 43001, .dport = 7300, .seq = 5000, .flags = SS_TCP_SYN,
+			      .window = 65535 };
+	CHECK(sh_to_stack(&h, &syn) == 0);
+	struct ss_flow_key k = { .local_ip = SH_SVC_IP, .remote_ip = SH_PEER_IP,
+				 .local_port = 7300, .remote_port = 43001 };
+	struct ss_sconn *half = ss_flow_table_lookup(&h.st.flows, &k);
+	CHECK(half != NULL);
+	if (half)
+		CHECK_EQ_U64(half->tcp.f.state, SS_TCPS_SYN_RCVD);
+	sh_pump(&h, 4);
+
+	/* Not a member, not listening: EBADF, then (bound entry) EINVAL. */
+	CMD(&x, .op = SS_CMD_LISTEN_STOP, .conn = el, .cookie = 1);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&x, SS_CMD_LISTEN_STOP, el, 0, EBADF);
+	uint32_t eb = BIND_OK(&h, &p, 7301, 0);
+	CMD(&p, .op = SS_CMD_LISTEN_STOP, .conn = eb, .cookie = 2);
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.arg, SS_CMD_LISTEN_STOP);
+	CHECK_EQ_U64(ev.cookie, 2);
+
+	/* The child stops it: both members are told, with their cookies
+	 * (the child's is the parent's, inherited). */
+	uint64_t rsts = h.rsts_to_peer;
+	CMD(&c, .op = SS_CMD_LISTEN_STOP, .conn = el, .cookie = 700);
+	sh_pump(&h, 4);
+	EXPECT_STOPPED(&c, el, 7300, 700, 0);
+	EXPECT_STOPPED(&p, el, 7300, 700, 0);
+	NO_EVENT(&p);
+	NO_EVENT(&c);
+	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_BOUND);
+	CHECK_EQ_U64(h.st.listeners[el].n_members, 2);
+	CHECK(!h.st.listeners[el].m[0].armed && !h.st.listeners[el].m[1].armed);
+	CHECK(ss_flow_table_lookup(&h.st.flows, &k) == NULL); /* the half-open one: reset */
+	(void)rsts;
+	CHECK(syn_probe(&h, 43002, 7300, &refused) == NULL);
+	CHECK(refused);
+	/* Stopped already: EINVAL; still bound: nobody else may bind it. */
+	CMD(&p, .op = SS_CMD_LISTEN_STOP, .conn = el, .cookie = 3);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&p, SS_CMD_LISTEN_STOP, el, 0, EINVAL);
+	ev = BIND(&h, &x, 7300, 0, 4);
+	CHECK_EQ_U64(ev.error, EADDRINUSE);
+	/* The accepted connection is not touched. */
+	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
+
+	/* Listening again on the same entry works (Linux: listen() after
+	 * shutdown() of a listener). */
+	LISTEN_BOUND(&h, &p, el, 0, 701);
+	CHECK(syn_owner(&h, 43003, 7300) == p.a);
+
+	/* With SS_STOP_RELEASE: every member gives the entry up. */
+	CHECK_EQ_U64(p.a->n_listeners, 2);
+	CHECK_EQ_U64(c.a->n_listeners, 1);
+	CMD(&p, .op = SS_CMD_LISTEN_STOP, .conn = el, .arg = SS_STOP_RELEASE, .cookie = 701);
+	sh_pump(&h, 4);
+	EXPECT_STOPPED(&p, el, 7300, 701, 1);
+	EXPECT_STOPPED(&c, el, 7300, 700, 1);
+	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_FREE);
+	CHECK_EQ_U64(p.a->n_listeners, 1);
+	CHECK_EQ_U64(c.a->n_listeners, 0);
+	CHECK(syn_probe(&h, 43004, 7300, &refused) == NULL);
+	CHECK(refused);
+	ev = BIND(&h, &x, 7300, 0, 5);
+	CHECK_EQ_U64(ev.error, 0);
+	CMD(&c, .op = SS_CMD_LISTEN_CLOSE, .conn = el);
+	sh_pump(&h, 4);
+	EXPECT_CMD_ERROR(&c, SS_CMD_LISTEN_CLOSE, el, 0, EBADF);
+	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
+	NO_EVENT(&p);
+	NO_EVENT(&c);
+	NO_EVENT(&x);
+	cl_close(&c);
+	cl_close(&x);
+	sh_fini(&h);
+}
+
 /* Three members: in turn when armed; the oldest remaining when none is. */
 static void test_member_order(void)
 {
@@ -1737,6 +1854,7 @@ int main(void)
 	test_reuseport_spread();
 	test_fork_listener();
 	test_member_order();
+	test_listen_stop();
 	test_holds_release();
 	test_holder_exits();
 	test_adopt();

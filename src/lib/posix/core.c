@@ -598,6 +598,23 @@ static int accq_push(struct ssp_sock *s, struct ss_conn *c)
 	return 0;
 }
 
+void ssp_listen_stopped(struct ssp_sock *s, bool released)
+{
+	accq_free(s); /* Linux resets the connections queued on it */
+	if (!ssp_list_empty(&s->in_cookie))
+		ssp_list_del(&s->in_cookie);
+	s->cookie = 0;
+	s->state = SSP_S_NEW;
+	s->listen_done = false;
+	s->armed = false;
+	s->stop_done = true;
+	s->has_entry = !released;
+	s->entry = s->listener;
+	if (released)
+		s->bound = false; /* bind() may pick a port again */
+	ssp_sock_touch(s);
+}
+
 /* Last fd closed and no call still using @s: tear down (its lock held). */
 static void sock_free(struct ssp_sock *s)
 {
@@ -720,6 +737,14 @@ static void ev_bound(struct ssp_cx *cx, const struct ss_event *e, struct ssp_soc
 	}
 }
 
+/* LISTEN_STOPPED: our listener (or a copy a process we share it with
+ * stopped) stopped listening. */
+static void ev_listen_stopped(const struct ss_event *e, struct ssp_sock *s)
+{
+	if (s && s->state == SSP_S_LISTEN && s->listener == e->listener)
+		ssp_listen_stopped(s, e->bytes != 0);
+}
+
 static void ev_adopted(const struct ss_event *e, struct ssp_sock *s)
 {
 	if (!s) {
@@ -763,6 +788,7 @@ static bool ssp_event(struct ssp_cx *cx, const struct ss_event *e)
 	ssp_event_apply(cx, e);
 	switch (e->type) {
 	case SS_EVENT_LISTENING:
+	case SS_EVENT_LISTEN_STOPPED:
 	case SS_EVENT_CONNECTED:
 	case SS_EVENT_ACCEPTED:
 	case SS_EVENT_DATA:
@@ -806,6 +832,9 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 		return;
 	case SS_EVENT_BOUND:
 		ev_bound(cx, e, cookie_find(cx, e->cookie));
+		return;
+	case SS_EVENT_LISTEN_STOPPED:
+		ev_listen_stopped(e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_INHERITED:
 		ssp.inherit_done = true;
@@ -861,6 +890,18 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 			s = cookie_find(cx, e->cookie);
 			if (s)
 				ev_listening(cx, e, s);
+			return;
+		}
+		if (e->cmd_op == SS_OP_LISTEN_STOP) {
+			/* The service no longer has it listening for us: stop
+			 * here, and let the entry go. */
+			s = cookie_find(cx, e->cookie);
+			if (s && s->state == SSP_S_LISTEN) {
+				ssp_log_once("listen_stop", "shutdown() of a listener: the service "
+					     "refused (%s); stopped here only", strerror(e->error));
+				ss_listen_close(cx->ctx, s->listener);
+				ssp_listen_stopped(s, true);
+			}
 			return;
 		}
 		ssp_log_once("cmd_error", "the service rejected a command (op %d): %s",

@@ -322,7 +322,9 @@ int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 	} else if (s->state == SSP_S_AWAY) {
 		ip = s->ref_lip;
 		port = s->ref_lport;
-	} else if (s->bound) {
+	} else {
+		/* Bound; or a listener that shutdown() stopped, whose port
+		 * Linux still shows after giving it up. */
 		ip = s->bind_ip;
 		port = s->bind_port;
 	}

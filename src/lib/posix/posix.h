@@ -187,6 +187,9 @@ struct ssp_sock {
 	bool shut_rd, shut_wr;
 	bool listen_done;       /* LISTENING (or its CMD_ERROR) arrived */
 	int listen_err;
+	bool autobind;          /* the port is one the service picked (listen()
+				 * without bind(), or bind() to port 0) */
+	bool stop_done;         /* shutdown() of the listener: LISTEN_STOPPED arrived */
 	int err;                /* pending SO_ERROR, cleared when reported */
 	uint32_t bind_ip;       /* host order */
 	uint16_t bind_port;
@@ -490,6 +493,13 @@ int ssp_ms_left(int64_t deadline_ms);
 
 /* ssp_sock_poll - Linux poll bits (POLLIN, POLLOUT, ...) of @s now. */
 uint32_t ssp_sock_poll(const struct ssp_sock *s);
+
+/* ssp_listen_stopped - listener @s stopped (shutdown(), by this process
+ * or one sharing it; its lock held): the connections not accepted yet are
+ * reset, threads waiting in accept() or for readiness are woken, and @s
+ * is a fresh socket again, bound to its port entry or, when @released,
+ * to none (getsockname() still shows the port, as Linux). */
+void ssp_listen_stopped(struct ssp_sock *s, bool released);
 
 /* ssp_sock_closed - @s is connected but in Linux's CLOSE state: reset,
  * timed out, or both FINs done (the peer's received, ours acknowledged):

@@ -236,6 +236,7 @@ int ssp_bind(int fd, const struct sockaddr *sa, socklen_t len)
 	if (port_claim(s, port) < 0)
 		return ssp_fail_unlock(errno);
 	s->bound = true;
+	s->autobind = port == 0;
 	s->bind_ip = ip;
 	ssp_unlock();
 	return 0;
@@ -311,6 +312,7 @@ int ssp_listen(int fd, int backlog)
 		if (port_claim(s, 0) < 0)
 			return ssp_fail_unlock(errno);
 		s->bound = true;
+		s->autobind = true;
 	}
 	if (listen_once(s, backlog) < 0)
 		return ssp_fail_unlock(errno);
@@ -554,6 +556,49 @@ static int post_shutdown(void *arg)
 	return ss_shutdown(arg);
 }
 
+struct stop_arg {
+	struct ss_ctx *ctx;
+	uint32_t listener;
+	unsigned flags;
+	uint64_t cookie;
+};
+
+static int post_stop(void *arg)
+{
+	struct stop_arg *a = arg;
+
+	return ss_listen_stop(a->ctx, a->listener, a->flags, a->cookie);
+}
+
+/*
+ * shutdown(SHUT_RD or SHUT_RDWR) of listener @s (lock held, @s held):
+ * Linux's inet_shutdown disconnects the listening socket itself, so it
+ * stops in every process that shares it.  The service stops the entry
+ * for all of them (ssp_listen_stopped runs in each at LISTEN_STOPPED);
+ * a port the service picked is given up, as Linux's inet_put_port does
+ * when the port was not bound explicitly.
+ */
+static void listen_stop(struct ssp_sock *s)
+{
+	int64_t deadline = ssp_deadline(LISTEN_WAIT_MS);
+	struct stop_arg a = { s->cx->ctx, s->listener,
+			      s->autobind ? SS_LISTEN_STOP_RELEASE : 0, s->cookie };
+
+	s->stop_done = false;
+	if (post_retry(post_stop, &a) == 0) {
+		ss_flush(s->cx->ctx);
+		ssp_block_until(s, &s->stop_done, deadline);
+	}
+	if (s->state == SSP_S_LISTEN) {
+		/* No answer: stop here, and let the entry go. */
+		ssp_log_once("listen_stop_lost", "shutdown() of a listener: no answer from "
+			     "the service; stopped here only");
+		ss_listen_close(s->cx->ctx, s->listener);
+		ss_flush(s->cx->ctx);
+		ssp_listen_stopped(s, true);
+	}
+}
+
 int ssp_shutdown(int fd, int how)
 {
 	struct ssp_sock *s = ssp_sock_enter(fd);
@@ -566,6 +611,16 @@ int ssp_shutdown(int fd, int how)
 	 * reaches when reset or once both FINs are done (pending events may
 	 * tell: take them first). */
 	ssp_pump();
+	if (s->state == SSP_S_LISTEN) {
+		/* SHUT_WR leaves a listener alone; SHUT_RD stops it. */
+		if (how != SHUT_WR) {
+			s->hold++;
+			listen_stop(s);
+			ssp_sock_unhold(s);
+		}
+		ssp_unlock();
+		return 0;
+	}
 	if (s->state == SSP_S_AWAY) {
 		/* Linux would shut the socket down for every process that has
 		 * it; the one using it now owns the connection. */

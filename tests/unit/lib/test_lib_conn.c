@@ -120,6 +120,28 @@ static void test_listen_connect(void)
 	CHECK_EQ_U64(rport, 40002);
 	CHECK(ss_conn_ctx(ev[2].conn) == x.ctx);
 
+	/* shutdown() of the listener: LISTEN_STOP, answered LISTEN_STOPPED. */
+	CHECK(ss_listen_stop(x.ctx, 4, SS_LISTEN_STOP_RELEASE, 0xabc) == 0);
+	CHECK(ss_listen_stop(x.ctx, 4, 0, 0xabd) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(fake_cmd(&x.f, 0, &c) == 1);
+	CHECK_EQ_U64(c.op, SS_CMD_LISTEN_STOP);
+	CHECK_EQ_U64(c.conn, 4);
+	CHECK_EQ_U64(c.arg, SS_STOP_RELEASE);
+	CHECK_EQ_U64(c.cookie, 0xabc);
+	CHECK_CMD(&x, SS_CMD_LISTEN_STOP, 4, 0, 0);
+	struct ss_shm_ev se = { .type = SS_EV_LISTEN_STOPPED, .conn = 4, .cookie = 0xabc,
+				.arg = 1, .local_port = 8080 };
+	fake_ev(&x.f, 0, &se);
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_LISTEN_STOPPED);
+	CHECK_EQ_U64(ev[0].listener, 4);
+	CHECK_EQ_U64(ev[0].cookie, 0xabc);
+	CHECK_EQ_U64(ev[0].local_port, 8080);
+	CHECK_EQ_U64(ev[0].bytes, 1);
+	CHECK(ev[0].conn == NULL);
+
 	CHECK(ss_listen_close(x.ctx, 4) == 0);
 	CHECK(ss_flush(x.ctx) == 0);
 	CHECK_CMD(&x, SS_CMD_LISTEN_CLOSE, 4, 0, 0);
