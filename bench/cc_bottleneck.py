@@ -33,7 +33,7 @@ softirq work of the veths, bridge and TBF run wherever Linux puts them.  The
 service's per-thread CPU masks are printed.
 
 Run as root:  /usr/bin/python3 bench/cc_bottleneck.py [--quick] [--only S,S]
-              [--json FILE] [--prefix P]
+              [--json FILE] [--prefix P] [--cc-trace FILE]
 Prints markdown tables, then the JSON document, on stdout.  Bounded: every
 run has a timeout, and a run that would pass --budget seconds is skipped.
 Exit status 1 if a run failed or a criterion was missed (--no-fail: 0).
@@ -74,6 +74,9 @@ def main():
     ap.add_argument("--budget", type=float, default=540.0,
                     help="seconds; runs that would end later are skipped (default 540)")
     ap.add_argument("--no-fail", action="store_true", help="exit 0 even if a criterion fails")
+    ap.add_argument("--cc-trace", metavar="FILE",
+                    help="the service writes one line per control interval to FILE "
+                         "(slipstreamd --cc-trace; docs/congestion.md)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("cc_bottleneck.py: run as root (network namespaces)")
@@ -121,6 +124,8 @@ def main():
             return None
 
     def bed_run(kind, bottleneck, service_args, body):
+        if args.cc_trace:
+            service_args = list(service_args) + ["--cc-trace", os.path.abspath(args.cc_trace)]
         bed = cc_lib.Bed(args.prefix[:10], bottleneck, service_args)
         try:
             bed.up()

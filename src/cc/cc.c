@@ -140,6 +140,7 @@ void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev
 	s->sent_bytes = (uint32_t)(cur->sent_bytes - prev->sent_bytes);
 	s->fast_retx = cur->fast_retx - prev->fast_retx;
 	s->timeouts = cur->timeouts - prev->timeouts;
+	s->limited = cur->limited - prev->limited;
 	s->srtt_us = srtt_us;
 	s->rtt_us = rtt_us;
 	s->inflight = inflight;

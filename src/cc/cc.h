@@ -49,6 +49,9 @@ struct ss_cc_sample {
 			       * measured send rate is sent_bytes / interval_us */
 	uint32_t fast_retx;   /* fast retransmits (loss recovery episodes entered) */
 	uint32_t timeouts;    /* retransmission timeouts that fired */
+	uint32_t limited;     /* times the flow was held back with data to send
+			       * by its own window or rate (0: it sent all it
+			       * had, or the peer's window stopped it) */
 	uint32_t srtt_us;     /* smoothed RTT, RFC 6298 (0: no sample yet) */
 	uint32_t rtt_us;      /* latest RTT sample of the interval (0: none) */
 	uint32_t inflight;    /* bytes outstanding at the end of the interval */
@@ -250,6 +253,8 @@ struct ss_cc_counters {
 	uint32_t sent_bytes;  /* += payload bytes of every data segment sent */
 	uint32_t fast_retx;   /* += 1 per fast retransmit (recovery entered) */
 	uint32_t timeouts;    /* += 1 per RTO expiry */
+	uint32_t limited;     /* += 1 per output that stopped with data to send
+			       * because of cwnd or the pacer's budget */
 };
 
 /*

@@ -41,6 +41,8 @@ const char ss_config_usage[] =
 	"  --cc-interval-rtts N  control interval in smoothed RTTs (default 2)\n"
 	"  --cc-step-mbit MBIT   additive increase per interval of dctcp-rate and\n"
 	"                        timely (default 10)\n"
+	"  --cc-trace FILE       write one line per control interval to FILE (for\n"
+	"                        tuning; see docs/congestion.md)\n"
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
@@ -260,6 +262,11 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 				    val);
 		cfg->cc.params.dctcp_rate.step = (uint64_t)(mbit * 1e6 / 8 + 0.5);
 		cfg->cc.params.timely.delta = cfg->cc.params.dctcp_rate.step;
+	} else if (strcmp(key, "cc-trace") == 0) {
+		if (!*val || strlen(val) >= sizeof(cfg->cc_trace))
+			return fail(err, errlen, "cc-trace: expected a file name of 1..%zu bytes",
+				    sizeof(cfg->cc_trace) - 1);
+		snprintf(cfg->cc_trace, sizeof(cfg->cc_trace), "%s", val);
 	} else if (strcmp(key, "delack-us") == 0) {
 		if (parse_uint(val, 0, 500000, &n) != 0)
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",

@@ -34,6 +34,7 @@ struct ss_config {
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
 	struct ss_cc_policy cc; /* congestion control: algorithm, per-app rules */
+	char cc_trace[256];     /* --cc-trace: one line per control interval; "" = off */
 	int log_level;          /* enum ss_log_level */
 	/* DPDK EAL arguments; eal_argv[0] is the program name. */
 	int eal_argc;

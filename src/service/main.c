@@ -90,6 +90,7 @@ int main(int argc, char **argv)
 	static struct ss_app_reg reg;
 	static struct ss_stack stack;
 	bool reg_up = false, stack_up = false;
+	FILE *cc_trace = NULL;
 	struct ss_fastpath *fps[SS_NIC_MAX_QUEUES] = { 0 };
 	unsigned nfp = 0;
 
@@ -171,6 +172,14 @@ int main(int argc, char **argv)
 	}
 	SS_INFO("congestion control: %s (%u application rule%s)", cfg.cc.ops->name,
 		cfg.cc.n_rules, cfg.cc.n_rules == 1 ? "" : "s");
+	if (cfg.cc_trace[0]) {
+		if (!(cc_trace = fopen(cfg.cc_trace, "we"))) {
+			SS_ERR("cc-trace %s: %s", cfg.cc_trace, strerror(errno));
+			goto out_fps;
+		}
+		ss_stack_set_cc_trace(&stack, cc_trace);
+		SS_INFO("congestion control: tracing every control interval to %s", cfg.cc_trace);
+	}
 	fps[0]->stack = &stack;
 	fps[0]->doorbell_fd = reg.doorbell_fd;
 	fps[0]->proto.tcp_input = ss_stack_tcp_input;
@@ -216,6 +225,8 @@ int main(int argc, char **argv)
 out_fps:
 	if (stack_up)
 		ss_stack_fini(&stack);
+	if (cc_trace)
+		fclose(cc_trace);
 	if (reg_up)
 		ss_app_reg_fini(&reg);
 	nb_kick_fds = 0;

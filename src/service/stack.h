@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cc/cc.h"
 #include "cc/pacer.h"
@@ -191,6 +192,7 @@ struct ss_stack {
 	struct ss_timer_wheel cc_wheel; /* control intervals of active flows */
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
 	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
+	FILE *cc_trace;                 /* --cc-trace, or NULL */
 
 	struct ss_stack_loop loop;      /* segments to our own address */
 };
@@ -240,6 +242,8 @@ void ss_stack_woke(struct ss_stack *s);
  * of that name.  Returns 0 or -ENOMEM (then no loop runs).
  */
 int ss_stack_set_cc(struct ss_stack *s, const struct ss_cc_policy *p);
+/* --cc-trace: one line per control interval to @f (NULL: off; the caller closes it). */
+void ss_stack_set_cc_trace(struct ss_stack *s, FILE *f);
 
 /*
  * The receive path for looped-back frames: the fast path's protocol

@@ -287,13 +287,17 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			if (c->persist_deadline_us)
 				break; /* zero window: only the persist timer probes */
 			len = tcp_min3(avail, usable, f->mss);
-			if (!len)
+			if (!len) {
+				if (f->cwnd <= f->snd_wnd)
+					c->cc.limited++; /* by its own window */
 				break;
+			}
 			if (!c->tx_budget) {
 				/* Paced: the caller gives more budget when the
 				 * pacer lets this flow send again. */
 				c->budget_hit = 1;
 				c->st.budget_stops++;
+				c->cc.limited++;
 				break;
 			}
 			/* PSH on the last segment of the burst. */

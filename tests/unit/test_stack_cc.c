@@ -116,9 +116,14 @@ static void test_loop_follows_active_flows(void)
 	struct ss_cc_policy pol;
 	struct flow fl[2];
 
+	char *trace = NULL;
+	size_t trace_len = 0;
+	FILE *tf = open_memstream(&trace, &trace_len);
+
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
 	ss_stack_set_cc(&h.st, &pol);
+	ss_stack_set_cc_trace(&h.st, tf);
 	open_flows(&h, fl, 2);
 	struct ss_sconn *sc0 = sconn(&h, &fl[0]), *sc1 = sconn(&h, &fl[1]);
 	CHECK(sc0->cc.ops == &ss_cc_dctcp_rate_ops);
@@ -160,6 +165,29 @@ static void test_loop_follows_active_flows(void)
 	CHECK_EQ_U64(in1->bytes_acked, 0);
 	CHECK(ctr(&h, SS_CTR_cc_idle) >= 1);
 	uint64_t iv = ctr(&h, SS_CTR_cc_intervals);
+	/* --cc-trace: a header, then one line per interval, all of flow 0,
+	 * whose acked column adds up to the data. */
+	ss_stack_set_cc_trace(&h.st, NULL);
+	fclose(tf);
+	uint64_t lines = 0, acked_sum = 0;
+	char *line = trace ? strchr(trace, '\n') : NULL;
+	CHECK(trace && strncmp(trace, "# t_us conn ", 12) == 0);
+	while (line && line[1]) {
+		unsigned long long t, acked, ecn, sent, rate;
+		unsigned id, ivl, srtt, rtt, cwnd, flags, infl, lim;
+		CHECK_EQ_U64(sscanf(line + 1, "%llu %u %u %llu %llu %llu %u %u %llu %u %x %u %u", &t,
+				    &id, &ivl, &acked, &ecn, &sent, &srtt, &rtt, &rate, &cwnd, &flags,
+				    &infl, &lim),
+			     13);
+		CHECK_EQ_U64(id, sc0->id);
+		CHECK(rate > 0 && (flags & SS_CC_OUT_RATE));
+		acked_sum += acked;
+		lines++;
+		line = strchr(line + 1, '\n');
+	}
+	CHECK_EQ_U64(lines, iv);
+	CHECK_EQ_U64(acked_sum, 300000);
+	free(trace);
 	sh_advance(&h, 100000, 1000);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_intervals), iv); /* idle costs nothing */
 	/* Sending again makes it active again. */
