@@ -54,7 +54,7 @@ sys.dont_write_bytecode = True
 import cc_lib  # noqa: E402
 
 SCENARIOS = ("flows", "compete", "cap")
-FLOWS_ARGS = cc_lib.FLOWS_SERVICE_ARGS
+FLOWS_ARGS = list(cc_lib.FLOWS_SERVICE_ARGS)
 COMPETE = cc_lib.COMPETE_CONFIGS
 CAP_ARGS = cc_lib.CAP_SERVICE_ARGS
 SETUP_S = 15          # allowance per run for set-up, connects and teardown
@@ -74,6 +74,11 @@ def main():
     ap.add_argument("--budget", type=float, default=540.0,
                     help="seconds; runs that would end later are skipped (default 540)")
     ap.add_argument("--no-fail", action="store_true", help="exit 0 even if a criterion fails")
+    ap.add_argument("--flows-cc", metavar="ALG",
+                    help="flows scenario: the service's algorithm (default %s)"
+                         % FLOWS_ARGS[FLOWS_ARGS.index("--cc") + 1])
+    ap.add_argument("--senders", default="slipstream,linux",
+                    help="flows scenario: which senders to run (default slipstream,linux)")
     ap.add_argument("--cc-trace", metavar="FILE",
                     help="the service writes one line per control interval to FILE "
                          "(slipstreamd --cc-trace; docs/congestion.md)")
@@ -92,6 +97,8 @@ def main():
     if not cc_lib.service_has_cc():
         sys.exit("cc_bottleneck.py: %s has no --cc (congestion control not integrated "
                  "yet; set SLIPSTREAM_BUILD)" % cc_lib.harness.SERVICE_BIN)
+    if args.flows_cc:
+        FLOWS_ARGS[:] = ["--cc", args.flows_cc]
     flows_n = [int(x) for x in args.flows.split(",") if x.strip()]
     t_flows, t_compete, t_cap = (4, 10, 4) if args.quick else (10, 30, 10)
 
@@ -144,7 +151,7 @@ def main():
 
     if "flows" in scen:
         def flows(bed):
-            for side in ("slipstream", "linux"):
+            for side in [x for x in ("slipstream", "linux") if x in args.senders.split(",")]:
                 for n in flows_n:
                     r = attempt("flows", "%s N=%d" % (side, n), t_flows,
                                 lambda: cc_lib.run_flows(bed, side, n, t_flows))

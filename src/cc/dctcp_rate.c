@@ -12,13 +12,23 @@
  *     its application does not build up a rate it never tests.  Skipped
  *     when nothing was sent (no measurement).
  *  1. alpha = (1 - g) * alpha + g * M, M the fraction of acknowledged
- *     bytes whose ACKs echoed CE (RFC 8257 §3.3 steps 4-5).
+ *     bytes whose ACKs echoed CE (RFC 8257 §3.3 steps 4-5); not in slow
+ *     start before the first mark, so the first cut is a halving (alpha
+ *     starts at 1): at a short RTT slow start spans hundreds of
+ *     intervals, and a decayed alpha would cut by little while the
+ *     queue it built keeps growing.
  *  2. Then exactly one of, by priority:
  *     - loss (a fast retransmit or a timeout): rate *= 1 - loss_md
  *       (halve by default, as TCP does for loss, RFC 8257 §3.5);
  *     - marks: rate *= 1 - alpha / 2 (RFC 8257 §3.3 step 8, on the rate);
  *     - no byte acknowledged: hold (no evidence the path takes more);
- *     - slow start: rate *= 2, until the first congestion signal;
+ *     - slow start, until the first congestion signal: rate grows by
+ *       the rate at which data was acknowledged in the interval, at most
+ *       doubling.  TCP's slow start (cwnd += bytes acked): it doubles
+ *       while the path delivers all it is sent, and grows only linearly,
+ *       by what the path delivers, once a queue forms.  Doubling the rate
+ *       itself regardless ran it to many Gbit/s within a millisecond at
+ *       a 40 us RTT, and the flow sent 64 KiB bursts into the queue;
  *     - otherwise additive increase: rate += step; after a loss with no
  *       mark (the path signals by loss: drop-tail or random loss) until
  *       the next mark, rate += max(step, the rate a window TCP would gain,
@@ -58,7 +68,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	uint64_t rate;
 
 	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, &flags);
-	if (s->acked_bytes)
+	if (s->acked_bytes && (s->ecn_bytes || !st->slow_start))
 		st->alpha = cc_dctcp_alpha(st->alpha, p->g_ppm, s->acked_bytes, s->ecn_bytes);
 
 	if (s->ecn_bytes)
@@ -75,7 +85,9 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	} else if (!s->acked_bytes) {
 		flags |= SS_CC_OUT_HELD;
 	} else if (st->slow_start) {
-		rate *= 2;
+		uint64_t delivered = cc_bytes_per_s(s->acked_bytes, s->interval_us);
+
+		rate += delivered < rate ? delivered : rate;
 	} else {
 		rate += st->loss_mode ? cc_u64_max(p->step, cc_rate_reno_step(s)) : p->step;
 	}
