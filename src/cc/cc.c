@@ -140,7 +140,8 @@ void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev
 	s->sent_bytes = (uint32_t)(cur->sent_bytes - prev->sent_bytes);
 	s->fast_retx = cur->fast_retx - prev->fast_retx;
 	s->timeouts = cur->timeouts - prev->timeouts;
-	s->limited = cur->limited - prev->limited;
+	s->rate_limited = cur->rate_limited - prev->rate_limited;
+	s->win_limited = cur->win_limited - prev->win_limited;
 	s->srtt_us = srtt_us;
 	s->rtt_us = rtt_us;
 	s->inflight = inflight;
@@ -169,7 +170,10 @@ uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t 
 {
 	uint64_t cap;
 
-	if (cap_ppm == 0 || s->sent_bytes == 0 || s->interval_us == 0)
+	/* The pacer held it back: it sent at its rate, and what the interval
+	 * saw of that is lumpy (sends come in pacer quanta, a few per
+	 * interval at a short RTT), so it is no measure of its demand. */
+	if (cap_ppm == 0 || s->sent_bytes == 0 || s->interval_us == 0 || s->rate_limited)
 		return rate;
 	cap = cc_mul_ppm(cc_bytes_per_s(s->sent_bytes, s->interval_us), cap_ppm);
 	if (rate <= cap)

@@ -49,9 +49,9 @@ struct ss_cc_sample {
 			       * measured send rate is sent_bytes / interval_us */
 	uint32_t fast_retx;   /* fast retransmits (loss recovery episodes entered) */
 	uint32_t timeouts;    /* retransmission timeouts that fired */
-	uint32_t limited;     /* times the flow was held back with data to send
-			       * by its own window or rate (0: it sent all it
-			       * had, or the peer's window stopped it) */
+	uint32_t rate_limited; /* times its pacer budget held it back with data
+				* to send: it used its rate */
+	uint32_t win_limited; /* times its own window did (the peer's does not count) */
 	uint32_t srtt_us;     /* smoothed RTT, RFC 6298 (0: no sample yet) */
 	uint32_t rtt_us;      /* latest RTT sample of the interval (0: none) */
 	uint32_t inflight;    /* bytes outstanding at the end of the interval */
@@ -253,8 +253,9 @@ struct ss_cc_counters {
 	uint32_t sent_bytes;  /* += payload bytes of every data segment sent */
 	uint32_t fast_retx;   /* += 1 per fast retransmit (recovery entered) */
 	uint32_t timeouts;    /* += 1 per RTO expiry */
-	uint32_t limited;     /* += 1 per output that stopped with data to send
-			       * because of cwnd or the pacer's budget */
+	uint32_t rate_limited; /* += 1 per output stopped by the pacer's budget
+				* with data to send */
+	uint32_t win_limited; /* += 1 per output stopped by cwnd with data to send */
 };
 
 /*

@@ -345,19 +345,19 @@ void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
  * connection id, interval (us), bytes acked / ECE-acked / sent in it,
  * srtt and latest RTT (us), the decision (rate in bytes/s, or 0 and the
  * window), the SS_CC_OUT_* flags, the bytes in flight and how often the
- * flow was held back by its own window or rate (struct ss_cc_sample).  Costs nothing
+ * flow was held back by its rate and by its window (struct ss_cc_sample).  Costs nothing
  * unless asked for; stdio's buffer batches the writes.
  */
 static void cc_trace(const struct ss_stack *s, const struct ss_sconn *sc,
 		     const struct ss_cc_sample *smp, const struct ss_cc_out *out)
 {
-	fprintf(s->cc_trace, "%llu %u %u %llu %llu %llu %u %u %llu %u 0x%x %u %u\n",
+	fprintf(s->cc_trace, "%llu %u %u %llu %llu %llu %u %u %llu %u 0x%x %u %u %u\n",
 		(unsigned long long)s->now_us, sc->id, smp->interval_us,
 		(unsigned long long)smp->acked_bytes, (unsigned long long)smp->ecn_bytes,
 		(unsigned long long)smp->sent_bytes, smp->srtt_us, smp->rtt_us,
 		(unsigned long long)((out->flags & SS_CC_OUT_RATE) ? out->rate_bps : 0),
 		(out->flags & SS_CC_OUT_RATE) ? 0 : out->cwnd, out->flags, smp->inflight,
-		smp->limited);
+		smp->rate_limited, smp->win_limited);
 }
 
 void ss_stack_set_cc_trace(struct ss_stack *s, FILE *f)
@@ -365,7 +365,7 @@ void ss_stack_set_cc_trace(struct ss_stack *s, FILE *f)
 	s->cc_trace = f;
 	if (f)
 		fprintf(f, "# t_us conn interval_us acked ecn_acked sent srtt_us rtt_us "
-			   "rate_Bps cwnd flags inflight limited\n");
+			   "rate_Bps cwnd flags inflight rate_limited win_limited\n");
 }
 
 /* One control interval of @sc has ended. */

@@ -289,7 +289,7 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			len = tcp_min3(avail, usable, f->mss);
 			if (!len) {
 				if (f->cwnd <= f->snd_wnd)
-					c->cc.limited++; /* by its own window */
+					c->cc.win_limited++;
 				break;
 			}
 			if (!c->tx_budget) {
@@ -297,7 +297,7 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 				 * pacer lets this flow send again. */
 				c->budget_hit = 1;
 				c->st.budget_stops++;
-				c->cc.limited++;
+				c->cc.rate_limited++;
 				break;
 			}
 			/* PSH on the last segment of the burst. */

@@ -174,11 +174,11 @@ static void test_loop_follows_active_flows(void)
 	CHECK(trace && strncmp(trace, "# t_us conn ", 12) == 0);
 	while (line && line[1]) {
 		unsigned long long t, acked, ecn, sent, rate;
-		unsigned id, ivl, srtt, rtt, cwnd, flags, infl, lim;
-		CHECK_EQ_U64(sscanf(line + 1, "%llu %u %u %llu %llu %llu %u %u %llu %u %x %u %u", &t,
-				    &id, &ivl, &acked, &ecn, &sent, &srtt, &rtt, &rate, &cwnd, &flags,
-				    &infl, &lim),
-			     13);
+		unsigned id, ivl, srtt, rtt, cwnd, flags, infl, rlim, wlim;
+		CHECK_EQ_U64(sscanf(line + 1, "%llu %u %u %llu %llu %llu %u %u %llu %u %x %u %u %u",
+				    &t, &id, &ivl, &acked, &ecn, &sent, &srtt, &rtt, &rate, &cwnd,
+				    &flags, &infl, &rlim, &wlim),
+			     14);
 		CHECK_EQ_U64(id, sc0->id);
 		CHECK(rate > 0 && (flags & SS_CC_OUT_RATE));
 		acked_sum += acked;

@@ -97,8 +97,9 @@ static void test_interval(void)
 
 static void test_sample_fill(void)
 {
-	struct ss_cc_counters prev = {0xFFFFFF00u, 0xFFFFFFF0u, 0x7FFFFFFFu, 0xFFFFFFFFu, 3, 0xFFFFFFFEu};
-	struct ss_cc_counters cur = {0x100u, 0x10u, 0x80000010u, 1u, 3, 5};
+	struct ss_cc_counters prev = {0xFFFFFF00u, 0xFFFFFFF0u, 0x7FFFFFFFu, 0xFFFFFFFFu, 3,
+				      0xFFFFFFFEu, 7};
+	struct ss_cc_counters cur = {0x100u, 0x10u, 0x80000010u, 1u, 3, 5, 9};
 	struct ss_cc_sample s;
 
 	ss_cc_sample_fill(&s, &prev, &cur, 200, 100, 90, 5000, 1448);
@@ -108,15 +109,16 @@ static void test_sample_fill(void)
 	CHECK_EQ_U64(s.sent_bytes, 0x11);
 	CHECK_EQ_U64(s.fast_retx, 2);        /* 0xFFFFFFFF -> 1 */
 	CHECK_EQ_U64(s.timeouts, 0);
-	CHECK_EQ_U64(s.limited, 7);          /* 0xFFFFFFFE -> 5 */
+	CHECK_EQ_U64(s.rate_limited, 7);     /* 0xFFFFFFFE -> 5 */
+	CHECK_EQ_U64(s.win_limited, 2);
 	CHECK_EQ_U64(s.srtt_us, 100);
 	CHECK_EQ_U64(s.rtt_us, 90);
 	CHECK_EQ_U64(s.inflight, 5000);
 	CHECK_EQ_U64(s.mss, 1448);
 
 	/* More marked than acked (counters read while being updated). */
-	prev = (struct ss_cc_counters){0, 0, 0, 0, 0, 0};
-	cur = (struct ss_cc_counters){1000, 1500, 0, 0, 0, 0};
+	prev = (struct ss_cc_counters){0, 0, 0, 0, 0, 0, 0};
+	cur = (struct ss_cc_counters){1000, 1500, 0, 0, 0, 0, 0};
 	ss_cc_sample_fill(&s, &prev, &cur, 200, 100, 90, 0, 1000);
 	CHECK_EQ_U64(s.ecn_bytes, 1000);
 }

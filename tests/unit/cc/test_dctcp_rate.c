@@ -103,12 +103,26 @@ static void test_send_rate_cap(void)
 	CHECK_EQ_U64(out.rate_bps, 32000000);
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_SLOW_START | SS_CC_OUT_HELD);
 
+	/* Held back by its pacer budget (rate_limited): it sent at its rate,
+	 * in lumps; no cap.  Held back by its window only: the cap applies. */
+	s = cc_sample(100, 1000, 0);
+	s.sent_bytes = 1000;
+	s.rate_limited = 1;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 42000000);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_SLOW_START);
+	s.rate_limited = 0;
+	s.win_limited = 3;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 22000000);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_SLOW_START | SS_CC_OUT_CAPPED);
+
 	/* Cap switched off. */
 	prm.dctcp_rate.cap_ppm = 0;
 	s = cc_sample(100, 1000, 0);
 	s.sent_bytes = 1;
 	ops->on_interval(&st, &prm, &s, &out);
-	CHECK_EQ_U64(out.rate_bps, 42000000);
+	CHECK_EQ_U64(out.rate_bps, 32000000);
 	ss_cc_params_default(&prm);
 }
 

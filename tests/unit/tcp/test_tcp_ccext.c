@@ -133,6 +133,8 @@ static void test_rate_mode_budget(void)
 	CHECK_EQ_U64(h.c.tx_budget, 0);
 	CHECK_EQ_U64(h.c.budget_hit, 1);
 	CHECK_EQ_U64(h.c.st.budget_stops, 1);
+	CHECK_EQ_U64(h.c.cc.rate_limited, 1); /* for the control loop */
+	CHECK_EQ_U64(h.c.cc.win_limited, 0);
 	/* Budget 0: data waits, but an ACK the peer's data asks for goes. */
 	h_clear(&h);
 	h_peer_send(&h, 100);
@@ -148,6 +150,7 @@ static void test_rate_mode_budget(void)
 	CHECK_EQ_U64(h.nout, 7);
 	CHECK_EQ_U64(h.c.tx_budget, 93 * MSS_TS);
 	CHECK_EQ_U64(h.c.budget_hit, 0);
+	CHECK_EQ_U64(h.c.cc.win_limited, 0);
 	/* A timeout resends go-back-N under the same budget, window kept. */
 	uint32_t cwnd = h.c.f.cwnd, una = h.c.f.snd_una;
 	CHECK_EQ_U64(h.c.f.snd_max - una, 7 * MSS_TS);
@@ -165,6 +168,17 @@ static void test_rate_mode_budget(void)
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 6); /* the rest of the flight, resent */
 	CHECK_EQ_U64(h.c.tx_budget, SS_TCP_BUDGET_UNLIMITED);
+	/* The flow's own window holds data back: win_limited, not
+	 * rate_limited (the budget is unlimited). */
+	uint32_t rl = h.c.cc.rate_limited;
+	CHECK_EQ_U64(h.c.cc.win_limited, 0);
+	ss_tcp_cc_set(&h.c, SS_TCP_CC_RATE, h.c.f.snd_max - h.c.f.snd_una + MSS_TS, false);
+	CHECK(h_app_send(&h, 3 * MSS_TS) == 0);
+	h_clear(&h);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.c.cc.win_limited, 1);
+	CHECK_EQ_U64(h.c.cc.rate_limited, rl);
 	harness_free(&h);
 }
 
