@@ -630,6 +630,8 @@ static void sock_free(struct ssp_sock *s)
 		case SSP_S_CONNECTED:
 			if (s->inh)
 				ss_release(ctx, s->inh_owner, s->inh_slot, s->inh_gen);
+			else if (s->lingering && s->conn)
+				ss_conn_set_user(s->conn, NULL); /* closed already: it closes on */
 			else if (s->conn)
 				ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
 			break;
@@ -920,6 +922,14 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 		ssp_sock_touch(s);
 		return;
 	case SS_EVENT_CLOSED:
+		/* A close() that lingers (SO_LINGER) is over: our FIN was
+		 * acknowledged, or the connection died (sock.c). */
+		s = e->conn ? ss_conn_user(e->conn) : NULL;
+		if (s && s->lingering && s->conn == e->conn) {
+			s->conn = NULL;
+			ssp_sock_touch(s);
+		}
+		return;
 	default:
 		return;
 	}

@@ -220,6 +220,8 @@ struct ssp_sock {
 	uint32_t fork_gen;      /* last fork that converted it */
 	bool away_counted;      /* counted in ssp.n_away */
 
+	bool lingering;         /* close() waits for SO_LINGER: conn is closed (sock.c) */
+
 	/* socket options (stored; most are fixed behaviour in the service) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
 	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */

@@ -646,6 +646,42 @@ int ssp_shutdown(int fd, int how)
 
 /* -------------------------------------------------------- close, dup */
 
+static int post_close(void *arg)
+{
+	return ss_close(arg);
+}
+
+/*
+ * SO_LINGER with a timeout (Linux's tcp_close -> sk_stream_wait_close):
+ * the last close() of a connected socket waits, blocking or not, until
+ * our FIN is acknowledged (and with it every byte before it), the
+ * connection dies, a signal comes, or the time is up; it returns 0
+ * either way, and the connection closes on in the background.  Not a
+ * socket shared across fork: another process may hold it still, and
+ * Linux does not wait while one does.
+ */
+static bool linger_wanted(const struct ssp_sock *s)
+{
+	return s->linger_on && s->linger_s != 0 && s->refs == 1 && s->hold == 0 &&
+	       s->state == SSP_S_CONNECTED && s->conn && !s->inh && !s->shared;
+}
+
+/* @s (held, its lock held, its fd gone) closes its connection now and
+ * waits as above: CLOSED for it ends the wait (core.c), and the rest of
+ * the release is sock_free's. */
+static void sock_linger(struct ssp_sock *s)
+{
+	/* A negative l_linger is a huge one for Linux (unsigned jiffies). */
+	int64_t deadline = s->linger_s < 0 ? -1 : ssp_now_ms() + (int64_t)s->linger_s * 1000;
+
+	if (post_retry(post_close, s->conn) < 0)
+		return; /* sock_free closes it later (deferred): no wait */
+	s->lingering = true;
+	ss_flush(s->cx->ctx);
+	while (s->conn && ssp_block(s, deadline, NULL) == 0)
+		;
+}
+
 /* Take socket @fd out of the layer (its lock held): the mapping, its
  * epoll registrations, its reference.  The number itself is closed (or
  * replaced) by the caller. */
@@ -665,6 +701,7 @@ static int fd_leave(int fd, bool close_fd)
 	for (;;) {
 		struct ssp_file *f = ssp_fd_get(fd);
 		struct ssp_sock *s;
+		bool linger;
 		int rc = 0;
 
 		if (!f)
@@ -674,9 +711,17 @@ static int fd_leave(int fd, bool close_fd)
 		s = ssp_sock_lock_fd(fd);
 		if (!s)
 			continue; /* it changed meanwhile: look again */
+		linger = close_fd && linger_wanted(s);
+		if (linger)
+			s->hold++;
 		sock_fd_drop(fd, s);
 		if (close_fd)
 			rc = ssp_real.close(fd);
+		if (linger) {
+			/* As Linux: the number is free before the wait. */
+			sock_linger(s);
+			ssp_sock_unhold(s);
+		}
 		ssp_unlock();
 		return rc;
 	}
