@@ -416,6 +416,72 @@ void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad)
 	}
 }
 
+/* ----------------------------------------------------------- cancellation */
+
+/* This thread's call into the layer (posix.h): nesting depth, the
+ * cancellation state it found, whether it is a cancellation point. */
+static __thread struct {
+	int depth;
+	int state;
+	bool point;
+} call __attribute__((tls_model("initial-exec")));
+
+void ssp_call_enter(bool point)
+{
+	if (call.depth > 0) {
+		call.depth++;
+		return;
+	}
+	/* libc acts on a pending cancellation at the entry of a
+	 * cancellation point: nothing is held yet. */
+	if (point)
+		pthread_testcancel();
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &call.state);
+	call.point = point;
+	call.depth = 1;
+}
+
+void ssp_call_leave(void)
+{
+	if (--call.depth == 0)
+		pthread_setcancelstate(call.state, NULL);
+}
+
+struct cancel_undo {
+	void (*undo)(void *);
+	void *arg;
+};
+
+/* The cleanup handler of a cancellable sleep: the caller's undo, then the
+ * call is over (whatever the thread's own cleanup handlers call next
+ * enters the layer afresh; no further cancellation acts meanwhile). */
+static void cancel_cleanup(void *arg)
+{
+	const struct cancel_undo *u = arg;
+
+	if (u->undo)
+		u->undo(u->arg);
+	call.depth = 0;
+}
+
+int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg)
+{
+	struct cancel_undo u = { undo, uarg };
+	volatile bool on = call.depth > 0 && call.point && call.state == PTHREAD_CANCEL_ENABLE;
+	volatile int rc, err;
+
+	pthread_cleanup_push(cancel_cleanup, &u);
+	if (on)
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	rc = sleep(arg);
+	err = errno;
+	if (on)
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_pop(0);
+	errno = err;
+	return rc;
+}
+
 /* ---------------------------------------------------------------- waiting */
 
 void ssp_away_set(struct ssp_sock *s, bool away)
@@ -473,12 +539,61 @@ int ssp_ms_left(int64_t deadline_ms)
 	return left > 1000000000 ? 1000000000 : (int)left;
 }
 
-/* ssp_block without following @s (blocked in a call on it, or NULL). */
-static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+/* The sleep of ssp_block: one poll (or ppoll) with no lock held. */
+struct block_sleep {
+	struct pollfd *pfd;
+	nfds_t n;
+	int left;               /* ms, -1: none */
+	const sigset_t *mask;
+};
+
+static int block_sleep(void *arg)
+{
+	const struct block_sleep *b = arg;
+	struct timespec ts = { b->left / 1000, (b->left % 1000) * 1000000L };
+
+	if (b->mask)
+		return ssp_real.ppoll(b->pfd, b->n, b->left < 0 ? NULL : &ts, b->mask);
+	return ssp_real.poll(b->pfd, b->n, b->left);
+}
+
+/* What a thread cancelled in that sleep undoes. */
+struct block_undo {
+	struct ssp_cx *cx;
+	struct ssp_waiter *w;   /* registered on cx, NULL: a nap */
+	struct ssp_sock *s;     /* held by the caller (ssp_block's rule), or NULL */
+};
+
+/* Off the context (a poller hands its role on as it leaves: ssp_unlock),
+ * and the caller's hold on its socket dropped. */
+static void block_undo(void *arg)
+{
+	const struct block_undo *u = arg;
+
+	ssp_cx_lock(u->cx);
+	if (u->w) {
+		if (u->s)
+			__atomic_sub_fetch(&u->s->n_blocked, 1, __ATOMIC_RELAXED);
+		ssp_waiter_drain(u->w);
+		ssp_wait_end(u->w, u->cx);
+	}
+	if (u->s) {
+		ssp_sock_relock(u->s);
+		ssp_sock_unhold(u->s);
+	}
+	ssp_unlock();
+}
+
+/* ssp_block without following @s (blocked in a call on it, or NULL);
+ * @cancel: the sleep is a cancellation point (ssp_block, not _until). */
+static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask,
+		      bool cancel)
 {
 	struct ssp_cx *cx = held;
 	struct ssp_waiter *w = ssp_waiter_self();
 	struct pollfd pfd[2];
+	struct block_sleep b = { pfd, 0, 0, mask };
+	struct block_undo u = { cx, w, s };
 	int left, rc, err, role, n = 0;
 
 	left = ssp_ms_left(deadline_ms);
@@ -492,7 +607,9 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 			return -1;
 		}
 		ssp_unlock();
-		rc = ssp_real.poll(NULL, 0, left < 0 || left > 5 ? 5 : left);
+		b.left = left < 0 || left > 5 ? 5 : left;
+		b.mask = NULL;
+		rc = ssp_cancellable(block_sleep, &b, cancel ? block_undo : NULL, &u);
 		ssp_cx_lock(cx);
 		ssp_cx_pump(cx);
 		ssp_away_pump();
@@ -516,13 +633,9 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 	if (role == 1)
 		pfd[n++] = (struct pollfd){ .fd = cx->evfd, .events = POLLIN };
 	ssp_unlock();
-	if (mask) {
-		struct timespec ts = { left / 1000, (left % 1000) * 1000000L };
-
-		rc = ssp_real.ppoll(pfd, (nfds_t)n, left < 0 ? NULL : &ts, mask);
-	} else {
-		rc = ssp_real.poll(pfd, (nfds_t)n, left);
-	}
+	b.n = (nfds_t)n;
+	b.left = left;
+	rc = ssp_cancellable(block_sleep, &b, cancel ? block_undo : NULL, &u);
 	err = errno;
 	ssp_cx_lock(cx);
 	if (s)
@@ -537,9 +650,10 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 	return 0;
 }
 
-int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+/* ssp_block, cancellable or not. */
+static int block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask, bool cancel)
 {
-	int rc = block_held(s, deadline_ms, mask), err = errno;
+	int rc = block_held(s, deadline_ms, mask, cancel), err = errno;
 
 	if (s)
 		ssp_sock_relock(s); /* it may have moved to context 0 meanwhile */
@@ -547,10 +661,15 @@ int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
 	return rc;
 }
 
+int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+{
+	return block(s, deadline_ms, mask, true);
+}
+
 bool ssp_block_until(struct ssp_sock *s, const bool *done, int64_t deadline_ms)
 {
 	while (!*done)
-		if (ssp_block(s, deadline_ms, NULL) < 0 && errno == ETIMEDOUT)
+		if (block(s, deadline_ms, NULL, false) < 0 && errno == ETIMEDOUT)
 			return false;
 	return true;
 }

@@ -642,6 +642,37 @@ static int real_wait(int epfd, struct epoll_event *evs, int max, int timeout,
 		    : ssp_real.epoll_wait(epfd, evs, max, timeout);
 }
 
+/* A sleep of ssp_epoll_wait in the kernel set, and what a thread
+ * cancelled there undoes (ep_cancelled). */
+struct ep_sleep {
+	int epfd;
+	struct epoll_event *evs;
+	int max, timeout;
+	const sigset_t *mask;
+	struct ep_x *x;           /* NULL: not our set, nothing to undo */
+	struct ssp_waiter *w;     /* asleep on x (a sleeper), or NULL: a nap */
+	uint64_t reg;             /* the contexts w is registered on */
+};
+
+static int ep_sleep(void *arg)
+{
+	const struct ep_sleep *e = arg;
+
+	return real_wait(e->epfd, e->evs, e->max, e->timeout, e->mask);
+}
+
+static void ep_cancelled(void *arg);
+
+/* real_wait, cancellable (ssp_cancellable) with @x, @w, @reg to undo. */
+static int ep_wait_cancellable(int epfd, struct epoll_event *evs, int max, int timeout,
+			       const sigset_t *mask, struct ep_x *x, struct ssp_waiter *w,
+			       uint64_t reg)
+{
+	struct ep_sleep e = { epfd, evs, max, timeout, mask, x, w, reg };
+
+	return ssp_cancellable(ep_sleep, &e, x ? ep_cancelled : NULL, &e);
+}
+
 /* The contexts to look at for @ep: those with sockets registered, and
  * context 0 while sockets are AWAY elsewhere (cx.c). */
 static uint64_t ep_cxs(struct ssp_ep *ep)
@@ -758,6 +789,33 @@ static bool ep_sleeper_quit(struct ep_x *x, struct ssp_waiter *w)
 }
 
 /*
+ * A thread cancelled asleep in epoll_wait on @e->x: off the set's
+ * sleepers, its eventfd out of the kernel set even where it kept it
+ * there between sleeps (the thread is going: the set forgets it as its
+ * owner), off its contexts (a poller hands its role on), out of the
+ * set's waiters.
+ */
+static void ep_cancelled(void *arg)
+{
+	const struct ep_sleep *e = arg;
+	struct ep_x *x = e->x;
+
+	if (e->w) {
+		pthread_mutex_lock(&x->ep.lock);
+		if (!ep_sleeper_quit_locked(x, e->w) && x->owner == e->w->id) {
+			if (x->owner_in)
+				ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, e->w->efd, NULL);
+			x->owner_in = false;
+			x->owner = 0;
+			x->owner_efd = -1;
+		}
+		pthread_mutex_unlock(&x->ep.lock);
+		ssp_wait_end_all(e->w, e->reg);
+	}
+	ep_leave(x, false);
+}
+
+/*
  * One pass over @ep's contexts in @cxs and those @self is registered on
  * (*@reg, from the last sleep), each under its lock: taken off the
  * context (which pumps it) or pumped, collected into @evs, and, with
@@ -830,7 +888,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 	}
 	ep = ssp_mode() == SSP_M_ON ? ep_get(epfd) : NULL;
 	if (!ep || !ep_lock_live(ep, epfd))
-		return real_wait(epfd, evs, max, timeout_ms, mask);
+		return ep_wait_cancellable(epfd, evs, max, timeout_ms, mask, NULL, NULL, 0);
 	x = ep_x(ep);
 	__atomic_store_n(&x->waiters, x->waiters + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ep->lock);
@@ -865,8 +923,9 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			/* Nothing of ours, no sleep: a last look (left == 0), a
 			 * nap without an eventfd of our own, or a set with no
 			 * context to wait on. */
-			k = real_wait(epfd, evs, max,
-				      left < 0 || left > EP_NAP_MS ? EP_NAP_MS : left, mask);
+			k = ep_wait_cancellable(epfd, evs, max,
+						left < 0 || left > EP_NAP_MS ? EP_NAP_MS : left, mask,
+						x, NULL, 0);
 			err = errno;
 			if (k < 0) {
 				ep_leave(x, false);
@@ -890,7 +949,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			w = NULL;
 			continue;
 		}
-		k = real_wait(epfd, evs, max, left, mask);
+		k = ep_wait_cancellable(epfd, evs, max, left, mask, x, w, reg);
 		err = errno;
 		dead = ep_sleeper_quit(x, w);
 		if (k < 0 || dead) {

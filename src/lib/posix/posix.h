@@ -482,13 +482,43 @@ void ssp_cx_kick(struct ssp_cx *cx);
 void ssp_sock_kick_blocked(struct ssp_sock *s);
 /* ssp_block - sleep on the held context until events arrive or
  * @deadline_ms (monotonic ms, -1: none).  Drops the lock while sleeping;
- * with @s (held by the caller), returns holding @s's context, which may
- * have changed meanwhile.  Returns 0 (events or a spurious wake:
- * re-check), or -1 with errno EINTR or ETIMEDOUT. */
+ * with @s (held by the caller: s->hold), returns holding @s's context,
+ * which may have changed meanwhile.  Returns 0 (events or a spurious
+ * wake: re-check), or -1 with errno EINTR or ETIMEDOUT.  A cancellation
+ * point (see ssp_call_enter): a thread cancelled there is taken off the
+ * context and lets go of @s (the caller's hold) first. */
 int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask);
 /* ssp_block_until - block (signals ignored) until *@done, set by an event
- * handler, or @deadline_ms; returns *@done.  @s as for ssp_block. */
+ * handler, or @deadline_ms; returns *@done.  @s as for ssp_block.  Never
+ * a cancellation point (the answers of bind, listen, fork...). */
 bool ssp_block_until(struct ssp_sock *s, const bool *done, int64_t deadline_ms);
+
+/*
+ * Cancellation (pthread_cancel).  A thread cancelled inside the layer must
+ * leave nothing behind: no lock held, no waiter registered on a context
+ * (nor the poller role), no epoll sleeper, no socket held.  So every call
+ * into the layer runs with cancellation disabled (the shim brackets each
+ * with ssp_call_enter/ssp_call_leave); in the calls that are cancellation
+ * points in libc (accept, connect, recv, send and their kin, close,
+ * poll, select, epoll_wait, splice), a pending cancellation acts at entry
+ * (pthread_testcancel) and the layer's sleeps enable it again around
+ * their one blocking system call, with a cleanup handler that undoes
+ * what the sleep and its caller hold (ssp_cancellable).  The calls that
+ * are not (bind, listen, shutdown, getsockopt, fcntl, sendfile...) never
+ * act on it, even where they wait for the service.
+ *
+ * ssp_call_enter - a call into the layer begins (@point: a cancellation
+ * point); ssp_call_leave - it ends: the thread's cancellation state is
+ * back as it was.  Calls nest (the outermost counts).
+ * ssp_cancellable - run @sleep(@arg), a blocking system call made with no
+ * lock held, cancellable when the call is a cancellation point and the
+ * thread's state allows it; if the thread is cancelled there, @undo(@uarg)
+ * runs first (it may take locks) and the call is over.  Returns what
+ * @sleep returns, errno as it left it.
+ */
+void ssp_call_enter(bool point);
+void ssp_call_leave(void);
+int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg);
 int64_t ssp_now_ms(void);
 int64_t ssp_deadline(int timeout_ms);
 int ssp_ms_left(int64_t deadline_ms);

@@ -69,6 +69,12 @@ static int end_probe(struct end *e, int fd)
 	return 0;
 }
 
+/* The wait for the pipe: nothing of the layer's is held (cancellable). */
+static int pipe_sleep(void *arg)
+{
+	return ssp_real.poll(arg, 1, -1);
+}
+
 /*
  * Linux's wait_for_space (@events POLLOUT) and splice_from_pipe_next
  * (POLLIN) on pipe @fd, without the layer's lock.  0 when the pipe is
@@ -96,7 +102,8 @@ static int pipe_wait(int fd, short events, bool nonblock)
 			errno = EAGAIN;
 			return -1;
 		}
-		if (ssp_real.poll(&p, 1, -1) < 0 && errno == EINTR && !ssp_intr_restart())
+		if (ssp_cancellable(pipe_sleep, &p, NULL, NULL) < 0 && errno == EINTR &&
+		    !ssp_intr_restart())
 			return -1;
 	}
 }

@@ -1,4 +1,4 @@
-/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts. */
+/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts, a blocked poller cancelled. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -592,6 +592,74 @@ static void test_kick_survives_pass(void)
 	raw_waiter_free(w);
 }
 
+/* A: recv() on @fd as the shim makes it (a cancellation point). */
+static void *read_cancellable(void *arg)
+{
+	struct reader *r = arg;
+
+	ssp_call_enter(true);
+	r->n = ssp_recv(r->fd, r->buf, sizeof(r->buf), 0, NULL, NULL);
+	ssp_call_leave();
+	return NULL;
+}
+
+/* Threads on context 1's waiter list (its lock taken for the look). */
+static unsigned cx_waiters(struct ssp_cx *cx, struct ssp_waiter **poller)
+{
+	unsigned n = 0;
+
+	ssp_cx_lock(cx);
+	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next)
+		n++;
+	*poller = cx->poller;
+	ssp_unlock();
+	return n;
+}
+
+/*
+ * pthread_cancel of a thread blocked in recv() while it is the poller of
+ * its context, another thread blocked there too: the cancelled one leaves
+ * the waiter list, the role goes to the other (kicked), the socket it
+ * held is let go, and the other is woken by the next event.  @fd_a,
+ * @fd_b: sockets of context 1, @fd_b's connection slot 0 at @pos_b.
+ */
+static void test_cancel(int fd_a, int fd_b, uint32_t pos_b)
+{
+	struct reader a = { .fd = fd_a, .n = -2 }, b = { .fd = fd_b, .n = -2 };
+	struct ssp_cx *c1 = &ssp.cx[1];
+	struct ssp_sock *sa = ssp_fd_sock(fd_a);
+	struct ssp_waiter *p = NULL;
+	void *ret = NULL;
+	unsigned n = 0;
+
+	CHECK(sa != NULL);
+	pthread_create(&a.t, NULL, read_cancellable, &a);
+	for (int i = 0; i < 200 && cx_waiters(c1, &p) < 1; i++)
+		usleep(5000);
+	CHECK(p != NULL); /* A: the poller */
+	pthread_create(&b.t, NULL, read_one, &b);
+	for (int i = 0; i < 200 && (n = cx_waiters(c1, &p)) < 2; i++)
+		usleep(5000);
+	CHECK_EQ_U64(n, 2);
+	CHECK(pthread_cancel(a.t) == 0);
+	pthread_join(a.t, &ret);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ_U64(a.n, -2);
+	usleep(20000); /* B takes the role it was kicked for */
+	CHECK_EQ_U64(cx_waiters(c1, &p), 1);
+	CHECK(p != NULL && p->kind == SSP_WK_SOCK && p->sock == ssp_fd_sock(fd_b));
+	ssp_cx_lock(c1);
+	CHECK_EQ_U64(sa->hold, 0);
+	CHECK_EQ_U64(__atomic_load_n(&sa->n_blocked, __ATOMIC_RELAXED), 0);
+	ssp_unlock();
+	fake_rx(&fk, 1, 0, 1, pos_b, "cc", 2);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 2);
+	CHECK(memcmp(b.buf, "cc", 2) == 0);
+	CHECK_EQ_U64(cx_waiters(c1, &p), 0);
+	CHECK(p == NULL);
+}
+
 int main(void)
 {
 	int fds[3] = { -1, -1, -1 };
@@ -631,10 +699,11 @@ int main(void)
 					; /* the RX_DONE counts of the reads so far */
 			connect_on(m.fd, 1, 2);
 			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
+			test_cancel(m.fd, fds[1], 10);
 			ssp_close(m.fd);
 		}
-		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2, slot 1 3 + 2. */
-		test_wake_stress(fds, (const uint32_t[]){ 10, 5 });
+		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
+		test_wake_stress(fds, (const uint32_t[]){ 12, 5 });
 	}
 	fake_stop(&fk);
 	return check_done("test_posix_cx");
