@@ -231,6 +231,8 @@ struct ss_tcp_conn {
 	uint32_t rexmit_mark;   /* snd_max when snd_una was last retransmitted */
 	uint32_t ts_offset;     /* random per-connection offset for TSval (RFC 7323 §5.4) */
 	uint64_t rtt_start_us;  /* when rtt_seq was sent */
+	uint32_t karn_end;      /* snd_max at the last retransmission ... */
+	uint8_t karn;           /* ... not yet acknowledged: TSecr gives the RTT */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
 	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
 	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */

@@ -26,8 +26,9 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
 }
 
 /* RFC 9293 §3.10.7.4 fifth (ESTABLISHED): SND.UNA < SEG.ACK =< SND.NXT.
- * Frees acknowledged ring space, takes an RTT sample (RFC 7323 §4.1 from
- * TSecr, else the timed segment with Karn's rule, RFC 6298 §3), updates
+ * Frees acknowledged ring space, takes an RTT sample (the timed segment,
+ * RFC 6298 §3, in microseconds; while Karn's rule stops timing, TSecr,
+ * RFC 7323 §4.1, to the millisecond), updates
  * the congestion window and restarts the RTO (RFC 6298 §5.2, §5.3). */
 void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
 {
@@ -41,18 +42,25 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 		new_head = tcp_tx_pos(c, ack);
 	uint32_t data_acked = new_head - f->tx_head;
 
-	if ((f->flags & SS_TCPF_TS) && (seg->opts.present & SS_TCP_OPTF_TS) && seg->opts.ts_ecr) {
+	if (f->flags & SS_TCPF_RTT_TIMING) {
+		if (ss_seq_gt(ack, f->rtt_seq)) {
+			uint64_t rtt = now_us - c->rtt_start_us;
+
+			tcp_rtt_sample(c, rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt);
+			f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+		}
+	} else if (c->karn && (f->flags & SS_TCPF_TS) && (seg->opts.present & SS_TCP_OPTF_TS) &&
+		   seg->opts.ts_ecr) {
+		/* Karn's rule stopped timing (a retransmission is not yet
+		 * acknowledged): the echo still tells which transmission this
+		 * ACK answers, to the millisecond (RFC 7323 §4.1). */
 		uint32_t ms = tcp_tsval(c, now_us) - seg->opts.ts_ecr;
 
 		if (ms < 600000) /* ignore echoes that cannot be ours */
 			tcp_rtt_sample(c, ms * 1000);
-		f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
-	} else if ((f->flags & SS_TCPF_RTT_TIMING) && ss_seq_gt(ack, f->rtt_seq)) {
-		uint64_t rtt = now_us - c->rtt_start_us;
-
-		tcp_rtt_sample(c, rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt);
-		f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
 	}
+	if (c->karn && ss_seq_geq(ack, c->karn_end))
+		c->karn = 0;
 
 	f->snd_una = ack;
 	if (ss_seq_lt(f->snd_nxt, ack))

@@ -50,6 +50,16 @@ static inline uint32_t tcp_tsval(const struct ss_tcp_conn *c, uint64_t now_us)
 	return (uint32_t)(now_us / 1000) + c->ts_offset;
 }
 
+/* Karn's rule (RFC 6298 §3): a retransmission stops the timed segment;
+ * until everything sent so far is acknowledged, RTT samples come from
+ * TSecr (which names the transmission an ACK answers) or not at all. */
+static inline void tcp_rtt_karn(struct ss_tcp_conn *c)
+{
+	c->f.flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+	c->karn = 1;
+	c->karn_end = c->f.snd_max;
+}
+
 /* States in which we may still send data (queued FIN not yet sent included). */
 static inline bool tcp_state_can_send(uint8_t st)
 {

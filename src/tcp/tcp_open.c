@@ -90,7 +90,7 @@ int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t 
 	f->snd_wl2 = c->iss;
 	f->state = SS_TCPS_SYN_RCVD;
 	/* Data on the SYN is not accepted (no TFO): the peer resends it.
-	 * Without timestamps the SYN-ACK is timed for the first sample. */
-	tcp_open_send_syn(c, !(f->flags & SS_TCPF_TS), now_us);
+	 * The SYN-ACK is timed for the first RTT sample. */
+	tcp_open_send_syn(c, true, now_us);
 	return 0;
 }

@@ -58,7 +58,7 @@ int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us)
 		return 0;
 	c->st.tail_probes++;
 	c->st.retrans_segs++;
-	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
+	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_max - len, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
 }
 
@@ -232,7 +232,7 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
 		return 0;
 	c->st.retrans_segs++;
 	c->rexmit_mark = f->snd_max;
-	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn: no sample from resent data */
+	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
 }
 
@@ -246,7 +246,7 @@ int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us)
 	if (!ss_seq_lt(f->snd_una, tcp_data_end(c)))
 		return 0;
 	c->st.persist_probes++;
-	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
+	tcp_rtt_karn(c);
 	rc = tcp_output_seg(c, f->snd_una, 1, SS_TCP_ACK | SS_TCP_PSH, now_us);
 	if (rc == 0) {
 		f->snd_nxt = f->snd_una + 1;
@@ -320,9 +320,11 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 			c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
 		if (rexmit) {
 			c->st.retrans_segs++;
-			f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
-		} else if (!(f->flags & (SS_TCPF_TS | SS_TCPF_RTT_TIMING)) && len) {
-			/* RFC 6298 §3: time one segment per RTT without timestamps. */
+			tcp_rtt_karn(c);
+		} else if (!(f->flags & SS_TCPF_RTT_TIMING) && len) {
+			/* RFC 6298 §3: time one segment per RTT, in microseconds
+			 * (our timestamps tick in milliseconds: too coarse for a
+			 * path whose RTT is a fraction of one). */
 			f->flags |= SS_TCPF_RTT_TIMING;
 			f->rtt_seq = f->snd_nxt;
 			c->rtt_start_us = now_us;

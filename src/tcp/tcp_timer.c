@@ -35,7 +35,7 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 		c->retries++;
 		if (f->backoff < SS_TCP_BACKOFF_MAX)
 			f->backoff++;
-		f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
+		tcp_rtt_karn(c);
 		c->st.retrans_segs++;
 		tcp_send_syn(c, now_us);
 		tcp_rto_arm(c, now_us);
@@ -49,7 +49,7 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 	tcp_cc_on_rto(c); /* before backoff++: ssthresh only on the first expiry */
 	if (f->backoff < SS_TCP_BACKOFF_MAX)
 		f->backoff++;
-	f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING; /* Karn */
+	tcp_rtt_karn(c);
 	f->snd_nxt = f->snd_una;
 	ss_tcp_output(c, now_us);
 	if (!c->rto_deadline_us && !c->persist_deadline_us)

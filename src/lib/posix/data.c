@@ -158,25 +158,32 @@ struct recv_sink {
 	bool full;         /* the pipe took less than it was offered */
 };
 
+/* Cut a ring view (@v: up to two pieces) to its first @k bytes, k no
+ * more than the view holds: the pieces left (1 or 2). */
+static int ring_iov_trim(struct iovec v[2], size_t k)
+{
+	if (v[0].iov_len >= k) {
+		v[0].iov_len = k;
+		return 1;
+	}
+	v[1].iov_len = k - v[0].iov_len;
+	return 2;
+}
+
 /* Put @k bytes of the ring (@src) into @sink at offset @off: the bytes
  * put (fewer, even 0, when a pipe is full), or -1 with errno (EPIPE: the
  * kernel has raised SIGPIPE, as splice does). */
 static ssize_t sink_put(struct recv_sink *sink, const struct iovec src[2], size_t off, size_t k)
 {
 	struct iovec v[2] = { src[0], src[1] };
-	int nv = 2;
+	int nv;
 	ssize_t w;
 
 	if (sink->iov) {
 		iov_copy(sink->iov, sink->n, off, src, 2, 0, k);
 		return (ssize_t)k;
 	}
-	if (v[0].iov_len >= k) {
-		v[0].iov_len = k;
-		nv = 1;
-	} else {
-		v[1].iov_len = k - v[0].iov_len;
-	}
+	nv = ring_iov_trim(v, k);
 	w = pwritev2(sink->fd, v, nv, -1, RWF_NOWAIT);
 	if (w < 0 && errno == EAGAIN)
 		w = 0;
@@ -306,19 +313,14 @@ struct send_src {
 static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t off, size_t k)
 {
 	struct iovec v[2] = { dst[0], dst[1] };
-	int nv = 2;
+	int nv;
 	ssize_t r;
 
 	if (src->iov) {
 		iov_copy(dst, 2, 0, src->iov, src->n, off, k);
 		return (ssize_t)k;
 	}
-	if (v[0].iov_len >= k) {
-		v[0].iov_len = k;
-		nv = 1;
-	} else {
-		v[1].iov_len = k - v[0].iov_len;
-	}
+	nv = ring_iov_trim(v, k);
 	if (src->pos) {
 		r = preadv(src->fd, v, nv, *src->pos);
 		if (r > 0)

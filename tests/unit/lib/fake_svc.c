@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "slipstream.h"
+
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
@@ -314,4 +316,36 @@ uint64_t fake_doorbell(struct fake_svc *f)
 	if (read(f->doorbell, &v, sizeof(v)) != sizeof(v))
 		return 0;
 	return v;
+}
+
+int fake_app_up(struct fake_app *x, const struct fake_opts *o)
+{
+	struct ss_app_opts ao = { .conns = 8, .rxbuf = 4096, .txbuf = 4096 };
+
+	if (fake_start(&x->f, o ? o : &(struct fake_opts){ 0 }) < 0)
+		return -1;
+	ao.sock_path = x->f.sock;
+	x->app = ss_app_attach(&ao);
+	fake_join(&x->f);
+	if (!x->app) {
+		perror("ss_app_attach");
+		fake_stop(&x->f);
+		return -1;
+	}
+	x->ctx = ss_ctx_get(x->app, 0);
+	return 0;
+}
+
+void fake_app_down(struct fake_app *x)
+{
+	ss_app_detach(x->app);
+	fake_stop(&x->f);
+}
+
+uint64_t fake_app_bogus(struct fake_app *x)
+{
+	struct ss_ctx_stats st;
+
+	ss_ctx_stats(x->ctx, &st);
+	return st.ev_bogus;
 }

@@ -69,6 +69,20 @@ void fake_rx(struct fake_svc *f, unsigned ctx, uint32_t slot, uint32_t gen,
 
 /* Take the next published command; 1 when there was one, 0 if none. */
 int fake_cmd(struct fake_svc *f, unsigned ctx, struct ss_shm_cmd *out);
+
+/* An application attached to a fake service (8 connections, 4 KiB rings):
+ * the fixture of the library's tests. */
+struct fake_app {
+	struct fake_svc f;
+	struct ss_app *app;
+	struct ss_ctx *ctx; /* context 0 */
+};
+
+/* Start the service (@o NULL: defaults) and attach: 0, or -1 (logged). */
+int fake_app_up(struct fake_app *x, const struct fake_opts *o);
+void fake_app_down(struct fake_app *x);
+/* Events the library's context 0 refused as bogus so far. */
+uint64_t fake_app_bogus(struct fake_app *x);
 /* Commands pending in atx (published, not yet taken). */
 uint32_t fake_cmd_pending(struct fake_svc *f, unsigned ctx);
 /* Read the doorbell eventfd: its counter, 0 when it was not written. */

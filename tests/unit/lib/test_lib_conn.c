@@ -5,44 +5,6 @@
 #include "fake_svc.h"
 #include "slipstream.h"
 
-struct fx {
-	struct fake_svc f;
-	struct ss_app *app;
-	struct ss_ctx *ctx;
-};
-
-static int fx_up(struct fx *x, const struct fake_opts *fo)
-{
-	struct ss_app_opts ao = { .conns = 8, .rxbuf = 4096, .txbuf = 4096 };
-
-	if (fake_start(&x->f, fo) < 0)
-		return -1;
-	ao.sock_path = x->f.sock;
-	x->app = ss_app_attach(&ao);
-	fake_join(&x->f);
-	if (!x->app) {
-		perror("ss_app_attach");
-		fake_stop(&x->f);
-		return -1;
-	}
-	x->ctx = ss_ctx_get(x->app, 0);
-	return 0;
-}
-
-static void fx_down(struct fx *x)
-{
-	ss_app_detach(x->app);
-	fake_stop(&x->f);
-}
-
-static uint64_t bogus(struct fx *x)
-{
-	struct ss_ctx_stats st;
-
-	ss_ctx_stats(x->ctx, &st);
-	return st.ev_bogus;
-}
-
 /* Check the next command the fake sees. */
 #define CHECK_CMD(x, op_, conn_, gen_, arg_)                          \
 	do {                                                          \
@@ -55,7 +17,7 @@ static uint64_t bogus(struct fx *x)
 	} while (0)
 
 /* Accept a connection on slot @slot/@gen and return its handle. */
-static struct ss_conn *accept_one(struct fx *x, uint32_t slot, uint32_t gen)
+static struct ss_conn *accept_one(struct fake_app *x, uint32_t slot, uint32_t gen)
 {
 	struct ss_event ev[4];
 
@@ -69,13 +31,13 @@ static struct ss_conn *accept_one(struct fx *x, uint32_t slot, uint32_t gen)
 
 static void test_listen_connect(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 	struct ss_shm_cmd c;
 	uint32_t lip, rip;
 	uint16_t lport, rport;
 
-	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -156,13 +118,13 @@ static void test_listen_connect(void)
 	CHECK_EQ_U64(ev[0].cmd_op, SS_OP_LISTEN);
 	CHECK_EQ_U64(ev[0].error, EADDRINUSE);
 	CHECK(ev[0].conn == NULL);
-	CHECK_EQ_U64(bogus(&x), 0);
-	fx_down(&x);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
 }
 
 static void test_rx_wrap(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 	struct iovec iov[2];
 	uint8_t data[4096], got[4096];
@@ -171,7 +133,7 @@ static void test_rx_wrap(void)
 
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)check_rand(&seed);
-	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -218,18 +180,18 @@ static void test_rx_wrap(void)
 	fake_rx(&x.f, 0, 3, 5, 5000, data, 4096);
 	fake_rx(&x.f, 0, 3, 5, 9096, data, 1);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
-	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 	CHECK_EQ_U64(ss_recv_peek(c, iov), 4096);
 	CHECK_EQ_U64(iov[0].iov_len, 4096 - (5000 - 4096));
 	CHECK_MEM(iov[0].iov_base, data, iov[0].iov_len);
 	CHECK_MEM(iov[1].iov_base, data + iov[0].iov_len, iov[1].iov_len);
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 static void test_tx_wrap(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 	struct iovec iov[2];
 	uint8_t data[8192];
@@ -239,7 +201,7 @@ static void test_tx_wrap(void)
 
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)check_rand(&seed);
-	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -266,7 +228,7 @@ static void test_tx_wrap(void)
 	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 5000, 0);
 	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3000, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
-	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_SENT);
 	CHECK_EQ_U64(ev[0].bytes, 3000);
 	CHECK_EQ_U64(ss_send_queued(c), 1096);
@@ -308,21 +270,21 @@ static void test_tx_wrap(void)
 	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3510, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ss_send_queued(c), 0);
-	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 static void test_atx_full(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_conn *c;
 	struct ss_shm_cmd cmd;
 	struct ss_ctx_stats st;
 	uint8_t data[100] = { 0 };
 
 	/* 16 command slots. */
-	if (fx_up(&x, &(struct fake_opts){ .atx_slots = 16 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ .atx_slots = 16 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -366,17 +328,17 @@ static void test_atx_full(void)
 	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
 
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 /* Counts alone overflow a 4-slot ring: the rest waits, in order. */
 static void test_atx_full_counts(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_conn *c[3];
 	uint8_t data[8] = { 0 };
 
-	if (fx_up(&x, &(struct fake_opts){ .atx_slots = 4 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ .atx_slots = 4 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -413,18 +375,18 @@ static void test_atx_full_counts(void)
 	CHECK_EQ_U64(ss_wait(x.ctx, 5), 0);
 	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 4);
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 static void test_close_lifecycle(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[8];
 	struct ss_conn *c, *c2;
 	int tag;
 	uint8_t data[10] = { 0 };
 
-	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -441,7 +403,7 @@ static void test_close_lifecycle(void)
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_PEER_CLOSED);
 	CHECK(ss_conn_user(ev[0].conn) == &tag);
-	CHECK_EQ_U64(bogus(&x), 2);
+	CHECK_EQ_U64(fake_app_bogus(&x), 2);
 
 	/* RESET: the connection is dead, calls fail with its error. */
 	fake_ev_conn(&x.f, 0, SS_EV_RESET, 5, 1, 0, 0);
@@ -471,7 +433,7 @@ static void test_close_lifecycle(void)
 	c2 = ev[1].conn;
 	CHECK(c2 != NULL && c2 != c);
 	CHECK(ss_conn_user(c2) == NULL);
-	CHECK_EQ_U64(bogus(&x), 4);
+	CHECK_EQ_U64(fake_app_bogus(&x), 4);
 
 	/* Close with data queued: TX first, then CLOSE. */
 	CHECK_EQ_U64(ss_send(c2, data, 10), 10);
@@ -494,17 +456,17 @@ static void test_close_lifecycle(void)
 	ss_ctx_stats(x.ctx, &st);
 	CHECK_EQ_U64(st.conns, 2);
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 static void test_bogus(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[8];
 	struct ss_conn *c;
 	struct iovec iov[2];
 
-	if (fx_up(&x, &(struct fake_opts){ 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -523,7 +485,7 @@ static void test_bogus(void)
 	fake_ev_open(&x.f, 0, SS_EV_ACCEPTED, 2, 9, 1);       /* slot in use */
 	fake_ev_open(&x.f, 0, SS_EV_ACCEPTED, 8, 1, 1);       /* out of range */
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 0);
-	CHECK_EQ_U64(bogus(&x), 11);
+	CHECK_EQ_U64(fake_app_bogus(&x), 11);
 
 	/* Ring offsets outside the region or before the buffers. */
 	struct ss_shm_ev e = { .type = SS_EV_ACCEPTED, .conn = 4, .gen = 1,
@@ -537,7 +499,7 @@ static void test_bogus(void)
 	fake_ev(&x.f, 0, &e);
 	fake_publish(&x.f, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 0);
-	CHECK_EQ_U64(bogus(&x), 14);
+	CHECK_EQ_U64(fake_app_bogus(&x), 14);
 
 	/* The live connection is untouched. */
 	CHECK_EQ_U64(ss_recv_peek(c, iov), 0);
@@ -553,15 +515,15 @@ static void test_bogus(void)
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 8), 3);
 	CHECK_EQ_U64(ss_recv_peek(c, iov), 5);
 out:
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 static void test_doorbell(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_ctx_stats st;
 
-	if (fx_up(&x, &(struct fake_opts){ .status_sleeping = 0 }) < 0) {
+	if (fake_app_up(&x, &(struct fake_opts){ .status_sleeping = 0 }) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -578,7 +540,7 @@ static void test_doorbell(void)
 	ss_ctx_stats(x.ctx, &st);
 	CHECK_EQ_U64(st.doorbells, 1);
 	CHECK_EQ_U64(st.cmds, 3);
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 int main(void)

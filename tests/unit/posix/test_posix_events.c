@@ -6,44 +6,7 @@
 #include "lib.h"
 #include "slipstream.h"
 
-struct fx {
-	struct fake_svc f;
-	struct ss_app *app;
-	struct ss_ctx *ctx;
-};
-
-static int fx_up(struct fx *x)
-{
-	struct ss_app_opts ao = { .conns = 8, .rxbuf = 4096, .txbuf = 4096 };
-
-	if (fake_start(&x->f, &(struct fake_opts){ 0 }) < 0)
-		return -1;
-	ao.sock_path = x->f.sock;
-	x->app = ss_app_attach(&ao);
-	fake_join(&x->f);
-	if (!x->app) {
-		fake_stop(&x->f);
-		return -1;
-	}
-	x->ctx = ss_ctx_get(x->app, 0);
-	return 0;
-}
-
-static void fx_down(struct fx *x)
-{
-	ss_app_detach(x->app);
-	fake_stop(&x->f);
-}
-
-static uint64_t bogus(struct fx *x)
-{
-	struct ss_ctx_stats st;
-
-	ss_ctx_stats(x->ctx, &st);
-	return st.ev_bogus;
-}
-
-static struct ss_conn *accept_one(struct fx *x, uint32_t slot, uint32_t gen)
+static struct ss_conn *accept_one(struct fake_app *x, uint32_t slot, uint32_t gen)
 {
 	struct ss_event ev[4];
 
@@ -57,10 +20,10 @@ static struct ss_conn *accept_one(struct fx *x, uint32_t slot, uint32_t gen)
  * the handle remembers it. */
 static void test_fin_acked(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 
-	if (fx_up(&x) < 0) {
+	if (fake_app_up(&x, NULL) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -68,33 +31,33 @@ static void test_fin_acked(void)
 	/* Before we shut down: impossible, dropped. */
 	fake_ev_conn(&x.f, 0, SS_EV_FIN_ACKED, 1, 3, 0, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
-	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 	CHECK(!c->fin_acked);
 	CHECK_EQ_U64(ss_shutdown(c), 0);
 	fake_ev_conn(&x.f, 0, SS_EV_FIN_ACKED, 1, 3, 0, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
 	CHECK(c->fin_acked);
-	CHECK_EQ_U64(bogus(&x), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 	/* Twice, or for a stale generation: dropped. */
 	fake_ev_conn(&x.f, 0, SS_EV_FIN_ACKED, 1, 3, 0, 0);
 	fake_ev_conn(&x.f, 0, SS_EV_FIN_ACKED, 1, 2, 0, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
-	CHECK_EQ_U64(bogus(&x), 3);
+	CHECK_EQ_U64(fake_app_bogus(&x), 3);
 	/* The peer's FIN still reaches the application. */
 	fake_ev_conn(&x.f, 0, SS_EV_PEER_FIN, 1, 3, 0, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_PEER_CLOSED);
 	CHECK(c->peer_fin && c->fin_acked);
-	fx_down(&x);
+	fake_app_down(&x);
 }
 
 /* MOVED with SS_EVF_HELD names the reference we keep; without, nothing. */
 static void test_moved_held(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 
-	if (fx_up(&x) < 0) {
+	if (fake_app_up(&x, NULL) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -115,19 +78,19 @@ static void test_moved_held(void)
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_MOVED);
 	CHECK_EQ_U64(ev[0].bytes, 0);
-	CHECK_EQ_U64(bogus(&x), 0);
-	fx_down(&x);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
 }
 
 /* RETURNED: an ADOPTED the application did not ask for (bytes 1), with the
  * reference it replaces in cookie and the stream positions applied. */
 static void test_returned(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 	struct iovec iov[2];
 
-	if (fx_up(&x) < 0) {
+	if (fake_app_up(&x, NULL) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -155,17 +118,17 @@ static void test_returned(void)
 	fake_ev(&x.f, 0, &e);
 	fake_publish(&x.f, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
-	CHECK_EQ_U64(bogus(&x), 1);
-	fx_down(&x);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
+	fake_app_down(&x);
 }
 
 /* REF_GONE: MOVED without a handle, naming the reference. */
 static void test_ref_gone(void)
 {
-	struct fx x;
+	struct fake_app x;
 	struct ss_event ev[4];
 
-	if (fx_up(&x) < 0) {
+	if (fake_app_up(&x, NULL) < 0) {
 		CHECK(0);
 		return;
 	}
@@ -177,8 +140,8 @@ static void test_ref_gone(void)
 	CHECK(ev[0].conn == NULL);
 	CHECK_EQ_U64(ev[0].listener, 2);
 	CHECK_EQ_U64(ev[0].cookie, (uint64_t)3 << 32 | 7);
-	CHECK_EQ_U64(bogus(&x), 0);
-	fx_down(&x);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
 }
 
 int main(void)

@@ -497,7 +497,9 @@ static void test_established_rtt_rfc6298(void)
 	harness_free(&h);
 }
 
-/* RTT from TSecr: 1 ms clock, sample on every ACK advancing snd_una. */
+/* With timestamps on, RTT samples still come from the timed segment, in
+ * microseconds (the TS clock ticks in ms: a 300 us RTT would read 0 or 1
+ * ms); while Karn's rule stops timing, TSecr gives the sample (ms). */
 static void test_established_rtt_timestamps(void)
 {
 	struct h_cfg cfg;
@@ -507,10 +509,27 @@ static void test_established_rtt_timestamps(void)
 	harness_established(&h, &cfg);
 	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
 	CHECK(h_app_send(&h, 100) == 0);
-	h_output(&h);
-	h.now += 30000;
+	h_output(&h); /* timed */
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h); /* not timed: one segment per RTT */
+	h.now += 300;
 	h_peer_ack(&h, cfg.iss + 101, 65535); /* echoes the TSval of the data */
-	CHECK_EQ_U64(h.c.f.srtt_us, (7 * 10000 + 30000) / 8);
+	CHECK_EQ_U64(h.c.f.srtt_us, (7 * 10000 + 300) / 8);
+	uint32_t srtt = h.c.f.srtt_us;
+	/* The untimed segment's ACK gives no (millisecond) sample. */
+	h.now += 5000;
+	h_peer_ack(&h, cfg.iss + 201, 65535);
+	CHECK_EQ_U64(h.c.f.srtt_us, srtt);
+	/* Resent after a timeout: no timed sample; the echo of the resent
+	 * segment's TSval tells its RTT, whole milliseconds. */
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h_fire(&h);
+	CHECK((h.c.f.flags & SS_TCPF_RTT_TIMING) == 0);
+	h.now += 3000;
+	h_peer_ack(&h, cfg.iss + 301, 65535);
+	CHECK_EQ_U64(h.c.f.srtt_us, (7 * srtt + 3000) / 8);
+	CHECK_EQ_U64(h.c.karn, 0); /* all acknowledged: timing may resume */
 	harness_free(&h);
 }
 
