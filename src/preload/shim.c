@@ -8,7 +8,8 @@
  * which keeps only AF_INET/SOCK_STREAM (and hands the rest back: -2).
  * Every call into the layer is bracketed for pthread_cancel (posix.h,
  * "Cancellation"): POINT() for the calls that are cancellation points in
- * libc, CALL() for the others.  No other logic lives here.
+ * libc (a pending cancellation acts at their entry), CALL() for the
+ * others.  No other logic lives here.
  */
 /* Plain names: fortify would inline read() & co., 64-bit file offsets
  * would rename fcntl to fcntl64 (both are defined below). */
@@ -38,8 +39,8 @@
 
 #define SOCK(fd) (ssp_fd_sock(fd) != NULL)
 
-/* @call into the layer, cancellation held off but where it may act
- * (@point: a cancellation point in libc); errno as @call left it. */
+/* @call into the layer, a cancellation point in libc or not (@point):
+ * cancellation acts only where the layer lets it; errno as @call left it. */
 #define LAYER(point, call) __extension__ ({ \
 		ssp_call_enter(point); \
 		__typeof__(call) r_ = (call); \

@@ -171,7 +171,7 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (ssp_real.write && ssp_real.write(2, buf, (size_t)n) < 0)
+	if (ss_sys_write(2, buf, (size_t)n) < 0)
 		return;
 }
 
@@ -353,6 +353,7 @@ int ssp_ready(void)
 		errno = EBADF;
 		return -1;
 	}
+	ssp_nocancel(); /* the attach talks to the service */
 	ssp_glock();
 	if (ssp.mode == SSP_M_UNSET) {
 		rc = attach_first();
@@ -386,6 +387,7 @@ uint32_t ssp_service_ip(void)
 	if (service_ip_tried)
 		goto out;
 	service_ip_tried = true;
+	ssp_nocancel(); /* a talk with the service, under ip_lock */
 	if (!path || !*path)
 		path = SS_DEFAULT_SOCK;
 	if (strlen(path) >= sizeof(sa.sun_path))

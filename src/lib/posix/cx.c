@@ -223,7 +223,7 @@ static void waiter_free(void *p)
 	struct ssp_waiter *w = p;
 
 	if (w->efd >= 0)
-		ssp_real.close(w->efd);
+		ss_sys_close(w->efd);
 	free(w);
 }
 
@@ -269,7 +269,7 @@ void ssp_waiter_atfork_child(void)
 	    !(w = pthread_getspecific(waiter_key)))
 		return;
 	if (w->efd >= 0)
-		ssp_real.close(w->efd);
+		ss_sys_close(w->efd);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->id = __atomic_add_fetch(&waiter_ids, 1, __ATOMIC_RELAXED);
 	w->kicked = 0;
@@ -289,7 +289,7 @@ void ssp_waiter_kick(struct ssp_waiter *w)
 	/* One write until the waiter drains: its eventfd is readable. */
 	if (__atomic_exchange_n(&w->kicked, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
+	if (ss_sys_write(w->efd, &one, sizeof(one)) < 0)
 		return; /* counter saturated: it is readable anyway */
 }
 
@@ -376,7 +376,7 @@ void ssp_waiter_drain(struct ssp_waiter *w)
 	 * read (a kick after the exchange is read next time). */
 	if (!__atomic_exchange_n(&w->kicked, 0, __ATOMIC_ACQ_REL))
 		return;
-	if (ssp_real.read(w->efd, &v, sizeof(v)) < 0)
+	if (ss_sys_read(w->efd, &v, sizeof(v)) < 0)
 		__atomic_store_n(&w->kicked, 1, __ATOMIC_RELEASE); /* its write is on its way */
 }
 
@@ -418,33 +418,42 @@ void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad)
 
 /* ----------------------------------------------------------- cancellation */
 
-/* This thread's call into the layer (posix.h): nesting depth, the
- * cancellation state it found, whether it is a cancellation point. */
+/* This thread's call into the layer (posix.h, "Cancellation"): nesting
+ * depth, whether it is a cancellation point, whether ssp_nocancel turned
+ * cancellation off in it and the state it found then. */
 static __thread struct {
 	int depth;
 	int state;
 	bool point;
+	bool off;
 } call __attribute__((tls_model("initial-exec")));
 
 void ssp_call_enter(bool point)
 {
-	if (call.depth > 0) {
-		call.depth++;
+	if (call.depth++ > 0)
 		return;
-	}
 	/* libc acts on a pending cancellation at the entry of a
-	 * cancellation point: nothing is held yet. */
+	 * cancellation point: nothing is held yet.  (A load of the thread's
+	 * cancellation word, no store.) */
 	if (point)
 		pthread_testcancel();
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &call.state);
 	call.point = point;
-	call.depth = 1;
 }
 
 void ssp_call_leave(void)
 {
-	if (--call.depth == 0)
+	if (--call.depth == 0 && call.off) {
+		call.off = false;
 		pthread_setcancelstate(call.state, NULL);
+	}
+}
+
+void ssp_nocancel(void)
+{
+	if (call.depth == 0 || call.off)
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &call.state);
+	call.off = true;
 }
 
 struct cancel_undo {
@@ -454,7 +463,7 @@ struct cancel_undo {
 
 /* The cleanup handler of a cancellable sleep: the caller's undo, then the
  * call is over (whatever the thread's own cleanup handlers call next
- * enters the layer afresh; no further cancellation acts meanwhile). */
+ * enters the layer afresh; the thread's state is the one it had). */
 static void cancel_cleanup(void *arg)
 {
 	const struct cancel_undo *u = arg;
@@ -462,14 +471,21 @@ static void cancel_cleanup(void *arg)
 	if (u->undo)
 		u->undo(u->arg);
 	call.depth = 0;
+	call.off = false;
 }
 
 int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg)
 {
 	struct cancel_undo u = { undo, uarg };
-	volatile bool on = call.depth > 0 && call.point && call.state == PTHREAD_CANCEL_ENABLE;
+	volatile bool on;
 	volatile int rc, err;
 
+	/* A call that is no cancellation point never acts on one. */
+	if (call.depth > 0 && !call.point)
+		ssp_nocancel();
+	/* Turned off earlier in this call: on again for the sleep, if the
+	 * thread had it on.  Else the thread's own state rules the sleep. */
+	on = call.off && call.point && call.state == PTHREAD_CANCEL_ENABLE;
 	pthread_cleanup_push(cancel_cleanup, &u);
 	if (on)
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
@@ -584,6 +600,16 @@ static void block_undo(void *arg)
 	ssp_unlock();
 }
 
+/* The sleep, a cancellation point with @u to undo when @cancel, else
+ * none, even in a call that is one (ssp_block_until). */
+static int block_sleep_as(struct block_sleep *b, struct block_undo *u, bool cancel)
+{
+	if (cancel)
+		return ssp_cancellable(block_sleep, b, block_undo, u);
+	ssp_nocancel();
+	return block_sleep(b);
+}
+
 /* ssp_block without following @s (blocked in a call on it, or NULL);
  * @cancel: the sleep is a cancellation point (ssp_block, not _until). */
 static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask,
@@ -609,7 +635,7 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 		ssp_unlock();
 		b.left = left < 0 || left > 5 ? 5 : left;
 		b.mask = NULL;
-		rc = ssp_cancellable(block_sleep, &b, cancel ? block_undo : NULL, &u);
+		rc = block_sleep_as(&b, &u, cancel);
 		ssp_cx_lock(cx);
 		ssp_cx_pump(cx);
 		ssp_away_pump();
@@ -635,7 +661,7 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 	ssp_unlock();
 	b.n = (nfds_t)n;
 	b.left = left;
-	rc = ssp_cancellable(block_sleep, &b, cancel ? block_undo : NULL, &u);
+	rc = block_sleep_as(&b, &u, cancel);
 	err = errno;
 	ssp_cx_lock(cx);
 	if (s)

@@ -423,7 +423,7 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 	int rc = 0;
 
 	if (!ep_lock_live(ep, epfd))
-		return close_fd ? ssp_real.close(epfd) : 0; /* gone meanwhile */
+		return close_fd ? ss_sys_close(epfd) : 0; /* gone meanwhile */
 	x->dead = true;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
 		if (ep->cxmask & 1ull << i)
@@ -443,7 +443,7 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 		ssp_unlock();
 	}
 	if (close_fd)
-		rc = ssp_real.close(epfd);
+		rc = ss_sys_close(epfd);
 	pthread_mutex_lock(&ep->lock);
 	x->cleaned = true;
 	recycle = x->waiters <= 0;
@@ -640,6 +640,14 @@ static int real_wait(int epfd, struct epoll_event *evs, int max, int timeout,
 {
 	return mask ? ssp_real.epoll_pwait(epfd, evs, max, timeout, mask)
 		    : ssp_real.epoll_wait(epfd, evs, max, timeout);
+}
+
+/* A look at the kernel set that never sleeps, after ours were collected
+ * (and, edge-triggered or one-shot, consumed): no cancellation point, so
+ * they reach the caller. */
+static int kernel_look(int epfd, struct epoll_event *evs, int max)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, evs, max, 0, NULL, (size_t)8);
 }
 
 /* A sleep of ssp_epoll_wait in the kernel set, and what a thread
@@ -912,7 +920,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			ep_leave(x, more);
 			if (!k && n < max) {
 				/* Ours first; kernel fds ready now after them. */
-				int kn = ctx_filter(evs + n, real_wait(epfd, evs + n, max - n, 0, NULL));
+				int kn = ctx_filter(evs + n, kernel_look(epfd, evs + n, max - n));
 
 				if (kn > 0)
 					n += kn;

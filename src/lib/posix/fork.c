@@ -145,6 +145,7 @@ int ssp_child_attach(void)
 	char why[128] = "";
 	int64_t deadline;
 
+	ssp_nocancel(); /* the attach talks to the service */
 	ssp_lock_all();
 	if (ssp.mode != SSP_M_FORKED) {
 		int rc = ssp.mode == SSP_M_ON ? 0 : -1;
@@ -432,6 +433,7 @@ pid_t ssp_fork(void)
 	bool share;
 	pid_t pid;
 
+	ssp_nocancel(); /* pipes, the child's attach: no cancellation point */
 	ssp_real_init();
 	if (!real_fork) {
 		void *sym = dlsym(RTLD_NEXT, "fork");
@@ -515,6 +517,7 @@ void ssp_exec_prepare(void)
 	struct exec_fds x = { 0 };
 	unsigned n = 0;
 
+	ssp_nocancel();
 	ssp_real_init();
 	/* Only the process the attachment belongs to: a vfork() child shares
 	 * our memory, and a child forked around the shim never attached; in

@@ -148,6 +148,15 @@ static int real_poll(struct pollfd *k, nfds_t n, int timeout, const sigset_t *ma
 	return ssp_real.ppoll(k, n, timeout < 0 ? NULL : &ts, mask);
 }
 
+/* The kernel fds' readiness now, never sleeping: no cancellation point
+ * (@k may be on the heap). */
+static int kernel_look(struct pollfd *k, nfds_t n)
+{
+	struct timespec ts = { 0, 0 };
+
+	return (int)syscall(SYS_ppoll, k, n, &ts, NULL, (size_t)8);
+}
+
 /* The sleep of ssp_poll, and what a thread cancelled there undoes: off
  * the contexts it waits on (a poller hands its role on), the copy freed. */
 struct poll_sleep {
@@ -213,7 +222,7 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			break;
 		}
 		if (ready) {
-			kr = real_poll(k, n, 0, NULL);
+			kr = kernel_look(k, n);
 			rc = ready + (kr >= 0 ? merge(fds, n, k) : 0); /* clears stale kernel revents too */
 			break;
 		}

@@ -496,28 +496,49 @@ bool ssp_block_until(struct ssp_sock *s, const bool *done, int64_t deadline_ms);
 /*
  * Cancellation (pthread_cancel).  A thread cancelled inside the layer must
  * leave nothing behind: no lock held, no waiter registered on a context
- * (nor the poller role), no epoll sleeper, no socket held.  So every call
- * into the layer runs with cancellation disabled (the shim brackets each
- * with ssp_call_enter/ssp_call_leave); in the calls that are cancellation
- * points in libc (accept, connect, recv, send and their kin, close,
- * poll, select, epoll_wait, splice), a pending cancellation acts at entry
- * (pthread_testcancel) and the layer's sleeps enable it again around
- * their one blocking system call, with a cleanup handler that undoes
- * what the sleep and its caller hold (ssp_cancellable).  The calls that
- * are not (bind, listen, shutdown, getsockopt, fcntl, sendfile...) never
- * act on it, even where they wait for the service.
+ * (nor the poller role), no epoll sleeper, no socket held.  A deferred
+ * cancellation acts only where the thread reaches a libc cancellation
+ * point, so the layer reaches none but these:
  *
- * ssp_call_enter - a call into the layer begins (@point: a cancellation
- * point); ssp_call_leave - it ends: the thread's cancellation state is
+ *   - the entry of the calls that are cancellation points in libc
+ *     (accept, connect, recv, send and their kin, close, poll, select,
+ *     epoll_wait, splice): pthread_testcancel, nothing held yet;
+ *   - the sleeps of those calls, one blocking system call made with no
+ *     lock held, with a cleanup handler that undoes what the sleep and its
+ *     caller hold (ssp_cancellable).
+ *
+ * Everywhere else the layer's system calls are not cancellation points:
+ * on its own fds (eventfd kicks and drains, the doorbell, closing an fd
+ * it took out of its table) and its non-sleeping looks at kernel fds it
+ * makes raw system calls (ss_sys_read/write/close in lib.h, syscall()),
+ * and the rare paths that call libc's cancellable functions (attach,
+ * fork, exec, sendfile and splice's kernel I/O, a full command queue's
+ * usleep, the sleeps of calls that are no cancellation point: bind,
+ * listen, shutdown, the options, fcntl, ioctl, dup, epoll_ctl, sendfile,
+ * fork) first turn cancellation off for the rest of the call
+ * (ssp_nocancel).  So a call that neither sleeps nor takes a rare path
+ * (a recv or send that completes at once, getsockopt, fcntl, epoll_ctl)
+ * costs no pthread_setcancelstate at all.  Asynchronous cancellation
+ * inside a socket call is undefined in POSIX (they are not
+ * async-cancel-safe) and is not guarded against.
+ *
+ * ssp_call_enter - a call into the layer begins (the shim brackets each;
+ * @point: a cancellation point in libc: a pending cancellation acts
+ * here); ssp_call_leave - it ends: the thread's cancellation state is
  * back as it was.  Calls nest (the outermost counts).
+ * ssp_nocancel - no cancellation acts in this call from now on (the
+ * first time: pthread_setcancelstate; nothing outside a call).
  * ssp_cancellable - run @sleep(@arg), a blocking system call made with no
  * lock held, cancellable when the call is a cancellation point and the
- * thread's state allows it; if the thread is cancelled there, @undo(@uarg)
- * runs first (it may take locks) and the call is over.  Returns what
- * @sleep returns, errno as it left it.
+ * thread's state allows it (on again for the sleep after ssp_nocancel);
+ * if the thread is cancelled there, @undo(@uarg) runs first (it may take
+ * locks) and the call is over.  In a call that is no cancellation point
+ * the sleep is not one either.  Returns what @sleep returns, errno as it
+ * left it.
  */
 void ssp_call_enter(bool point);
 void ssp_call_leave(void);
+void ssp_nocancel(void);
 int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg);
 int64_t ssp_now_ms(void);
 int64_t ssp_deadline(int timeout_ms);

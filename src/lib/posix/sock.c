@@ -25,8 +25,10 @@ static int post_retry(int (*post)(void *), void *arg)
 		if (errno != EAGAIN)
 			return -1;
 		ssp_pump();
-		if (i > 10)
+		if (i > 10) {
+			ssp_nocancel(); /* usleep is a cancellation point */
 			usleep(100);
+		}
 	}
 	errno = EAGAIN;
 	return -1;
@@ -95,7 +97,7 @@ int ssp_socket(int domain, int type, int protocol)
 	s = ssp_sock_new(ssp_cx_mine());
 	if (!s) {
 		err = errno;
-		ssp_real.close(fd);
+		ss_sys_close(fd);
 		errno = err;
 		return -1;
 	}
@@ -105,7 +107,7 @@ int ssp_socket(int domain, int type, int protocol)
 		err = errno;
 		ssp_gunlock();
 		ssp_sock_discard(s);
-		ssp_real.close(fd);
+		ss_sys_close(fd);
 		errno = err;
 		return -1;
 	}
@@ -144,11 +146,11 @@ static int sock_demote(int fd, struct ssp_sock *s)
 	if (ssp_real.dup3(kfd, fd, cloexec ? O_CLOEXEC : 0) < 0) {
 		int err = errno;
 
-		ssp_real.close(kfd);
+		ss_sys_close(kfd);
 		errno = err;
 		return -1;
 	}
-	ssp_real.close(kfd);
+	ss_sys_close(kfd);
 	if (s->nonblock)
 		ssp_real.fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
 	ssp_glock();
@@ -407,7 +409,7 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	if (!ns) {
 		int err = errno;
 
-		ssp_real.close(nfd);
+		ss_sys_close(nfd);
 		errno = err;
 		goto fail;
 	}
@@ -705,7 +707,7 @@ static int fd_leave(int fd, bool close_fd)
 		int rc = 0;
 
 		if (!f)
-			return close_fd ? ssp_real.close(fd) : 0;
+			return close_fd ? ss_sys_close(fd) : 0;
 		if (f->type == SSP_F_EPOLL)
 			return ssp_ep_drop(fd, SSP_CONTAINER(f, struct ssp_ep, f), close_fd);
 		s = ssp_sock_lock_fd(fd);
@@ -716,7 +718,7 @@ static int fd_leave(int fd, bool close_fd)
 			s->hold++;
 		sock_fd_drop(fd, s);
 		if (close_fd)
-			rc = ssp_real.close(fd);
+			rc = ss_sys_close(fd);
 		if (linger) {
 			/* As Linux: the number is free before the wait. */
 			sock_linger(s);
@@ -731,7 +733,7 @@ int ssp_close(int fd)
 {
 	/* A vfork() child shares our memory: its close is only its own. */
 	if (ssp_mode() == SSP_M_ON && ssp.pid != getpid())
-		return ssp_real.close(fd);
+		return ss_sys_close(fd);
 	return fd_leave(fd, true);
 }
 

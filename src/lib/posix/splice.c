@@ -200,6 +200,9 @@ ssize_t ssp_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_
 	}
 	if (len > SPLICE_MAX_RW)
 		len = SPLICE_MAX_RW;
+	/* The pipe's reads and writes happen with the lock held: no
+	 * cancellation there (its waits stay cancellable). */
+	ssp_nocancel();
 	/* Linux: the pipe's O_NONBLOCK counts as SPLICE_F_NONBLOCK. */
 	if (out.pipe)
 		return sock_to_pipe(fd_in, fd_out, len,

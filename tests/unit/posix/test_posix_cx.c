@@ -1,4 +1,5 @@
-/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts, a blocked poller cancelled. */
+/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts, a blocked poller cancelled, what cancellation handling costs. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -660,6 +661,127 @@ static void test_cancel(int fd_a, int fd_b, uint32_t pos_b)
 	CHECK(p == NULL);
 }
 
+/* The layer's calls of pthread_setcancelstate in this thread: the layer
+ * (linked in statically) binds to this definition. */
+static __thread unsigned cancelstate_calls;
+
+int pthread_setcancelstate(int state, int *old)
+{
+	static int (*real)(int, int *);
+
+	if (!real) {
+		void *p = dlsym(RTLD_NEXT, "pthread_setcancelstate");
+
+		memcpy(&real, &p, sizeof(p));
+	}
+	cancelstate_calls++;
+	return real(state, old);
+}
+
+/* A cancellation is pending when the thread calls in: a call that is no
+ * cancellation point runs through, the next one that is acts at entry. */
+static int cancel_reached;
+
+static void *cancel_pending(void *arg)
+{
+	int fd = *(const int *)arg, v = -1;
+	socklen_t len = sizeof(v);
+	char buf[4];
+
+	pthread_cancel(pthread_self());
+	ssp_call_enter(false);
+	CHECK(ssp_getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) == 0);
+	ssp_call_leave();
+	CHECK_EQ_U64(v, 0);
+	cancel_reached = 1;
+	ssp_call_enter(true);
+	ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
+	ssp_call_leave();
+	cancel_reached = 2;
+	return NULL;
+}
+
+/*
+ * Calls that neither sleep nor take a rare path (a recv that finds
+ * nothing or finds data, a send into the ring, getsockopt, fcntl,
+ * epoll_ctl, epoll_wait and poll that find what they look for at once)
+ * make no pthread_setcancelstate call (posix.h, "Cancellation"); one
+ * that turns cancellation off gives the thread its state back at the
+ * end.  @fd: a connected socket of context 1, its connection @slot at
+ * stream position @pos.
+ */
+static void test_cancel_cost(int fd, uint32_t slot, uint32_t pos)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	struct ss_shm_cmd cmd;
+	int ep = epoll_create1(EPOLL_CLOEXEC), v = -1, old = -1;
+	socklen_t len = sizeof(v);
+	pthread_t t;
+	void *ret = NULL;
+	char buf[8];
+
+	CHECK(ep >= 0);
+	cancelstate_calls = 0;
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	ssp_call_leave();
+	fake_rx(&fk, 1, slot, 1, pos, "dd", 2);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), 0, NULL, NULL), 2);
+	ssp_call_leave();
+	CHECK(memcmp(buf, "dd", 2) == 0);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_send(fd, "ee", 2, 0), 2);
+	ssp_call_leave();
+	ssp_call_enter(false);
+	CHECK(ssp_getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) == 0);
+	ssp_call_leave();
+	CHECK_EQ_U64(v, 0);
+	ssp_call_enter(false);
+	CHECK_EQ_U64(ssp_fcntl(fd, F_GETFL, 0), O_RDWR);
+	ssp_call_leave();
+	ssp_call_enter(false);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	ssp_call_leave();
+	ev.events = EPOLLOUT;
+	ssp_call_enter(false);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) == 0);
+	ssp_call_leave();
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_epoll_wait(ep, &ev, 1, 1000, NULL), 1);
+	ssp_call_leave();
+	CHECK_EQ_U64(ev.events, EPOLLOUT);
+	CHECK_EQ_U64(ev.data.u64, 7);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_poll(&p, 1, 1000, NULL), 1);
+	ssp_call_leave();
+	CHECK_EQ_U64(p.revents, POLLOUT);
+	CHECK_EQ_U64(cancelstate_calls, 0);
+
+	/* Off for the rest of a call, then back as it was. */
+	ssp_call_enter(false);
+	ssp_nocancel();
+	ssp_nocancel();
+	ssp_call_leave();
+	CHECK_EQ_U64(cancelstate_calls, 2);
+	CHECK(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old) == 0);
+	CHECK_EQ_U64(old, PTHREAD_CANCEL_ENABLE);
+
+	cancel_reached = 0;
+	pthread_create(&t, NULL, cancel_pending, &fd);
+	pthread_join(t, &ret);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ_U64(cancel_reached, 1);
+	CHECK(pthread_mutex_trylock(&ssp.cx[1].lock) == 0); /* nothing left held */
+	pthread_mutex_unlock(&ssp.cx[1].lock);
+
+	ssp_close(ep);
+	while (fake_cmd(&fk, 1, &cmd))
+		; /* the TX and RX_DONE of the calls above */
+}
+
 int main(void)
 {
 	int fds[3] = { -1, -1, -1 };
@@ -700,6 +822,7 @@ int main(void)
 			connect_on(m.fd, 1, 2);
 			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
 			test_cancel(m.fd, fds[1], 10);
+			test_cancel_cost(m.fd, 2, 2);
 			ssp_close(m.fd);
 		}
 		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
