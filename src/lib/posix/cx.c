@@ -222,8 +222,10 @@ static void waiter_free(void *p)
 {
 	struct ssp_waiter *w = p;
 
+	ssp_ep_waiter_gone(w);
 	if (w->efd >= 0)
 		ss_sys_close(w->efd);
+	free(w->owns);
 	free(w);
 }
 
@@ -275,9 +277,14 @@ void ssp_waiter_atfork_child(void)
 	w->kicked = 0;
 	w->sleep_ep = NULL;
 	w->ep_fail = false;
+	/* The parent's sets forgot their owners here (ssp_ep_atfork_child);
+	 * the locks of those no longer in the table may be held by threads
+	 * the child does not have: never look at them. */
+	w->n_owns = 0;
 	if (w->efd < 0) {
 		/* No eventfd: this thread naps from now on. */
 		pthread_setspecific(waiter_key, NULL);
+		free(w->owns);
 		free(w);
 	}
 }

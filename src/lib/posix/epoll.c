@@ -95,7 +95,10 @@ struct ep_x {
 	/* The first thread that sleeps on the set (ssp_waiter.id) keeps its
 	 * eventfd in the kernel set between sleeps (owner_in) until another
 	 * thread sleeps there too (shared): then each adds and removes its
-	 * own around every sleep, as a kick must wake only the sleepers. */
+	 * own around every sleep, as a kick must wake only the sleepers.  An
+	 * owner that exits takes its eventfd out and the set forgets it
+	 * (ssp_ep_waiter_gone), before the number can name another fd.
+	 * (owner: written under the lock, read atomically by ep_own.) */
 	uint64_t owner;
 	int owner_efd;
 	bool owner_in, shared;
@@ -234,7 +237,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	x->waiters = 0;
 	x->n_sleepers = 0;
 	ssp_list_init(&x->sleepers);
-	x->owner = 0;
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 	x->owner_efd = -1;
 	x->owner_in = x->shared = false;
 	ssp_glock();
@@ -706,6 +709,57 @@ static bool ep_sleeping(struct ep_x *x, uint64_t id)
 	return false;
 }
 
+/* @w, about to become @x's owner (@x's lock held), notes @x in its
+ * w->owns, where its exit finds it; entries of sets it no longer owns go
+ * (only @w's thread makes a set its owner again).  0, or -1 (ENOMEM). */
+static int ep_own(struct ep_x *x, struct ssp_waiter *w)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < w->n_owns; i++) {
+		struct ssp_ep *ep = w->owns[i];
+
+		if (ep != &x->ep &&
+		    __atomic_load_n(&ep_x(ep)->owner, __ATOMIC_RELAXED) == w->id)
+			w->owns[k++] = ep;
+	}
+	w->n_owns = k;
+	if (k == w->cap_owns) {
+		unsigned cap = k ? 2 * k : 4;
+		struct ssp_ep **n = realloc(w->owns, cap * sizeof(*n));
+
+		if (!n) {
+			errno = ENOMEM;
+			return -1;
+		}
+		w->owns = n;
+		w->cap_owns = cap;
+	}
+	w->owns[w->n_owns++] = &x->ep;
+	return 0;
+}
+
+void ssp_ep_waiter_gone(struct ssp_waiter *w)
+{
+	for (unsigned i = 0; i < w->n_owns; i++) {
+		struct ssp_ep *ep = w->owns[i];
+		struct ep_x *x = ep_x(ep);
+
+		/* Sets are type-stable: a set since closed, or made again for
+		 * another fd, has another owner (or none) by now. */
+		pthread_mutex_lock(&ep->lock);
+		if (x->owner == w->id) {
+			if (x->owner_in && !x->dead)
+				ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_DEL, w->efd, NULL);
+			x->owner_in = false;
+			__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
+			x->owner_efd = -1;
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+	w->n_owns = 0;
+}
+
 /* @w's eventfd joins @x's kernel set for a sleep (@x's lock held; see
  * ep_x.owner).  0 or -1. */
 static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
@@ -713,7 +767,9 @@ static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
 	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
 
 	if (!x->owner) {
-		x->owner = w->id;
+		if (ep_own(x, w) < 0)
+			return -1;
+		__atomic_store_n(&x->owner, w->id, __ATOMIC_RELAXED);
 		x->owner_efd = w->efd;
 	} else if (x->owner != w->id && !x->shared) {
 		x->shared = true;
@@ -814,7 +870,7 @@ static void ep_cancelled(void *arg)
 			if (x->owner_in)
 				ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, e->w->efd, NULL);
 			x->owner_in = false;
-			x->owner = 0;
+			__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 			x->owner_efd = -1;
 		}
 		pthread_mutex_unlock(&x->ep.lock);

@@ -302,6 +302,12 @@ struct ssp_waiter {
 	struct ssp_ep *sleep_ep;
 	bool ep_fail;           /* epoll.c could not set up a sleep */
 	uint64_t id;            /* unique in the process, never 0 */
+	/* The epoll sets that made it their owner (epoll.c: its eventfd may
+	 * stay in their kernel sets between sleeps), some maybe no longer:
+	 * its own thread's (written under the set's lock), looked at when
+	 * the thread exits (ssp_ep_waiter_gone). */
+	struct ssp_ep **owns;
+	unsigned n_owns, cap_owns;
 };
 
 /* One context of the attachment as the layer uses it.  Everything here
@@ -656,6 +662,10 @@ void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from);
  * @p is not asleep on another set. */
 bool ssp_ep_poller_give(struct ssp_waiter *w, struct ssp_cx *cx);
 bool ssp_ep_poller_take(struct ssp_waiter *p, struct ssp_cx *cx, struct ssp_waiter *w);
+/* ssp_ep_waiter_gone - @w's thread exits (no lock held), its eventfd
+ * about to be closed: every set that keeps it in its kernel set between
+ * sleeps takes it out and forgets it (its number will be another fd's). */
+void ssp_ep_waiter_gone(struct ssp_waiter *w);
 /* ssp_ep_atfork_child - right after fork, in the child: @ep's lock
  * fresh, nobody waiting on it.  ssp_ep_child_attach - the child attached
  * (every context lock held, not ssp.glock): every registration of @ep on

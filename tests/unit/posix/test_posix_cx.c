@@ -661,6 +661,76 @@ static void test_cancel(int fd_a, int fd_b, uint32_t pos_b)
 	CHECK(p == NULL);
 }
 
+struct owner_thread {
+	pthread_t t;
+	int ep, n, efd;
+};
+
+/* One sleep of 20 ms on the set, then the thread exits normally. */
+static void *ep_sleep_exit(void *arg)
+{
+	struct owner_thread *o = arg;
+	struct epoll_event ev;
+	struct ssp_waiter *w;
+
+	o->n = ssp_epoll_wait(o->ep, &ev, 1, 20, NULL);
+	w = ssp_waiter_self();
+	o->efd = w ? w->efd : -1;
+	return NULL;
+}
+
+/*
+ * A thread sleeps on a set holding @fd (a connected socket with nothing
+ * to read) alone, so the set keeps its eventfd in the kernel set between
+ * sleeps, and exits normally: its eventfd is closed, and the number goes
+ * to a pipe of the program, registered in the same set.  Another thread
+ * sleeping there later must not take that number out of the kernel set
+ * for the dead thread's eventfd: the pipe's registration stays, and its
+ * data is reported.
+ */
+static void test_owner_exits(int fd)
+{
+	struct owner_thread a = { .ep = epoll_create1(EPOLL_CLOEXEC), .n = -2, .efd = -1 };
+	struct owner_thread b = { .ep = a.ep, .n = -2, .efd = -1 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0x51 };
+	int p[2] = { -1, -1 };
+	char c;
+
+	CHECK(a.ep >= 0);
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	pthread_create(&a.t, NULL, ep_sleep_exit, &a);
+	pthread_join(a.t, NULL);
+	CHECK_EQ_U64(a.n, 0);
+	CHECK(a.efd >= 0);
+	CHECK_EQ_U64(fcntl(a.efd, F_GETFD), (uint64_t)-1); /* closed at its exit */
+	CHECK_EQ_U64(errno, EBADF);
+	/* The number now names the program's pipe, in the same set. */
+	CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	if (p[0] != a.efd) {
+		CHECK(dup3(p[0], a.efd, O_CLOEXEC) == a.efd);
+		close(p[0]);
+		p[0] = a.efd;
+	}
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0x77 };
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
+
+	pthread_create(&b.t, NULL, ep_sleep_exit, &b);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 0);
+	/* Still registered: reported, and EEXIST for another ADD. */
+	CHECK(write(p[1], "p", 1) == 1);
+	ev.data.u64 = 0;
+	CHECK_EQ_U64(ssp_epoll_wait(a.ep, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0x77);
+	CHECK(read(p[0], &c, 1) == 1);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0x77 };
+	CHECK_EQ_U64(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, p[0], &ev), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EEXIST);
+	ssp_close(a.ep);
+	close(p[0]);
+	close(p[1]);
+}
+
 /* The layer's calls of pthread_setcancelstate in this thread: the layer
  * (linked in statically) binds to this definition. */
 static __thread unsigned cancelstate_calls;
@@ -823,6 +893,7 @@ int main(void)
 			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
 			test_cancel(m.fd, fds[1], 10);
 			test_cancel_cost(m.fd, 2, 2);
+			test_owner_exits(fds[2]);
 			ssp_close(m.fd);
 		}
 		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
