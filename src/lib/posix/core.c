@@ -121,9 +121,9 @@ static void ssp_atfork_parent(void)
 
 static void ep_reset(int fd, struct ssp_file *f, void *arg)
 {
-	(void)fd;
 	(void)arg;
-	if (f->type == SSP_F_EPOLL)
+	/* Once per set, not per number. */
+	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
 		ssp_ep_atfork_child(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 

@@ -72,6 +72,16 @@
  *
  * Sets are type-stable, like sockets (posix.h): a closed one goes back
  * to a pool once its registrations are gone and no thread waits on it.
+ *
+ * Numbers.  dup, dup2, dup3 and F_DUPFD of a set's number give another
+ * number of the same kernel set, so the fd table maps it to the same
+ * object (ssp_ep_dup): registrations made through one are reported
+ * through every other, and closing one number leaves the set to the
+ * others (ssp_ep_drop); the last one takes it away.  The layer's own
+ * epoll_ctl go through ep.epfd, one of the numbers: when that one
+ * closes, another takes its place under the set's lock.  A thread in
+ * epoll_wait through a number closed meanwhile returns what the kernel
+ * gave it, as when the set goes.
  */
 
 /* epoll_data value marking a set's own wake eventfd in its kernel set. */
@@ -102,6 +112,11 @@ struct ep_x {
 	uint64_t owner;
 	int owner_efd;
 	bool owner_in, shared;
+	/* The set's numbers (see "Numbers" above): refs in the fd table,
+	 * those other than ep.epfd in nums[0 .. refs - 1). */
+	int refs;
+	int *nums;
+	unsigned cap_nums;
 	struct ep_x *pool_next; /* in the pool (ssp.glock) */
 };
 
@@ -240,6 +255,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 	x->owner_efd = -1;
 	x->owner_in = x->shared = false;
+	x->refs = 1;
 	ssp_glock();
 	if (ssp_fd_get(epfd)) {
 		/* Another thread made it meanwhile: use that one. */
@@ -419,6 +435,91 @@ static void ep_leave(struct ep_x *x, bool more)
 		ep_pool_put(x);
 }
 
+/* Room in @x->nums for one more number (its lock held): 0, or -1 (ENOMEM). */
+static int nums_reserve(struct ep_x *x)
+{
+	unsigned cap = x->cap_nums ? 2 * x->cap_nums : 4;
+	int *n;
+
+	if ((unsigned)x->refs <= x->cap_nums)
+		return 0;
+	while (cap < (unsigned)x->refs)
+		cap *= 2;
+	n = realloc(x->nums, cap * sizeof(*n));
+	if (!n) {
+		errno = ENOMEM;
+		return -1;
+	}
+	x->nums = n;
+	x->cap_nums = cap;
+	return 0;
+}
+
+/* Number @fd of @x leaves it, another one left (its lock held): out of
+ * the fd table, and out of nums, or another takes ep.epfd's place. */
+static void num_drop(struct ep_x *x, int fd)
+{
+	int last = x->nums[--x->refs - 1];
+
+	if (x->ep.epfd == fd) {
+		x->ep.epfd = last;
+	} else {
+		for (int i = 0; i < x->refs - 1; i++)
+			if (x->nums[i] == fd) {
+				x->nums[i] = last;
+				break;
+			}
+	}
+	ssp_glock();
+	ssp_fd_set(fd, NULL);
+	ssp_gunlock();
+}
+
+int ssp_ep_dup(struct ssp_ep *ep, int oldfd, int newfd, int flags, bool exact)
+{
+	struct ep_x *x = ep_x(ep);
+	int nfd, err;
+
+	if (!ep_lock_live(ep, oldfd))
+		return -2;
+	if (nums_reserve(x) < 0)
+		goto fail;
+	nfd = exact ? ssp_real.dup3(oldfd, newfd, flags)
+		    : ssp_real.fcntl(oldfd, flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, newfd);
+	if (nfd < 0)
+		goto fail;
+	if (exact && ssp_fd_get(newfd)) {
+		/* dup2 closed what newfd was (a socket, another set, or a
+		 * number of this one): it leaves the layer first, under its
+		 * own locks. */
+		pthread_mutex_unlock(&ep->lock);
+		ssp_fd_forget(newfd);
+		pthread_mutex_lock(&ep->lock);
+		if (x->dead || nums_reserve(x) < 0) {
+			/* Its last other number closed meanwhile (a race in the
+			 * program), or no memory: the kernel's set only. */
+			pthread_mutex_unlock(&ep->lock);
+			ssp_log_once("dup_epoll_lost", "dup2() of an epoll fd closed meanwhile: "
+				     "the copy sees kernel fds only");
+			return nfd;
+		}
+	}
+	ssp_glock();
+	if (ssp_fd_set(nfd, &ep->f) == 0)
+		x->nums[x->refs++ - 1] = nfd;
+	else
+		ssp_log_once("dup_epoll_table", "dup() of an epoll fd: no memory for the fd "
+			     "table, the copy sees kernel fds only");
+	ssp_gunlock();
+	pthread_mutex_unlock(&ep->lock);
+	return nfd;
+fail:
+	err = errno;
+	pthread_mutex_unlock(&ep->lock);
+	errno = err;
+	return -1;
+}
+
 int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 {
 	struct ep_x *x = ep_x(ep);
@@ -427,7 +528,14 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 
 	if (!ep_lock_live(ep, epfd))
 		return close_fd ? ss_sys_close(epfd) : 0; /* gone meanwhile */
+	if (x->refs > 1) {
+		/* Other numbers keep the set. */
+		num_drop(x, epfd);
+		pthread_mutex_unlock(&ep->lock);
+		return close_fd ? ss_sys_close(epfd) : 0;
+	}
 	x->dead = true;
+	x->refs = 0;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
 		if (ep->cxmask & 1ull << i)
 			__atomic_sub_fetch(&ssp.cx[i].n_sets, 1, __ATOMIC_ACQ_REL);
@@ -1016,9 +1124,10 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		k = ep_wait_cancellable(epfd, evs, max, left, mask, x, w, reg);
 		err = errno;
 		dead = ep_sleeper_quit(x, w);
-		if (k < 0 || dead) {
-			/* An error (EINTR: never restarted), or the set was
-			 * closed meanwhile: what the kernel said. */
+		if (k < 0 || dead || ssp_fd_get(epfd) != &ep->f) {
+			/* An error (EINTR: never restarted), or the set (or
+			 * this number of it) was closed meanwhile: what the
+			 * kernel said. */
 			ssp_wait_end_all(w, reg);
 			ep_leave(x, false);
 			if (k < 0) {

@@ -128,11 +128,10 @@ static void file_convert(int fd, struct ssp_file *f, void *arg)
 
 static void ep_convert(int fd, struct ssp_file *f, void *arg)
 {
-	(void)fd;
 	(void)arg;
 	/* A set shared with the parent (the kernel object is): our context
-	 * joins it too so our events wake it. */
-	if (f->type == SSP_F_EPOLL)
+	 * joins it too so our events wake it.  Once per set, not per number. */
+	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
 		ssp_ep_child_attach(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 

@@ -240,11 +240,14 @@ struct ssp_ep_cx {
 	struct ssp_link rdlist; /* struct ssp_epreg.in_rd */
 };
 
-/* One epoll set that holds accelerated fds (a real kernel epoll fd). */
+/* One epoll set that holds accelerated fds (a real kernel epoll fd).
+ * Every number of the kernel set (dup, dup2, dup3, F_DUPFD) maps to the
+ * same object, as they name the same set on Linux (epoll.c). */
 struct ssp_ep {
 	struct ssp_file f;
 	pthread_mutex_t lock;   /* the set's own state in epoll.c, and cxmask */
-	int epfd;
+	int epfd;               /* one of its numbers, for the layer's own
+				 * epoll_ctl (lock: another takes over when it closes) */
 	uint64_t cxmask;        /* contexts with sockets registered here
 				 * (written under lock, read atomically) */
 	uint64_t kmask;         /* contexts whose eventfd is in the kernel set (lock) */
@@ -639,10 +642,16 @@ int ssp_ioctl(int fd, unsigned long req, void *arg);
 int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		   const sigset_t *mask);
-/* ssp_ep_drop - the epoll set @ep at @epfd goes (close, or dup2 over it
- * when !@close_fd): its registrations too.  No lock held.  close()'s
- * result (0 without @close_fd). */
+/* ssp_ep_drop - the number @epfd of epoll set @ep goes (close, or dup2
+ * over it when !@close_fd); with its last number the set goes, its
+ * registrations too.  No lock held.  close()'s result (0 without
+ * @close_fd). */
 int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd);
+/* ssp_ep_dup - dup/dup2/dup3/F_DUPFD (ssp_dup's arguments) of @oldfd, a
+ * number of epoll set @ep: the new number names the same set.  No lock
+ * held.  The new number, -1 with errno, or -2: @oldfd is no number of
+ * @ep any more (closed meanwhile): the caller dups it as any fd. */
+int ssp_ep_dup(struct ssp_ep *ep, int oldfd, int newfd, int flags, bool exact);
 /* ssp_ep_wake - @ep's ready list for context @cx gained an entry (the
  * lock of @cx held): wake a thread blocked in epoll_wait on it. */
 void ssp_ep_wake(struct ssp_ep *ep, struct ssp_cx *cx);

@@ -744,6 +744,7 @@ void ssp_fd_forget(int fd)
 
 int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 {
+	struct ssp_file *f;
 	struct ssp_sock *s;
 	int nfd;
 
@@ -754,8 +755,13 @@ int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 		}
 		return ssp_real.fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
 	}
-	if (ssp_fd_get(oldfd) && ssp_fd_get(oldfd)->type == SSP_F_EPOLL)
-		ssp_log_once("dup_epoll", "dup() of an epoll fd: the copy sees kernel fds only");
+	f = ssp_fd_get(oldfd);
+	if (f && f->type == SSP_F_EPOLL) {
+		nfd = ssp_ep_dup(SSP_CONTAINER(f, struct ssp_ep, f), oldfd, newfd, flags, exact);
+		if (nfd != -2)
+			return nfd;
+		/* closed meanwhile: as any fd */
+	}
 	s = ssp_sock_lock_fd(oldfd);
 	if (exact)
 		nfd = ssp_real.dup3(oldfd, newfd, flags);

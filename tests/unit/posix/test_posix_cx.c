@@ -731,6 +731,60 @@ static void test_owner_exits(int fd)
 	close(p[1]);
 }
 
+/*
+ * Numbers of one epoll set (dup, dup3 onto a chosen number, F_DUPFD) map
+ * to one object; closing some leaves it to the others, which still see
+ * the socket's data; the last one gives it back to the pool (the next
+ * set made reuses it).  @fd: a connected socket of context 1, its
+ * connection @slot at stream position @pos.
+ */
+static void test_ep_dup(int fd, uint32_t slot, uint32_t pos)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC), d, d2, d3, again;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0xd0 };
+	struct ssp_file *obj;
+	struct ss_shm_cmd cmd;
+	char buf[4];
+
+	CHECK(ep >= 0);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	obj = ssp_fd_get(ep);
+	CHECK(obj != NULL && obj->type == SSP_F_EPOLL);
+	d = ssp_dup(ep, 0, 0, false);
+	d2 = ssp_dup(ep, 200, O_CLOEXEC, true);
+	d3 = ssp_dup(d, 100, O_CLOEXEC, false);
+	CHECK(d >= 0 && d != ep);
+	CHECK_EQ_U64(d2, 200);
+	CHECK(d3 >= 100 && d3 != 200);
+	CHECK(ssp_fd_get(d) == obj && ssp_fd_get(d2) == obj && ssp_fd_get(d3) == obj);
+	CHECK_EQ_U64(fcntl(d2, F_GETFD), FD_CLOEXEC);
+	CHECK_EQ_U64(fcntl(d, F_GETFD), 0);
+	CHECK_EQ_U64(ssp_close(ep), 0);
+	CHECK(ssp_fd_get(ep) == NULL);
+	CHECK_EQ_U64(ssp_close(d3), 0);
+	fake_rx(&fk, 1, slot, 1, pos, "ok", 2);
+	CHECK_EQ_U64(ssp_epoll_wait(d2, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xd0);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xd1 };
+	CHECK_EQ_U64(ssp_epoll_ctl(d, EPOLL_CTL_ADD, fd, &ev), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EEXIST);
+	CHECK_EQ_U64(ssp_close(d2), 0);
+	CHECK(ssp_fd_get(d) == obj);
+	CHECK_EQ_U64(ssp_epoll_wait(d, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xd0);
+	CHECK_EQ_U64(ssp_close(d), 0);
+	CHECK(ssp_fd_get(d) == NULL);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	CHECK(memcmp(buf, "ok", 2) == 0);
+	/* Gone with its last number: the next set is the same object. */
+	again = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ssp_epoll_ctl(again, EPOLL_CTL_ADD, fd, &ev) == 0);
+	CHECK(ssp_fd_get(again) == obj);
+	ssp_close(again);
+	while (fake_cmd(&fk, 1, &cmd))
+		; /* the RX_DONE */
+}
+
 /* The layer's calls of pthread_setcancelstate in this thread: the layer
  * (linked in statically) binds to this definition. */
 static __thread unsigned cancelstate_calls;
@@ -894,6 +948,7 @@ int main(void)
 			test_cancel(m.fd, fds[1], 10);
 			test_cancel_cost(m.fd, 2, 2);
 			test_owner_exits(fds[2]);
+			test_ep_dup(m.fd, 2, 4);
 			ssp_close(m.fd);
 		}
 		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
