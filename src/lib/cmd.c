@@ -118,7 +118,7 @@ int ss_ctx_flush_quiet(struct ss_ctx *ctx)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&app->status->sleeping[0], __ATOMIC_RELAXED)) {
 			uint64_t one = 1;
-			ssize_t n = write(app->doorbell, &one, sizeof(one));
+			ssize_t n = ss_sys_write(app->doorbell, &one, sizeof(one));
 
 			(void)n; /* EAGAIN: the counter is already non-zero */
 			ctx->st.doorbells++;

@@ -277,7 +277,7 @@ static void ctx_disarm(struct ss_ctx *ctx)
 	ssize_t n;
 
 	__atomic_store_n(&ctx->arx.r->sleeping, 0, __ATOMIC_RELAXED);
-	n = read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
+	n = ss_sys_read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
 	(void)n;
 	ctx->armed = false;
 }
@@ -301,7 +301,7 @@ static int ctx_poll(struct ss_ctx *ctx, struct ss_event *evs, int max, bool keep
 		 * too and arm again.  Events published after the fence are
 		 * either seen below or signalled anew. */
 		uint64_t v;
-		ssize_t r = read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
+		ssize_t r = ss_sys_read(ctx->evfd, &v, sizeof(v)); /* non-blocking */
 
 		(void)r;
 		__atomic_store_n(&ctx->arx.r->sleeping, 1, __ATOMIC_RELAXED);

@@ -4,9 +4,34 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "ring.h"
 #include "slipstream.h"
+
+/*
+ * System calls on the library's own fds (eventfds, the doorbell), made
+ * in the middle of a call, often with a lock held: never cancellation
+ * points (libc's read, write and close are, and a pending pthread_cancel
+ * acting there would leave the lock held; see src/lib/posix/posix.h,
+ * "Cancellation").  None of them blocks.
+ */
+static inline ssize_t ss_sys_read(int fd, void *buf, size_t n)
+{
+	return (ssize_t)syscall(SYS_read, fd, buf, n);
+}
+
+static inline ssize_t ss_sys_write(int fd, const void *buf, size_t n)
+{
+	return (ssize_t)syscall(SYS_write, fd, buf, n);
+}
+
+static inline int ss_sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
 
 /* Largest attach parameters the library accepts from a reply header. */
 #define SS_LIB_MAX_SLOTS (1u << 20)

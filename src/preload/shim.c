@@ -6,7 +6,10 @@
  * else goes to the real libc function, resolved once with
  * dlsym(RTLD_NEXT), without taking any lock.  socket() asks the layer,
  * which keeps only AF_INET/SOCK_STREAM (and hands the rest back: -2).
- * No other logic lives here.
+ * Every call into the layer is bracketed for pthread_cancel (posix.h,
+ * "Cancellation"): POINT() for the calls that are cancellation points in
+ * libc (a pending cancellation acts at their entry), CALL() for the
+ * others.  No other logic lives here.
  */
 /* Plain names: fortify would inline read() & co., 64-bit file offsets
  * would rename fcntl to fcntl64 (both are defined below). */
@@ -36,6 +39,19 @@
 
 #define SOCK(fd) (ssp_fd_sock(fd) != NULL)
 
+/* @call into the layer, a cancellation point in libc or not (@point):
+ * cancellation acts only where the layer lets it; errno as @call left it. */
+#define LAYER(point, call) __extension__ ({ \
+		ssp_call_enter(point); \
+		__typeof__(call) r_ = (call); \
+		int e_ = errno; \
+		ssp_call_leave(); \
+		errno = e_; \
+		r_; \
+	})
+#define POINT(call) LAYER(true, call)
+#define CALL(call) LAYER(false, call)
+
 __attribute__((constructor)) static void shim_init(void)
 {
 	ssp_real_init();
@@ -63,77 +79,77 @@ int socket(int domain, int type, int protocol)
 	int fd;
 
 	ssp_real_init();
-	fd = ssp_socket(domain, type, protocol);
+	fd = CALL(ssp_socket(domain, type, protocol));
 	return fd == -2 ? ssp_real.socket(domain, type, protocol) : fd;
 }
 
 int bind(int fd, __CONST_SOCKADDR_ARG sa, socklen_t len)
 {
 	if (SOCK(fd))
-		return ssp_bind(fd, sa.__sockaddr__, len);
+		return CALL(ssp_bind(fd, sa.__sockaddr__, len));
 	return REAL(bind)(fd, sa.__sockaddr__, len);
 }
 
 int listen(int fd, int backlog)
 {
 	if (SOCK(fd))
-		return ssp_listen(fd, backlog);
+		return CALL(ssp_listen(fd, backlog));
 	return REAL(listen)(fd, backlog);
 }
 
 int accept4(int fd, __SOCKADDR_ARG sa, socklen_t *len, int flags)
 {
 	if (SOCK(fd))
-		return ssp_accept4(fd, sa.__sockaddr__, len, flags);
+		return POINT(ssp_accept4(fd, sa.__sockaddr__, len, flags));
 	return REAL(accept4)(fd, sa.__sockaddr__, len, flags);
 }
 
 int accept(int fd, __SOCKADDR_ARG sa, socklen_t *len)
 {
 	if (SOCK(fd))
-		return ssp_accept4(fd, sa.__sockaddr__, len, 0);
+		return POINT(ssp_accept4(fd, sa.__sockaddr__, len, 0));
 	return REAL(accept4)(fd, sa.__sockaddr__, len, 0);
 }
 
 int connect(int fd, __CONST_SOCKADDR_ARG sa, socklen_t len)
 {
 	if (SOCK(fd))
-		return ssp_connect(fd, sa.__sockaddr__, len);
+		return POINT(ssp_connect(fd, sa.__sockaddr__, len));
 	return REAL(connect)(fd, sa.__sockaddr__, len);
 }
 
 int shutdown(int fd, int how)
 {
 	if (SOCK(fd))
-		return ssp_shutdown(fd, how);
+		return CALL(ssp_shutdown(fd, how));
 	return REAL(shutdown)(fd, how);
 }
 
 int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	if (SOCK(fd))
-		return ssp_getsockopt(fd, level, name, val, len);
+		return CALL(ssp_getsockopt(fd, level, name, val, len));
 	return REAL(getsockopt)(fd, level, name, val, len);
 }
 
 int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	if (SOCK(fd))
-		return ssp_setsockopt(fd, level, name, val, len);
+		return CALL(ssp_setsockopt(fd, level, name, val, len));
 	return REAL(setsockopt)(fd, level, name, val, len);
 }
 
 int getsockname(int fd, __SOCKADDR_ARG sa, socklen_t *len)
 {
 	if (SOCK(fd))
-		return ssp_getsockname(fd, sa.__sockaddr__, len);
+		return CALL(ssp_getsockname(fd, sa.__sockaddr__, len));
 	return REAL(getsockname)(fd, sa.__sockaddr__, len);
 }
 
 int getpeername(int fd, __SOCKADDR_ARG sa, socklen_t *len)
 {
 	if (SOCK(fd))
-		return ssp_getpeername(fd, sa.__sockaddr__, len);
+		return CALL(ssp_getpeername(fd, sa.__sockaddr__, len));
 	return REAL(getpeername)(fd, sa.__sockaddr__, len);
 }
 
@@ -142,7 +158,7 @@ int getpeername(int fd, __SOCKADDR_ARG sa, socklen_t *len)
 ssize_t read(int fd, void *buf, size_t n)
 {
 	if (SOCK(fd))
-		return ssp_recv(fd, buf, n, 0, NULL, NULL);
+		return POINT(ssp_recv(fd, buf, n, 0, NULL, NULL));
 	return REAL(read)(fd, buf, n);
 }
 
@@ -155,28 +171,28 @@ ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	if (SOCK(fd))
-		return ssp_send(fd, buf, n, 0);
+		return POINT(ssp_send(fd, buf, n, 0));
 	return REAL(write)(fd, buf, n);
 }
 
 ssize_t readv(int fd, const struct iovec *iov, int n)
 {
 	if (SOCK(fd))
-		return ssp_readv(fd, iov, n);
+		return POINT(ssp_readv(fd, iov, n));
 	return REAL(readv)(fd, iov, n);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int n)
 {
 	if (SOCK(fd))
-		return ssp_writev(fd, iov, n);
+		return POINT(ssp_writev(fd, iov, n));
 	return REAL(writev)(fd, iov, n);
 }
 
 ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
 	if (SOCK(fd))
-		return ssp_recv(fd, buf, n, flags, NULL, NULL);
+		return POINT(ssp_recv(fd, buf, n, flags, NULL, NULL));
 	return REAL(recvfrom)(fd, buf, n, flags, NULL, NULL);
 }
 
@@ -190,7 +206,7 @@ ssize_t recvfrom(int fd, void *buf, size_t n, int flags, __SOCKADDR_ARG sa,
 		 socklen_t *salen)
 {
 	if (SOCK(fd))
-		return ssp_recv(fd, buf, n, flags, sa.__sockaddr__, salen);
+		return POINT(ssp_recv(fd, buf, n, flags, sa.__sockaddr__, salen));
 	return REAL(recvfrom)(fd, buf, n, flags, sa.__sockaddr__, salen);
 }
 
@@ -204,14 +220,14 @@ ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	if (SOCK(fd))
-		return ssp_recvmsg(fd, msg, flags);
+		return POINT(ssp_recvmsg(fd, msg, flags));
 	return REAL(recvmsg)(fd, msg, flags);
 }
 
 ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
 	if (SOCK(fd))
-		return ssp_send(fd, buf, n, flags);
+		return POINT(ssp_send(fd, buf, n, flags));
 	return REAL(sendto)(fd, buf, n, flags, NULL, 0);
 }
 
@@ -219,21 +235,21 @@ ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_AR
 	       socklen_t salen)
 {
 	if (SOCK(fd))
-		return ssp_send(fd, buf, n, flags); /* TCP ignores the address */
+		return POINT(ssp_send(fd, buf, n, flags)); /* TCP ignores the address */
 	return REAL(sendto)(fd, buf, n, flags, sa.__sockaddr__, salen);
 }
 
 ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	if (SOCK(fd))
-		return ssp_sendmsg(fd, msg, flags);
+		return POINT(ssp_sendmsg(fd, msg, flags));
 	return REAL(sendmsg)(fd, msg, flags);
 }
 
 ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
 	if (SOCK(out_fd) || SOCK(in_fd))
-		return ssp_sendfile(out_fd, in_fd, offset, count);
+		return CALL(ssp_sendfile(out_fd, in_fd, offset, count));
 	return REAL_EXT(sendfile)(out_fd, in_fd, offset, count);
 }
 
@@ -247,21 +263,21 @@ ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t le
 	       unsigned int flags)
 {
 	if (SOCK(fd_in) || SOCK(fd_out))
-		return ssp_splice(fd_in, off_in, fd_out, off_out, len, flags);
+		return POINT(ssp_splice(fd_in, off_in, fd_out, off_out, len, flags));
 	return REAL_EXT(splice)(fd_in, off_in, fd_out, off_out, len, flags);
 }
 
 int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags, struct timespec *tmo)
 {
 	if (SOCK(fd))
-		return ssp_recvmmsg(fd, vec, vlen, flags, tmo);
+		return POINT(ssp_recvmmsg(fd, vec, vlen, flags, tmo));
 	return REAL_EXT(recvmmsg)(fd, vec, vlen, flags, tmo);
 }
 
 int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 {
 	if (SOCK(fd))
-		return ssp_sendmmsg(fd, vec, vlen, flags);
+		return POINT(ssp_sendmmsg(fd, vec, vlen, flags));
 	return REAL_EXT(sendmmsg)(fd, vec, vlen, flags);
 }
 
@@ -270,28 +286,28 @@ int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen, int flags)
 int close(int fd)
 {
 	if (ssp_fd_busy(fd))
-		return ssp_close(fd);
+		return POINT(ssp_close(fd));
 	return REAL(close)(fd);
 }
 
 int dup(int fd)
 {
 	if (ssp_fd_busy(fd))
-		return ssp_dup(fd, 0, 0, false);
+		return CALL(ssp_dup(fd, 0, 0, false));
 	return REAL(dup)(fd);
 }
 
 int dup2(int oldfd, int newfd)
 {
 	if (ssp_fd_busy(oldfd) || ssp_fd_busy(newfd))
-		return ssp_dup(oldfd, newfd, 0, true);
+		return CALL(ssp_dup(oldfd, newfd, 0, true));
 	return REAL(dup2)(oldfd, newfd);
 }
 
 int dup3(int oldfd, int newfd, int flags)
 {
 	if (ssp_fd_busy(oldfd) || ssp_fd_busy(newfd))
-		return ssp_dup(oldfd, newfd, flags, true);
+		return CALL(ssp_dup(oldfd, newfd, flags, true));
 	return REAL(dup3)(oldfd, newfd, flags);
 }
 
@@ -299,10 +315,10 @@ static int shim_fcntl(int fd, int cmd, uintptr_t arg)
 {
 	if (ssp_fd_busy(fd)) {
 		if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
-			return ssp_dup(fd, (int)arg, cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0,
-				       false);
+			return CALL(ssp_dup(fd, (int)arg, cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0,
+					    false));
 		if (SOCK(fd))
-			return ssp_fcntl(fd, cmd, arg);
+			return CALL(ssp_fcntl(fd, cmd, arg));
 	}
 	return REAL(fcntl)(fd, cmd, arg);
 }
@@ -338,7 +354,7 @@ int ioctl(int fd, unsigned long req, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	if (SOCK(fd))
-		return ssp_ioctl(fd, req, arg);
+		return CALL(ssp_ioctl(fd, req, arg));
 	return REAL(ioctl)(fd, req, arg);
 }
 
@@ -347,14 +363,14 @@ int ioctl(int fd, unsigned long req, ...)
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	if (SOCK(fd))
-		return ssp_epoll_ctl(epfd, op, fd, ev);
+		return CALL(ssp_epoll_ctl(epfd, op, fd, ev));
 	return REAL(epoll_ctl)(epfd, op, fd, ev);
 }
 
 int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
 	if (ssp_fd_busy(epfd))
-		return ssp_epoll_wait(epfd, evs, max, timeout, NULL);
+		return POINT(ssp_epoll_wait(epfd, evs, max, timeout, NULL));
 	return REAL(epoll_wait)(epfd, evs, max, timeout);
 }
 
@@ -362,7 +378,7 @@ int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
 		const sigset_t *mask)
 {
 	if (ssp_fd_busy(epfd))
-		return ssp_epoll_wait(epfd, evs, max, timeout, mask);
+		return POINT(ssp_epoll_wait(epfd, evs, max, timeout, mask));
 	return REAL(epoll_pwait)(epfd, evs, max, timeout, mask);
 }
 
@@ -385,7 +401,7 @@ int epoll_pwait2(int epfd, struct epoll_event *evs, int max,
 			   const sigset_t *);
 
 	if (ssp_fd_busy(epfd))
-		return ssp_epoll_wait(epfd, evs, max, ts_to_ms(ts), mask);
+		return POINT(ssp_epoll_wait(epfd, evs, max, ts_to_ms(ts), mask));
 	if (!real) {
 		void *p = dlsym(RTLD_NEXT, "epoll_pwait2");
 
@@ -411,7 +427,7 @@ static bool any_busy(const struct pollfd *fds, nfds_t n)
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (any_busy(fds, n))
-		return ssp_poll(fds, n, timeout, NULL);
+		return POINT(ssp_poll(fds, n, timeout, NULL));
 	return REAL(poll)(fds, n, timeout);
 }
 
@@ -424,7 +440,7 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
 int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
 {
 	if (any_busy(fds, n))
-		return ssp_poll(fds, n, ts_to_ms(ts), mask);
+		return POINT(ssp_poll(fds, n, ts_to_ms(ts), mask));
 	return REAL(ppoll)(fds, n, ts, mask);
 }
 
@@ -458,7 +474,7 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 		}
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		int rc = ssp_select(nfds, r, w, e, ms, NULL);
+		int rc = POINT(ssp_select(nfds, r, w, e, ms, NULL));
 		if (tv && rc >= 0) {
 			/* Linux writes back the time not slept. */
 			clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -479,7 +495,7 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts
 	    const sigset_t *mask)
 {
 	if (sets_busy(nfds, r, w, e))
-		return ssp_select(nfds, r, w, e, ts_to_ms(ts), mask);
+		return POINT(ssp_select(nfds, r, w, e, ts_to_ms(ts), mask));
 	return REAL(pselect)(nfds, r, w, e, ts, mask);
 }
 

@@ -31,43 +31,63 @@ int fexecve(int fd, char *const argv[], char *const envp[]);
 		} \
 	}
 
+/* ssp_exec_prepare, cancellation held off (exec is no cancellation point). */
+static void exec_prepare(void)
+{
+	int err = errno;
+
+	ssp_call_enter(false);
+	ssp_exec_prepare();
+	ssp_call_leave();
+	errno = err;
+}
+
 pid_t fork(void)
 {
-	return ssp_fork();
+	pid_t pid;
+	int err;
+
+	/* Not a cancellation point: held off throughout (posix.h). */
+	ssp_call_enter(false);
+	pid = ssp_fork();
+	err = errno;
+	ssp_call_leave();
+	errno = err;
+	return pid;
 }
 
 int execve(const char *path, char *const argv[], char *const envp[])
 {
 	REAL_PROC(execve);
-	ssp_exec_prepare();
+	exec_prepare();
 	return real_execve(path, argv, envp);
 }
 
 int execv(const char *path, char *const argv[])
 {
 	REAL_PROC(execv);
-	ssp_exec_prepare();
+	exec_prepare();
 	return real_execv(path, argv);
 }
 
 int execvp(const char *file, char *const argv[])
 {
 	REAL_PROC(execvp);
-	ssp_exec_prepare();
+	exec_prepare();
 	return real_execvp(file, argv);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	REAL_PROC(execvpe);
-	ssp_exec_prepare();
+	exec_prepare();
 	return real_execvpe(file, argv, envp);
 }
 
 int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	REAL_PROC(fexecve);
-	ssp_exec_prepare();
+	exec_prepare();
 	return real_fexecve(fd, argv, envp);
 }
 

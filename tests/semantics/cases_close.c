@@ -322,6 +322,86 @@ static void linger_zero_close(void)
 	peer_end_check(tag, "reset", 0);
 }
 
+/* Send the pattern on non-blocking @fd until nothing moves for 200 ms
+ * (the peer reads nothing: its window and both sides' buffers are full);
+ * returns the bytes sent. */
+static long linger_fill(int fd)
+{
+	static uint8_t chunk[65536];
+	double end = sc_now_ms() + SC_WAIT_MS;
+	long sent = 0;
+
+	SC_EQ(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	for (;;) {
+		ssize_t r;
+
+		sc_pattern_fill(chunk, sizeof(chunk), (size_t)sent);
+		r = send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
+		if (r > 0) {
+			sent += r;
+			continue;
+		}
+		SC_ERR(r, EAGAIN);
+		if (!(sc_poll1(fd, POLLOUT, 200) & POLLOUT))
+			break;
+		if (sc_now_ms() > end)
+			sc_fail(__FILE__, __LINE__, "the peer took %ld bytes and more", sent);
+	}
+	SC_TRUE(sent > 0);
+	return sent;
+}
+
+/*
+ * SO_LINGER {1, 5}: close() waits until everything sent is acknowledged
+ * (Linux's sk_stream_wait_close: our FIN acknowledged).  The peer reads
+ * nothing for 1.5 s, then everything: close() (blocking socket) returns
+ * 0 after the peer's reads began, long before the 5 s, and the peer has
+ * every byte, checked against the pattern.
+ */
+static void linger_close_waits(void)
+{
+	char tag[128];
+	struct linger lg = { 1, 5 };
+	double t0 = sc_now_ms(), t1;
+	int fd = sc_peer_open("VERIFY\nHOLD 1500 %s\n", sc_tag(tag, sizeof(tag), 0));
+	long sent = linger_fill(fd);
+
+	SC_EQ(fcntl(fd, F_SETFL, 0), 0);
+	SC_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	t1 = sc_now_ms();
+	SC_TRUE(t1 - t0 < 1300); /* the peer still holds */
+	SC_EQ(sc_close(fd), 0);
+	/* After the reads began; the 5 s would end after t1 + 5000. */
+	SC_RANGE(sc_now_ms() - t0, 1500, 4500);
+	peer_end_check(tag, "eof", sent);
+}
+
+/*
+ * SO_LINGER {1, 1} while the peer reads nothing: close() gives up after
+ * the second and returns 0, on a non-blocking socket too (Linux waits
+ * either way); the connection closes on in the background: the peer gets
+ * every byte and EOF once it reads.  Closing a dup first does not wait:
+ * only the last close lingers.
+ */
+static void linger_close_timeout(void)
+{
+	char tag[128];
+	struct linger lg = { 1, 1 };
+	int fd = sc_peer_open("VERIFY\nHOLD 2500 %s\n", sc_tag(tag, sizeof(tag), 0)), d;
+	long sent = linger_fill(fd);
+	double t0;
+
+	SC_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	d = sc_track((int)SC_OK(dup(fd)));
+	t0 = sc_now_ms();
+	SC_EQ(sc_close(d), 0);
+	SC_RANGE(sc_now_ms() - t0, 0, 300);
+	t0 = sc_now_ms();
+	SC_EQ(sc_close(fd), 0);
+	SC_RANGE(sc_now_ms() - t0, 900, 2000);
+	peer_end_check(tag, "eof", sent);
+}
+
 /* A plain close sends everything queued, then FIN. */
 static void close_flushes(void)
 {
@@ -374,6 +454,8 @@ const struct sc_case sc_cases_close[] = {
 	{ "reset_sigpipe", reset_sigpipe },
 	{ "reset_nosignal", reset_nosignal },
 	{ "linger_zero_close", linger_zero_close },
+	{ "linger_close_waits", linger_close_waits },
+	{ "linger_close_timeout", linger_close_timeout },
 	{ "close_flushes", close_flushes },
 	{ "close_unread_rst", close_unread_rst },
 	{ "close_twice", close_twice },

@@ -1,4 +1,5 @@
-/* cases_epoll.c - epoll: level and edge triggering, ONESHOT, RDHUP, mixed sets, errors. */
+/* cases_epoll.c - epoll: level and edge triggering, ONESHOT, RDHUP, mixed sets, errors, dup of a set. */
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <string.h>
@@ -342,6 +343,102 @@ static void epoll_close_removes(void)
 	epoll_none(ep, 100);
 }
 
+/* epoll_wait that must report exactly two events, in either order. */
+static void epoll_two(int ep, int ms, uint64_t tag1, uint32_t ev1, uint64_t tag2, uint32_t ev2)
+{
+	struct epoll_event ev[4];
+	int n = (int)SC_OK(epoll_wait(ep, ev, 4, ms)), i;
+
+	if (n != 2)
+		sc_fail(__FILE__, __LINE__, "epoll_wait: %d events, want 2", n);
+	i = ev[0].data.u64 == tag1 ? 0 : 1;
+	SC_EQ(ev[i].data.u64, tag1);
+	SC_EQ(ev[i].events, ev1);
+	SC_EQ(ev[1 - i].data.u64, tag2);
+	SC_EQ(ev[1 - i].events, ev2);
+}
+
+/*
+ * dup() of an epoll fd names the same set: one interest list.  A socket
+ * added through the original is reported through the copy, a thread
+ * asleep there is woken by it; the copy sees the original's
+ * registrations (EEXIST) and the original the copy's; closing the
+ * original leaves the set to the copy, which still sleeps and wakes.
+ */
+static void epoll_dup(void)
+{
+	int fd = sc_peer_open("SLEEP 200\nSEND 10\nSINK -\n");
+	int late = sc_peer_open("SLEEP 700\nSEND 5\nSINK -\n");
+	int quiet = sc_peer_open("SINK -\n"), ep = epoll_new(), d;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 31 };
+	uint8_t buf[10];
+
+	epoll_add(ep, fd, EPOLLIN, 31);
+	d = sc_track((int)SC_OK(dup(ep)));
+	SC_EQ(fcntl(d, F_GETFD), 0);
+	epoll_none(d, 0);
+	epoll_one(d, SC_WAIT_MS, 31, EPOLLIN);
+	SC_ERR(epoll_ctl(d, EPOLL_CTL_ADD, fd, &ev), EEXIST);
+	epoll_add(d, quiet, EPOLLOUT, 32);
+	epoll_two(ep, 0, 31, EPOLLIN, 32, EPOLLOUT);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 33 };
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_MOD, quiet, &ev), 0);
+	epoll_one(d, 0, 31, EPOLLIN);
+	SC_EQ(epoll_ctl(d, EPOLL_CTL_DEL, fd, NULL), 0);
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL), ENOENT);
+	epoll_add(ep, late, EPOLLIN, 34);
+	SC_EQ(sc_close(ep), 0);
+	/* The set lives on through the copy: it sleeps until late's data. */
+	epoll_one(d, SC_WAIT_MS, 34, EPOLLIN);
+	SC_ERR(epoll_ctl(d, EPOLL_CTL_ADD, late, &ev), EEXIST);
+	SC_EQ(epoll_ctl(d, EPOLL_CTL_DEL, quiet, NULL), 0);
+	SC_ERR(epoll_ctl(d, EPOLL_CTL_DEL, quiet, NULL), ENOENT);
+	sc_recv_exact(fd, buf, 10, SC_WAIT_MS);
+	sc_pattern_check(buf, 10, 0);
+}
+
+/*
+ * dup2() onto an epoll fd: the number now names the other set, and the
+ * set it named, left without a number, is gone with its registrations.
+ * dup3(O_CLOEXEC) and F_DUPFD_CLOEXEC give numbers of the same set,
+ * close-on-exec on the new number only; dup2 of a set onto itself
+ * changes nothing; a socket dup2'ed onto one of the numbers takes that
+ * number away from the set, which the others keep.
+ */
+static void epoll_dup2(void)
+{
+	int a = sc_peer_open("SEND 10\nSINK -\n"), b = sc_peer_open("SEND 20\nSINK -\n");
+	int ep1 = epoll_new(), ep2 = epoll_new(), ep3 = epoll_new(), d;
+
+	epoll_add(ep1, a, EPOLLIN, 41);
+	epoll_add(ep2, b, EPOLLIN, 42);
+	epoll_one(ep1, SC_WAIT_MS, 41, EPOLLIN);
+	epoll_one(ep2, SC_WAIT_MS, 42, EPOLLIN);
+	SC_EQ(dup2(ep1, ep2), ep2);
+	epoll_one(ep2, 0, 41, EPOLLIN);
+	epoll_add(ep2, b, EPOLLIN, 43); /* its old set is gone */
+	epoll_two(ep1, 0, 41, EPOLLIN, 43, EPOLLIN);
+	SC_EQ(dup2(ep1, ep1), ep1);
+	epoll_two(ep1, 0, 41, EPOLLIN, 43, EPOLLIN);
+	SC_EQ(dup3(ep2, ep3, O_CLOEXEC), ep3);
+	SC_EQ(fcntl(ep3, F_GETFD), FD_CLOEXEC);
+	SC_EQ(fcntl(ep2, F_GETFD), 0); /* dup2 cleared epoll_new's */
+	SC_EQ(fcntl(ep1, F_GETFD), FD_CLOEXEC);
+	SC_EQ(epoll_ctl(ep3, EPOLL_CTL_DEL, a, NULL), 0);
+	epoll_one(ep1, 0, 43, EPOLLIN);
+	d = sc_track((int)SC_OK(fcntl(ep1, F_DUPFD_CLOEXEC, 0)));
+	SC_EQ(fcntl(d, F_GETFD), FD_CLOEXEC);
+	epoll_one(d, 0, 43, EPOLLIN);
+	/* A socket onto a number: the set keeps its other numbers. */
+	SC_EQ(dup2(a, ep2), ep2);
+	epoll_one(ep3, 0, 43, EPOLLIN);
+	SC_EQ(sc_close(ep1), 0);
+	SC_EQ(sc_close(ep3), 0);
+	epoll_one(d, 0, 43, EPOLLIN);
+	epoll_add(d, ep2, EPOLLIN, 44); /* a's other number, a's data */
+	epoll_two(d, 0, 43, EPOLLIN, 44, EPOLLIN);
+}
+
 const struct sc_case sc_cases_epoll[] = {
 	{ "epoll_level", epoll_level },
 	{ "epoll_edge", epoll_edge },
@@ -357,5 +454,7 @@ const struct sc_case sc_cases_epoll[] = {
 	{ "epoll_threads_wake", epoll_threads_wake },
 	{ "epoll_ctl_errors", epoll_ctl_errors },
 	{ "epoll_close_removes", epoll_close_removes },
+	{ "epoll_dup", epoll_dup },
+	{ "epoll_dup2", epoll_dup2 },
 	{ NULL, NULL },
 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -477,9 +478,278 @@ static void threads_fork_handoff(void)
 	SC_TRUE(memcmp(in, "parent", 6) == 0);
 }
 
+/* ---- pthread_cancel of threads blocked in the layer --------------------------- */
+
+/*
+ * A thread blocked in a call on a socket is cancelled (pthread_cancel:
+ * recv, accept, epoll_wait, poll, select, connect and send are
+ * cancellation points): it must go without a trace, so that the others
+ * go on using those sockets and waiting on them.  Under Slipstream the
+ * cancelled thread was asleep as a waiter of the sockets' context, often
+ * its poller: a second thread blocked there meanwhile must still be
+ * woken by the next event (no lost wake-up).
+ */
+
+enum cw_kind { CW_RECV, CW_ACCEPT, CW_EPOLL, CW_POLL, CW_SELECT, CW_CONNECT, CW_SEND };
+
+struct cw {
+	pthread_t t;
+	enum cw_kind kind;
+	int fd;
+	int ready;              /* atomic: about to block */
+	long rc;
+	int err;
+	uint32_t events;        /* epoll/poll/select: what was ready */
+	char buf[8];
+};
+
+static struct cw cwa, cwb;
+
+static void *cw_run(void *arg)
+{
+	static uint8_t big[16 << 20];
+	struct cw *c = arg;
+	struct epoll_event ev;
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+	struct timeval tv = { TH_IO_S, 0 };
+	struct sockaddr_in a = sc.blackhole;
+	fd_set r;
+
+	__atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+	switch (c->kind) {
+	case CW_RECV:
+		c->rc = recv(c->fd, c->buf, 4, MSG_WAITALL);
+		break;
+	case CW_ACCEPT:
+		c->rc = accept(c->fd, NULL, NULL);
+		break;
+	case CW_EPOLL:
+		c->rc = epoll_wait(c->fd, &ev, 1, TH_IO_S * 1000);
+		c->events = c->rc == 1 ? ev.events : 0;
+		break;
+	case CW_POLL:
+		c->rc = poll(&p, 1, TH_IO_S * 1000);
+		c->events = (uint32_t)p.revents;
+		break;
+	case CW_SELECT:
+		FD_ZERO(&r);
+		FD_SET(c->fd, &r);
+		c->rc = select(c->fd + 1, &r, NULL, NULL, &tv);
+		c->events = c->rc == 1 && FD_ISSET(c->fd, &r);
+		break;
+	case CW_CONNECT:
+		c->rc = connect(c->fd, (struct sockaddr *)&a, sizeof(a));
+		break;
+	case CW_SEND:
+		c->rc = send(c->fd, big, sizeof(big), MSG_NOSIGNAL);
+		break;
+	}
+	c->err = c->rc < 0 ? errno : 0;
+	return NULL;
+}
+
+/* Start @c (@kind on @fd) and let it block. */
+static void cw_start(struct cw *c, enum cw_kind kind, int fd)
+{
+	double end = sc_now_ms() + SC_WAIT_MS;
+
+	memset(c, 0, sizeof(*c));
+	c->kind = kind;
+	c->fd = fd;
+	c->rc = -2;
+	SC_EQ(pthread_create(&c->t, NULL, cw_run, c), 0);
+	while (!__atomic_load_n(&c->ready, __ATOMIC_ACQUIRE) && sc_now_ms() < end)
+		sc_sleep_ms(2);
+	sc_sleep_ms(100); /* asleep in the call by now */
+}
+
+/* Join @c within SC_WAIT_MS: its return value, or fail. */
+static void *cw_join(struct cw *c, const char *what)
+{
+	struct timespec ts;
+	void *ret = NULL;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += SC_WAIT_MS / 1000;
+	if (pthread_timedjoin_np(c->t, &ret, &ts) != 0)
+		sc_fail(__FILE__, __LINE__, "the thread in %s did not end (rc %ld)", what, c->rc);
+	return ret;
+}
+
+/* Cancel @c, asleep in its call: it ends as cancelled, the call unreturned. */
+static void cw_cancel(struct cw *c, const char *what)
+{
+	SC_EQ(c->rc, -2);
+	SC_EQ(pthread_cancel(c->t), 0);
+	if (cw_join(c, what) != PTHREAD_CANCELED)
+		sc_fail(__FILE__, __LINE__, "the thread in %s was not cancelled (rc %ld %s)", what,
+			c->rc, sc_errname(c->err));
+	SC_EQ(c->rc, -2);
+}
+
+/* One exact echo round of @n bytes on @fd by this thread (blocking recv). */
+static void cw_echo(int fd, size_t n)
+{
+	static uint8_t out[65536], in[65536];
+	size_t got = 0;
+
+	sc_pattern_fill(out, n, 3);
+	sc_send_all(fd, out, n);
+	while (got < n) {
+		ssize_t r = recv(fd, in + got, n - got, 0);
+
+		if (r <= 0)
+			sc_fail(__FILE__, __LINE__, "echo: recv %zd %s after %zu", r,
+				r < 0 ? sc_errname(errno) : "EOF", got);
+		got += (size_t)r;
+	}
+	sc_pattern_check(in, n, 3);
+}
+
+static int cw_peer_echo(void)
+{
+	struct timeval tv = { TH_IO_S, 0 };
+	int fd = sc_peer_open("ECHO\n");
+
+	SC_OK(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	SC_OK(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	return fd;
+}
+
+/*
+ * recv, accept, epoll_wait: in each round thread A blocks first (under
+ * Slipstream the poller of the main thread's context), thread B second
+ * on another socket or set; A is cancelled and joined; then an event for
+ * B must wake it; then the sockets work on (exact echoes).
+ */
+static void threads_cancel_blocked(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	uint16_t port = sc_port(0);
+	int c1 = cw_peer_echo(), c2 = cw_peer_echo(), lfd = sc_listen(port, 8, 0), ep, ctl, fd;
+	char buf[4];
+
+	ep = sc_track((int)SC_OK(epoll_create1(EPOLL_CLOEXEC)));
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_ADD, c1, &ev), 0);
+
+	/* recv: A on c1, B on c2. */
+	cw_start(&cwa, CW_RECV, c1);
+	cw_start(&cwb, CW_RECV, c2);
+	cw_cancel(&cwa, "recv()");
+	SC_EQ(send(c2, "ping", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "recv()"), NULL);
+	SC_EQ(cwb.rc, 4);
+	SC_TRUE(memcmp(cwb.buf, "ping", 4) == 0);
+	cw_echo(c1, 20000);
+	cw_echo(c2, 300);
+
+	/* accept: A on the listener, B in epoll_wait on c1. */
+	cw_start(&cwa, CW_ACCEPT, lfd);
+	cw_start(&cwb, CW_EPOLL, ep);
+	cw_cancel(&cwa, "accept()");
+	SC_EQ(send(c1, "pong", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "epoll_wait()"), NULL);
+	SC_EQ(cwb.rc, 1);
+	SC_EQ(cwb.events, EPOLLIN);
+	sc_recv_exact(c1, buf, 4, SC_WAIT_MS);
+	SC_TRUE(memcmp(buf, "pong", 4) == 0);
+	ctl = sc_peer_connect_back(port, 1);
+	fd = sc_accept(lfd, SC_WAIT_MS, 0);
+	sc_peer_connect_back_done(ctl, 1);
+	cw_echo(fd, 5000);
+
+	/* epoll_wait: A on the set, B in recv() on c2. */
+	cw_start(&cwa, CW_EPOLL, ep);
+	cw_start(&cwb, CW_RECV, c2);
+	cw_cancel(&cwa, "epoll_wait()");
+	SC_EQ(send(c2, "pang", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "recv()"), NULL);
+	SC_EQ(cwb.rc, 4);
+	SC_TRUE(memcmp(cwb.buf, "pang", 4) == 0);
+	/* The set works on for the main thread. */
+	SC_EQ(epoll_wait(ep, &ev, 1, 0), 0);
+	SC_EQ(send(c1, "pung", 4, 0), 4);
+	SC_EQ(epoll_wait(ep, &ev, 1, SC_WAIT_MS), 1);
+	SC_EQ(ev.data.u64, 7);
+	sc_recv_exact(c1, buf, 4, SC_WAIT_MS);
+	SC_TRUE(memcmp(buf, "pung", 4) == 0);
+	cw_echo(c1, 65536);
+	cw_echo(c2, 65536);
+}
+
+/*
+ * poll, select, connect, send: each blocked thread is cancelled while
+ * another blocks on the same sockets' context; that one is woken by the
+ * next event, and the sockets work on.
+ */
+static void threads_cancel_calls(void)
+{
+	char tag[128];
+	int c1 = cw_peer_echo(), c2 = cw_peer_echo(), s, hold;
+	struct timeval tv = { TH_IO_S, 0 };
+
+	/* poll: A on c1, B in select() on c2. */
+	cw_start(&cwa, CW_POLL, c1);
+	cw_start(&cwb, CW_SELECT, c2);
+	cw_cancel(&cwa, "poll()");
+	SC_EQ(send(c2, "ping", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "select()"), NULL);
+	SC_EQ(cwb.rc, 1);
+	SC_EQ(cwb.events, 1);
+	cw_echo(c1, 1000);
+	{
+		char buf[4];
+
+		sc_recv_exact(c2, buf, 4, SC_WAIT_MS);
+		SC_TRUE(memcmp(buf, "ping", 4) == 0);
+	}
+
+	/* select: A on c1, B in poll() on c2. */
+	cw_start(&cwa, CW_SELECT, c1);
+	cw_start(&cwb, CW_POLL, c2);
+	cw_cancel(&cwa, "select()");
+	SC_EQ(send(c2, "pong", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "poll()"), NULL);
+	SC_EQ(cwb.rc, 1);
+	SC_EQ(cwb.events, POLLIN);
+	cw_echo(c1, 1000);
+	{
+		char buf[4];
+
+		sc_recv_exact(c2, buf, 4, SC_WAIT_MS);
+		SC_TRUE(memcmp(buf, "pong", 4) == 0);
+	}
+
+	/* connect to an address nobody answers: A cancelled, B in recv(). */
+	s = sc_tcp_socket(0);
+	cw_start(&cwa, CW_CONNECT, s);
+	cw_start(&cwb, CW_RECV, c2);
+	cw_cancel(&cwa, "connect()");
+	SC_EQ(send(c2, "pang", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "recv()"), NULL);
+	SC_EQ(cwb.rc, 4);
+	SC_EQ(sc_close(s), 0);
+
+	/* send into a peer that reads nothing: A cancelled, B in recv(). */
+	hold = sc_peer_open("HOLD 1000 %s\n", sc_tag(tag, sizeof(tag), 0));
+	SC_OK(setsockopt(hold, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	cw_start(&cwa, CW_SEND, hold);
+	cw_start(&cwb, CW_RECV, c1);
+	cw_cancel(&cwa, "send()");
+	SC_EQ(send(c1, "pung", 4, 0), 4);
+	SC_EQ(cw_join(&cwb, "recv()"), NULL);
+	SC_EQ(cwb.rc, 4);
+	SC_TRUE(memcmp(cwb.buf, "pung", 4) == 0);
+	cw_echo(c1, 65536);
+	cw_echo(c2, 65536);
+	SC_EQ(sc_close(hold), 0);
+}
+
 const struct sc_case sc_cases_threads[] = {
 	{ "threads_contexts", threads_contexts },
 	{ "threads_wait_contexts", threads_wait_contexts },
 	{ "threads_fork_handoff", threads_fork_handoff },
+	{ "threads_cancel_blocked", threads_cancel_blocked },
+	{ "threads_cancel_calls", threads_cancel_calls },
 	{ NULL, NULL },
 };

@@ -13,6 +13,9 @@
  *   SINK tag         read and count everything until EOF or error, then
  *                    close; the outcome is recorded under tag ("-": none)
  *   HOLD ms tag      read nothing for ms, then SINK tag
+ *   VERIFY           the SINK (or HOLD) that follows also checks that the
+ *                    bytes are the stream pattern from offset 0: the first
+ *                    one that is not ends it as "bad"
  *   FIN tag          shutdown(SHUT_WR), then SINK tag
  *   CLOSE            close() now
  *   RST              SO_LINGER {1, 0} and close(): a reset
@@ -56,6 +59,7 @@ struct peer_conn {
 	size_t sent;          /* pattern offset of the next byte sent */
 	char buf[65536];      /* received, not yet consumed */
 	size_t len;
+	int verify;           /* VERIFY: SINK checks the pattern */
 };
 
 struct peer_tag {
@@ -176,12 +180,25 @@ static const char *peer_errname(int err)
 	return name ? name : "E?";
 }
 
+/* With VERIFY: are the @n bytes at @p the pattern from stream offset @off? */
+static int peer_pattern_ok(const struct peer_conn *c, const char *p, size_t n, long off)
+{
+	for (size_t i = 0; c->verify && i < n; i++)
+		if ((uint8_t)p[i] != (uint8_t)((size_t)(off + (long)i) % 251))
+			return 0;
+	return 1;
+}
+
 /* Read until EOF or error, counting (buffered bytes included); record under tag. */
 static void peer_sink(struct peer_conn *c, const char *tag)
 {
 	long bytes = (long)c->len;
 	char end[32];
 
+	if (!peer_pattern_ok(c, c->buf, c->len, 0)) {
+		peer_tag_update(tag, bytes, "bad");
+		return;
+	}
 	c->len = 0;
 	peer_tag_update(tag, bytes, "open");
 	for (;;) {
@@ -191,6 +208,10 @@ static void peer_sink(struct peer_conn *c, const char *tag)
 			continue;
 		if (r == 0) {
 			snprintf(end, sizeof(end), "eof");
+			break;
+		}
+		if (r > 0 && !peer_pattern_ok(c, c->buf, (size_t)r, bytes)) {
+			snprintf(end, sizeof(end), "bad");
 			break;
 		}
 		if (r < 0) {
@@ -376,6 +397,8 @@ static void peer_serve(struct peer_conn *c)
 		} else if (strcmp(word, "SINK") == 0) {
 			peer_sink(c, arg1);
 			return;
+		} else if (strcmp(word, "VERIFY") == 0) {
+			c->verify = 1;
 		} else if (strcmp(word, "HOLD") == 0) {
 			n = strtol(arg1, NULL, 10);
 			struct timespec ts = { n / 1000, (n % 1000) * 1000000L };

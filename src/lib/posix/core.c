@@ -121,9 +121,9 @@ static void ssp_atfork_parent(void)
 
 static void ep_reset(int fd, struct ssp_file *f, void *arg)
 {
-	(void)fd;
 	(void)arg;
-	if (f->type == SSP_F_EPOLL)
+	/* Once per set, not per number. */
+	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
 		ssp_ep_atfork_child(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 
@@ -171,7 +171,7 @@ void ssp_log_once(const char *key, const char *fmt, ...)
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (ssp_real.write && ssp_real.write(2, buf, (size_t)n) < 0)
+	if (ss_sys_write(2, buf, (size_t)n) < 0)
 		return;
 }
 
@@ -353,6 +353,7 @@ int ssp_ready(void)
 		errno = EBADF;
 		return -1;
 	}
+	ssp_nocancel(); /* the attach talks to the service */
 	ssp_glock();
 	if (ssp.mode == SSP_M_UNSET) {
 		rc = attach_first();
@@ -386,6 +387,7 @@ uint32_t ssp_service_ip(void)
 	if (service_ip_tried)
 		goto out;
 	service_ip_tried = true;
+	ssp_nocancel(); /* a talk with the service, under ip_lock */
 	if (!path || !*path)
 		path = SS_DEFAULT_SOCK;
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -630,6 +632,8 @@ static void sock_free(struct ssp_sock *s)
 		case SSP_S_CONNECTED:
 			if (s->inh)
 				ss_release(ctx, s->inh_owner, s->inh_slot, s->inh_gen);
+			else if (s->lingering && s->conn)
+				ss_conn_set_user(s->conn, NULL); /* closed already: it closes on */
 			else if (s->conn)
 				ssp_conn_release(s->conn, s->linger_on && s->linger_s == 0);
 			break;
@@ -920,6 +924,14 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 		ssp_sock_touch(s);
 		return;
 	case SS_EVENT_CLOSED:
+		/* A close() that lingers (SO_LINGER) is over: our FIN was
+		 * acknowledged, or the connection died (sock.c). */
+		s = e->conn ? ss_conn_user(e->conn) : NULL;
+		if (s && s->lingering && s->conn == e->conn) {
+			s->conn = NULL;
+			ssp_sock_touch(s);
+		}
+		return;
 	default:
 		return;
 	}

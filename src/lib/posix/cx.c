@@ -222,8 +222,10 @@ static void waiter_free(void *p)
 {
 	struct ssp_waiter *w = p;
 
+	ssp_ep_waiter_gone(w);
 	if (w->efd >= 0)
-		ssp_real.close(w->efd);
+		ss_sys_close(w->efd);
+	free(w->owns);
 	free(w);
 }
 
@@ -269,15 +271,20 @@ void ssp_waiter_atfork_child(void)
 	    !(w = pthread_getspecific(waiter_key)))
 		return;
 	if (w->efd >= 0)
-		ssp_real.close(w->efd);
+		ss_sys_close(w->efd);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	w->id = __atomic_add_fetch(&waiter_ids, 1, __ATOMIC_RELAXED);
 	w->kicked = 0;
 	w->sleep_ep = NULL;
 	w->ep_fail = false;
+	/* The parent's sets forgot their owners here (ssp_ep_atfork_child);
+	 * the locks of those no longer in the table may be held by threads
+	 * the child does not have: never look at them. */
+	w->n_owns = 0;
 	if (w->efd < 0) {
 		/* No eventfd: this thread naps from now on. */
 		pthread_setspecific(waiter_key, NULL);
+		free(w->owns);
 		free(w);
 	}
 }
@@ -289,7 +296,7 @@ void ssp_waiter_kick(struct ssp_waiter *w)
 	/* One write until the waiter drains: its eventfd is readable. */
 	if (__atomic_exchange_n(&w->kicked, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (ssp_real.write(w->efd, &one, sizeof(one)) < 0)
+	if (ss_sys_write(w->efd, &one, sizeof(one)) < 0)
 		return; /* counter saturated: it is readable anyway */
 }
 
@@ -376,7 +383,7 @@ void ssp_waiter_drain(struct ssp_waiter *w)
 	 * read (a kick after the exchange is read next time). */
 	if (!__atomic_exchange_n(&w->kicked, 0, __ATOMIC_ACQ_REL))
 		return;
-	if (ssp_real.read(w->efd, &v, sizeof(v)) < 0)
+	if (ss_sys_read(w->efd, &v, sizeof(v)) < 0)
 		__atomic_store_n(&w->kicked, 1, __ATOMIC_RELEASE); /* its write is on its way */
 }
 
@@ -414,6 +421,88 @@ void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad)
 		if (broad || kind_of(w) == SSP_WK_ALL)
 			ssp_waiter_kick(w);
 	}
+}
+
+/* ----------------------------------------------------------- cancellation */
+
+/* This thread's call into the layer (posix.h, "Cancellation"): nesting
+ * depth, whether it is a cancellation point, whether ssp_nocancel turned
+ * cancellation off in it and the state it found then. */
+static __thread struct {
+	int depth;
+	int state;
+	bool point;
+	bool off;
+} call __attribute__((tls_model("initial-exec")));
+
+void ssp_call_enter(bool point)
+{
+	if (call.depth++ > 0)
+		return;
+	/* libc acts on a pending cancellation at the entry of a
+	 * cancellation point: nothing is held yet.  (A load of the thread's
+	 * cancellation word, no store.) */
+	if (point)
+		pthread_testcancel();
+	call.point = point;
+}
+
+void ssp_call_leave(void)
+{
+	if (--call.depth == 0 && call.off) {
+		call.off = false;
+		pthread_setcancelstate(call.state, NULL);
+	}
+}
+
+void ssp_nocancel(void)
+{
+	if (call.depth == 0 || call.off)
+		return;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &call.state);
+	call.off = true;
+}
+
+struct cancel_undo {
+	void (*undo)(void *);
+	void *arg;
+};
+
+/* The cleanup handler of a cancellable sleep: the caller's undo, then the
+ * call is over (whatever the thread's own cleanup handlers call next
+ * enters the layer afresh; the thread's state is the one it had). */
+static void cancel_cleanup(void *arg)
+{
+	const struct cancel_undo *u = arg;
+
+	if (u->undo)
+		u->undo(u->arg);
+	call.depth = 0;
+	call.off = false;
+}
+
+int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg)
+{
+	struct cancel_undo u = { undo, uarg };
+	volatile bool on;
+	volatile int rc, err;
+
+	/* A call that is no cancellation point never acts on one. */
+	if (call.depth > 0 && !call.point)
+		ssp_nocancel();
+	/* Turned off earlier in this call: on again for the sleep, if the
+	 * thread had it on.  Else the thread's own state rules the sleep. */
+	on = call.off && call.point && call.state == PTHREAD_CANCEL_ENABLE;
+	pthread_cleanup_push(cancel_cleanup, &u);
+	if (on)
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+	rc = sleep(arg);
+	err = errno;
+	if (on)
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_cleanup_pop(0);
+	errno = err;
+	return rc;
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -473,12 +562,71 @@ int ssp_ms_left(int64_t deadline_ms)
 	return left > 1000000000 ? 1000000000 : (int)left;
 }
 
-/* ssp_block without following @s (blocked in a call on it, or NULL). */
-static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+/* The sleep of ssp_block: one poll (or ppoll) with no lock held. */
+struct block_sleep {
+	struct pollfd *pfd;
+	nfds_t n;
+	int left;               /* ms, -1: none */
+	const sigset_t *mask;
+};
+
+static int block_sleep(void *arg)
+{
+	const struct block_sleep *b = arg;
+	struct timespec ts = { b->left / 1000, (b->left % 1000) * 1000000L };
+
+	if (b->mask)
+		return ssp_real.ppoll(b->pfd, b->n, b->left < 0 ? NULL : &ts, b->mask);
+	return ssp_real.poll(b->pfd, b->n, b->left);
+}
+
+/* What a thread cancelled in that sleep undoes. */
+struct block_undo {
+	struct ssp_cx *cx;
+	struct ssp_waiter *w;   /* registered on cx, NULL: a nap */
+	struct ssp_sock *s;     /* held by the caller (ssp_block's rule), or NULL */
+};
+
+/* Off the context (a poller hands its role on as it leaves: ssp_unlock),
+ * and the caller's hold on its socket dropped. */
+static void block_undo(void *arg)
+{
+	const struct block_undo *u = arg;
+
+	ssp_cx_lock(u->cx);
+	if (u->w) {
+		if (u->s)
+			__atomic_sub_fetch(&u->s->n_blocked, 1, __ATOMIC_RELAXED);
+		ssp_waiter_drain(u->w);
+		ssp_wait_end(u->w, u->cx);
+	}
+	if (u->s) {
+		ssp_sock_relock(u->s);
+		ssp_sock_unhold(u->s);
+	}
+	ssp_unlock();
+}
+
+/* The sleep, a cancellation point with @u to undo when @cancel, else
+ * none, even in a call that is one (ssp_block_until). */
+static int block_sleep_as(struct block_sleep *b, struct block_undo *u, bool cancel)
+{
+	if (cancel)
+		return ssp_cancellable(block_sleep, b, block_undo, u);
+	ssp_nocancel();
+	return block_sleep(b);
+}
+
+/* ssp_block without following @s (blocked in a call on it, or NULL);
+ * @cancel: the sleep is a cancellation point (ssp_block, not _until). */
+static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask,
+		      bool cancel)
 {
 	struct ssp_cx *cx = held;
 	struct ssp_waiter *w = ssp_waiter_self();
 	struct pollfd pfd[2];
+	struct block_sleep b = { pfd, 0, 0, mask };
+	struct block_undo u = { cx, w, s };
 	int left, rc, err, role, n = 0;
 
 	left = ssp_ms_left(deadline_ms);
@@ -492,7 +640,9 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 			return -1;
 		}
 		ssp_unlock();
-		rc = ssp_real.poll(NULL, 0, left < 0 || left > 5 ? 5 : left);
+		b.left = left < 0 || left > 5 ? 5 : left;
+		b.mask = NULL;
+		rc = block_sleep_as(&b, &u, cancel);
 		ssp_cx_lock(cx);
 		ssp_cx_pump(cx);
 		ssp_away_pump();
@@ -516,13 +666,9 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 	if (role == 1)
 		pfd[n++] = (struct pollfd){ .fd = cx->evfd, .events = POLLIN };
 	ssp_unlock();
-	if (mask) {
-		struct timespec ts = { left / 1000, (left % 1000) * 1000000L };
-
-		rc = ssp_real.ppoll(pfd, (nfds_t)n, left < 0 ? NULL : &ts, mask);
-	} else {
-		rc = ssp_real.poll(pfd, (nfds_t)n, left);
-	}
+	b.n = (nfds_t)n;
+	b.left = left;
+	rc = block_sleep_as(&b, &u, cancel);
 	err = errno;
 	ssp_cx_lock(cx);
 	if (s)
@@ -537,9 +683,10 @@ static int block_held(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *m
 	return 0;
 }
 
-int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+/* ssp_block, cancellable or not. */
+static int block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask, bool cancel)
 {
-	int rc = block_held(s, deadline_ms, mask), err = errno;
+	int rc = block_held(s, deadline_ms, mask, cancel), err = errno;
 
 	if (s)
 		ssp_sock_relock(s); /* it may have moved to context 0 meanwhile */
@@ -547,10 +694,15 @@ int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
 	return rc;
 }
 
+int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask)
+{
+	return block(s, deadline_ms, mask, true);
+}
+
 bool ssp_block_until(struct ssp_sock *s, const bool *done, int64_t deadline_ms)
 {
 	while (!*done)
-		if (ssp_block(s, deadline_ms, NULL) < 0 && errno == ETIMEDOUT)
+		if (block(s, deadline_ms, NULL, false) < 0 && errno == ETIMEDOUT)
 			return false;
 	return true;
 }

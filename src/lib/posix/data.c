@@ -713,6 +713,9 @@ static ssize_t sendfile_from_sock(int out_fd, int in_fd, off_t *offset, size_t c
 
 ssize_t ssp_sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
+	/* Not a cancellation point; its reads and writes of the kernel fd
+	 * are (and happen with the lock held). */
+	ssp_nocancel();
 	if (ssp_fd_sock(in_fd))
 		return sendfile_from_sock(out_fd, in_fd, offset, count);
 	return sendfile_to_sock(out_fd, in_fd, offset, count);

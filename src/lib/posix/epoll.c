@@ -72,6 +72,16 @@
  *
  * Sets are type-stable, like sockets (posix.h): a closed one goes back
  * to a pool once its registrations are gone and no thread waits on it.
+ *
+ * Numbers.  dup, dup2, dup3 and F_DUPFD of a set's number give another
+ * number of the same kernel set, so the fd table maps it to the same
+ * object (ssp_ep_dup): registrations made through one are reported
+ * through every other, and closing one number leaves the set to the
+ * others (ssp_ep_drop); the last one takes it away.  The layer's own
+ * epoll_ctl go through ep.epfd, one of the numbers: when that one
+ * closes, another takes its place under the set's lock.  A thread in
+ * epoll_wait through a number closed meanwhile returns what the kernel
+ * gave it, as when the set goes.
  */
 
 /* epoll_data value marking a set's own wake eventfd in its kernel set. */
@@ -95,10 +105,18 @@ struct ep_x {
 	/* The first thread that sleeps on the set (ssp_waiter.id) keeps its
 	 * eventfd in the kernel set between sleeps (owner_in) until another
 	 * thread sleeps there too (shared): then each adds and removes its
-	 * own around every sleep, as a kick must wake only the sleepers. */
+	 * own around every sleep, as a kick must wake only the sleepers.  An
+	 * owner that exits takes its eventfd out and the set forgets it
+	 * (ssp_ep_waiter_gone), before the number can name another fd.
+	 * (owner: written under the lock, read atomically by ep_own.) */
 	uint64_t owner;
 	int owner_efd;
 	bool owner_in, shared;
+	/* The set's numbers (see "Numbers" above): refs in the fd table,
+	 * those other than ep.epfd in nums[0 .. refs - 1). */
+	int refs;
+	int *nums;
+	unsigned cap_nums;
 	struct ep_x *pool_next; /* in the pool (ssp.glock) */
 };
 
@@ -234,9 +252,10 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	x->waiters = 0;
 	x->n_sleepers = 0;
 	ssp_list_init(&x->sleepers);
-	x->owner = 0;
+	__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 	x->owner_efd = -1;
 	x->owner_in = x->shared = false;
+	x->refs = 1;
 	ssp_glock();
 	if (ssp_fd_get(epfd)) {
 		/* Another thread made it meanwhile: use that one. */
@@ -416,6 +435,91 @@ static void ep_leave(struct ep_x *x, bool more)
 		ep_pool_put(x);
 }
 
+/* Room in @x->nums for one more number (its lock held): 0, or -1 (ENOMEM). */
+static int nums_reserve(struct ep_x *x)
+{
+	unsigned cap = x->cap_nums ? 2 * x->cap_nums : 4;
+	int *n;
+
+	if ((unsigned)x->refs <= x->cap_nums)
+		return 0;
+	while (cap < (unsigned)x->refs)
+		cap *= 2;
+	n = realloc(x->nums, cap * sizeof(*n));
+	if (!n) {
+		errno = ENOMEM;
+		return -1;
+	}
+	x->nums = n;
+	x->cap_nums = cap;
+	return 0;
+}
+
+/* Number @fd of @x leaves it, another one left (its lock held): out of
+ * the fd table, and out of nums, or another takes ep.epfd's place. */
+static void num_drop(struct ep_x *x, int fd)
+{
+	int last = x->nums[--x->refs - 1];
+
+	if (x->ep.epfd == fd) {
+		x->ep.epfd = last;
+	} else {
+		for (int i = 0; i < x->refs - 1; i++)
+			if (x->nums[i] == fd) {
+				x->nums[i] = last;
+				break;
+			}
+	}
+	ssp_glock();
+	ssp_fd_set(fd, NULL);
+	ssp_gunlock();
+}
+
+int ssp_ep_dup(struct ssp_ep *ep, int oldfd, int newfd, int flags, bool exact)
+{
+	struct ep_x *x = ep_x(ep);
+	int nfd, err;
+
+	if (!ep_lock_live(ep, oldfd))
+		return -2;
+	if (nums_reserve(x) < 0)
+		goto fail;
+	nfd = exact ? ssp_real.dup3(oldfd, newfd, flags)
+		    : ssp_real.fcntl(oldfd, flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, newfd);
+	if (nfd < 0)
+		goto fail;
+	if (exact && ssp_fd_get(newfd)) {
+		/* dup2 closed what newfd was (a socket, another set, or a
+		 * number of this one): it leaves the layer first, under its
+		 * own locks. */
+		pthread_mutex_unlock(&ep->lock);
+		ssp_fd_forget(newfd);
+		pthread_mutex_lock(&ep->lock);
+		if (x->dead || nums_reserve(x) < 0) {
+			/* Its last other number closed meanwhile (a race in the
+			 * program), or no memory: the kernel's set only. */
+			pthread_mutex_unlock(&ep->lock);
+			ssp_log_once("dup_epoll_lost", "dup2() of an epoll fd closed meanwhile: "
+				     "the copy sees kernel fds only");
+			return nfd;
+		}
+	}
+	ssp_glock();
+	if (ssp_fd_set(nfd, &ep->f) == 0)
+		x->nums[x->refs++ - 1] = nfd;
+	else
+		ssp_log_once("dup_epoll_table", "dup() of an epoll fd: no memory for the fd "
+			     "table, the copy sees kernel fds only");
+	ssp_gunlock();
+	pthread_mutex_unlock(&ep->lock);
+	return nfd;
+fail:
+	err = errno;
+	pthread_mutex_unlock(&ep->lock);
+	errno = err;
+	return -1;
+}
+
 int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 {
 	struct ep_x *x = ep_x(ep);
@@ -423,8 +527,15 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 	int rc = 0;
 
 	if (!ep_lock_live(ep, epfd))
-		return close_fd ? ssp_real.close(epfd) : 0; /* gone meanwhile */
+		return close_fd ? ss_sys_close(epfd) : 0; /* gone meanwhile */
+	if (x->refs > 1) {
+		/* Other numbers keep the set. */
+		num_drop(x, epfd);
+		pthread_mutex_unlock(&ep->lock);
+		return close_fd ? ss_sys_close(epfd) : 0;
+	}
 	x->dead = true;
+	x->refs = 0;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
 		if (ep->cxmask & 1ull << i)
 			__atomic_sub_fetch(&ssp.cx[i].n_sets, 1, __ATOMIC_ACQ_REL);
@@ -443,7 +554,7 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 		ssp_unlock();
 	}
 	if (close_fd)
-		rc = ssp_real.close(epfd);
+		rc = ss_sys_close(epfd);
 	pthread_mutex_lock(&ep->lock);
 	x->cleaned = true;
 	recycle = x->waiters <= 0;
@@ -642,6 +753,45 @@ static int real_wait(int epfd, struct epoll_event *evs, int max, int timeout,
 		    : ssp_real.epoll_wait(epfd, evs, max, timeout);
 }
 
+/* A look at the kernel set that never sleeps, after ours were collected
+ * (and, edge-triggered or one-shot, consumed): no cancellation point, so
+ * they reach the caller. */
+static int kernel_look(int epfd, struct epoll_event *evs, int max)
+{
+	return (int)syscall(SYS_epoll_pwait, epfd, evs, max, 0, NULL, (size_t)8);
+}
+
+/* A sleep of ssp_epoll_wait in the kernel set, and what a thread
+ * cancelled there undoes (ep_cancelled). */
+struct ep_sleep {
+	int epfd;
+	struct epoll_event *evs;
+	int max, timeout;
+	const sigset_t *mask;
+	struct ep_x *x;           /* NULL: not our set, nothing to undo */
+	struct ssp_waiter *w;     /* asleep on x (a sleeper), or NULL: a nap */
+	uint64_t reg;             /* the contexts w is registered on */
+};
+
+static int ep_sleep(void *arg)
+{
+	const struct ep_sleep *e = arg;
+
+	return real_wait(e->epfd, e->evs, e->max, e->timeout, e->mask);
+}
+
+static void ep_cancelled(void *arg);
+
+/* real_wait, cancellable (ssp_cancellable) with @x, @w, @reg to undo. */
+static int ep_wait_cancellable(int epfd, struct epoll_event *evs, int max, int timeout,
+			       const sigset_t *mask, struct ep_x *x, struct ssp_waiter *w,
+			       uint64_t reg)
+{
+	struct ep_sleep e = { epfd, evs, max, timeout, mask, x, w, reg };
+
+	return ssp_cancellable(ep_sleep, &e, x ? ep_cancelled : NULL, &e);
+}
+
 /* The contexts to look at for @ep: those with sockets registered, and
  * context 0 while sockets are AWAY elsewhere (cx.c). */
 static uint64_t ep_cxs(struct ssp_ep *ep)
@@ -667,6 +817,57 @@ static bool ep_sleeping(struct ep_x *x, uint64_t id)
 	return false;
 }
 
+/* @w, about to become @x's owner (@x's lock held), notes @x in its
+ * w->owns, where its exit finds it; entries of sets it no longer owns go
+ * (only @w's thread makes a set its owner again).  0, or -1 (ENOMEM). */
+static int ep_own(struct ep_x *x, struct ssp_waiter *w)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < w->n_owns; i++) {
+		struct ssp_ep *ep = w->owns[i];
+
+		if (ep != &x->ep &&
+		    __atomic_load_n(&ep_x(ep)->owner, __ATOMIC_RELAXED) == w->id)
+			w->owns[k++] = ep;
+	}
+	w->n_owns = k;
+	if (k == w->cap_owns) {
+		unsigned cap = k ? 2 * k : 4;
+		struct ssp_ep **n = realloc(w->owns, cap * sizeof(*n));
+
+		if (!n) {
+			errno = ENOMEM;
+			return -1;
+		}
+		w->owns = n;
+		w->cap_owns = cap;
+	}
+	w->owns[w->n_owns++] = &x->ep;
+	return 0;
+}
+
+void ssp_ep_waiter_gone(struct ssp_waiter *w)
+{
+	for (unsigned i = 0; i < w->n_owns; i++) {
+		struct ssp_ep *ep = w->owns[i];
+		struct ep_x *x = ep_x(ep);
+
+		/* Sets are type-stable: a set since closed, or made again for
+		 * another fd, has another owner (or none) by now. */
+		pthread_mutex_lock(&ep->lock);
+		if (x->owner == w->id) {
+			if (x->owner_in && !x->dead)
+				ssp_real.epoll_ctl(ep->epfd, EPOLL_CTL_DEL, w->efd, NULL);
+			x->owner_in = false;
+			__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
+			x->owner_efd = -1;
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+	w->n_owns = 0;
+}
+
 /* @w's eventfd joins @x's kernel set for a sleep (@x's lock held; see
  * ep_x.owner).  0 or -1. */
 static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
@@ -674,7 +875,9 @@ static int ep_wake_add(struct ep_x *x, struct ssp_waiter *w)
 	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = SSP_EP_WAKE_MARK };
 
 	if (!x->owner) {
-		x->owner = w->id;
+		if (ep_own(x, w) < 0)
+			return -1;
+		__atomic_store_n(&x->owner, w->id, __ATOMIC_RELAXED);
 		x->owner_efd = w->efd;
 	} else if (x->owner != w->id && !x->shared) {
 		x->shared = true;
@@ -758,6 +961,33 @@ static bool ep_sleeper_quit(struct ep_x *x, struct ssp_waiter *w)
 }
 
 /*
+ * A thread cancelled asleep in epoll_wait on @e->x: off the set's
+ * sleepers, its eventfd out of the kernel set even where it kept it
+ * there between sleeps (the thread is going: the set forgets it as its
+ * owner), off its contexts (a poller hands its role on), out of the
+ * set's waiters.
+ */
+static void ep_cancelled(void *arg)
+{
+	const struct ep_sleep *e = arg;
+	struct ep_x *x = e->x;
+
+	if (e->w) {
+		pthread_mutex_lock(&x->ep.lock);
+		if (!ep_sleeper_quit_locked(x, e->w) && x->owner == e->w->id) {
+			if (x->owner_in)
+				ssp_real.epoll_ctl(x->ep.epfd, EPOLL_CTL_DEL, e->w->efd, NULL);
+			x->owner_in = false;
+			__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
+			x->owner_efd = -1;
+		}
+		pthread_mutex_unlock(&x->ep.lock);
+		ssp_wait_end_all(e->w, e->reg);
+	}
+	ep_leave(x, false);
+}
+
+/*
  * One pass over @ep's contexts in @cxs and those @self is registered on
  * (*@reg, from the last sleep), each under its lock: taken off the
  * context (which pumps it) or pumped, collected into @evs, and, with
@@ -830,7 +1060,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 	}
 	ep = ssp_mode() == SSP_M_ON ? ep_get(epfd) : NULL;
 	if (!ep || !ep_lock_live(ep, epfd))
-		return real_wait(epfd, evs, max, timeout_ms, mask);
+		return ep_wait_cancellable(epfd, evs, max, timeout_ms, mask, NULL, NULL, 0);
 	x = ep_x(ep);
 	__atomic_store_n(&x->waiters, x->waiters + 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&ep->lock);
@@ -854,7 +1084,7 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			ep_leave(x, more);
 			if (!k && n < max) {
 				/* Ours first; kernel fds ready now after them. */
-				int kn = ctx_filter(evs + n, real_wait(epfd, evs + n, max - n, 0, NULL));
+				int kn = ctx_filter(evs + n, kernel_look(epfd, evs + n, max - n));
 
 				if (kn > 0)
 					n += kn;
@@ -865,8 +1095,9 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			/* Nothing of ours, no sleep: a last look (left == 0), a
 			 * nap without an eventfd of our own, or a set with no
 			 * context to wait on. */
-			k = real_wait(epfd, evs, max,
-				      left < 0 || left > EP_NAP_MS ? EP_NAP_MS : left, mask);
+			k = ep_wait_cancellable(epfd, evs, max,
+						left < 0 || left > EP_NAP_MS ? EP_NAP_MS : left, mask,
+						x, NULL, 0);
 			err = errno;
 			if (k < 0) {
 				ep_leave(x, false);
@@ -890,12 +1121,13 @@ int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			w = NULL;
 			continue;
 		}
-		k = real_wait(epfd, evs, max, left, mask);
+		k = ep_wait_cancellable(epfd, evs, max, left, mask, x, w, reg);
 		err = errno;
 		dead = ep_sleeper_quit(x, w);
-		if (k < 0 || dead) {
-			/* An error (EINTR: never restarted), or the set was
-			 * closed meanwhile: what the kernel said. */
+		if (k < 0 || dead || ssp_fd_get(epfd) != &ep->f) {
+			/* An error (EINTR: never restarted), or the set (or
+			 * this number of it) was closed meanwhile: what the
+			 * kernel said. */
 			ssp_wait_end_all(w, reg);
 			ep_leave(x, false);
 			if (k < 0) {

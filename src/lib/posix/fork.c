@@ -128,11 +128,10 @@ static void file_convert(int fd, struct ssp_file *f, void *arg)
 
 static void ep_convert(int fd, struct ssp_file *f, void *arg)
 {
-	(void)fd;
 	(void)arg;
 	/* A set shared with the parent (the kernel object is): our context
-	 * joins it too so our events wake it. */
-	if (f->type == SSP_F_EPOLL)
+	 * joins it too so our events wake it.  Once per set, not per number. */
+	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
 		ssp_ep_child_attach(SSP_CONTAINER(f, struct ssp_ep, f));
 }
 
@@ -145,6 +144,7 @@ int ssp_child_attach(void)
 	char why[128] = "";
 	int64_t deadline;
 
+	ssp_nocancel(); /* the attach talks to the service */
 	ssp_lock_all();
 	if (ssp.mode != SSP_M_FORKED) {
 		int rc = ssp.mode == SSP_M_ON ? 0 : -1;
@@ -432,6 +432,7 @@ pid_t ssp_fork(void)
 	bool share;
 	pid_t pid;
 
+	ssp_nocancel(); /* pipes, the child's attach: no cancellation point */
 	ssp_real_init();
 	if (!real_fork) {
 		void *sym = dlsym(RTLD_NEXT, "fork");
@@ -515,6 +516,7 @@ void ssp_exec_prepare(void)
 	struct exec_fds x = { 0 };
 	unsigned n = 0;
 
+	ssp_nocancel();
 	ssp_real_init();
 	/* Only the process the attachment belongs to: a vfork() child shares
 	 * our memory, and a child forked around the shim never attached; in

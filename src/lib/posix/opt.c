@@ -62,9 +62,7 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 				return ssp_fail_unlock(EINVAL);
 			memcpy(&l, val, sizeof(l));
 			s->linger_on = l.l_onoff != 0;
-			s->linger_s = l.l_linger;
-			if (s->linger_on && l.l_linger != 0)
-				ssp_log_once("linger", "SO_LINGER with a timeout: close() does not wait");
+			s->linger_s = l.l_linger; /* close() waits (sock.c) */
 			goto ok;
 		}
 		default:

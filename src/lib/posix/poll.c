@@ -148,6 +148,43 @@ static int real_poll(struct pollfd *k, nfds_t n, int timeout, const sigset_t *ma
 	return ssp_real.ppoll(k, n, timeout < 0 ? NULL : &ts, mask);
 }
 
+/* The kernel fds' readiness now, never sleeping: no cancellation point
+ * (@k may be on the heap). */
+static int kernel_look(struct pollfd *k, nfds_t n)
+{
+	struct timespec ts = { 0, 0 };
+
+	return (int)syscall(SYS_ppoll, k, n, &ts, NULL, (size_t)8);
+}
+
+/* The sleep of ssp_poll, and what a thread cancelled there undoes: off
+ * the contexts it waits on (a poller hands its role on), the copy freed. */
+struct poll_sleep {
+	struct pollfd *k;
+	nfds_t n;
+	int timeout;
+	const sigset_t *mask;
+	struct ssp_waiter *w;
+	uint64_t reg;
+	struct pollfd *heap;    /* k when malloc'ed */
+};
+
+static int poll_sleep(void *arg)
+{
+	const struct poll_sleep *p = arg;
+
+	return real_poll(p->k, p->n, p->timeout, p->mask);
+}
+
+static void poll_undo(void *arg)
+{
+	const struct poll_sleep *p = arg;
+
+	if (p->reg)
+		ssp_wait_end_all(p->w, p->reg);
+	free(p->heap);
+}
+
 int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 {
 	struct pollfd stack[POLL_STACK + 1 + SSP_MAX_CX], *k = stack;
@@ -157,8 +194,11 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	int64_t deadline;
 	int rc, kr = 0;
 
-	if (ssp_mode() != SSP_M_ON)
-		return real_poll(fds, n, timeout_ms, mask);
+	if (ssp_mode() != SSP_M_ON) {
+		struct poll_sleep ps = { fds, n, timeout_ms, mask, NULL, 0, NULL };
+
+		return ssp_cancellable(poll_sleep, &ps, NULL, NULL);
+	}
 	w = timeout_ms != 0 ? ssp_waiter_self() : NULL;
 	if (n > POLL_STACK) {
 		k = malloc((n + 1 + SSP_MAX_CX) * sizeof(*k));
@@ -182,7 +222,7 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			break;
 		}
 		if (ready) {
-			kr = real_poll(k, n, 0, NULL);
+			kr = kernel_look(k, n);
 			rc = ready + (kr >= 0 ? merge(fds, n, k) : 0); /* clears stale kernel revents too */
 			break;
 		}
@@ -195,7 +235,12 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		} else if (left != 0 && (left < 0 || left > POLL_NAP_MS)) {
 			left = POLL_NAP_MS;
 		}
-		kr = real_poll(k, n + extra, left, mask);
+		{
+			struct poll_sleep ps = { k, n + extra, left, mask, w, reg,
+						 k != stack ? k : NULL };
+
+			kr = ssp_cancellable(poll_sleep, &ps, poll_undo, &ps);
+		}
 		err = errno;
 		slept = true;
 		if (kr < 0) {
@@ -210,6 +255,18 @@ int ssp_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	}
 	if (k != stack)
 		free(k);
+	return rc;
+}
+
+/* ssp_poll for ssp_select: a thread cancelled there frees @heap too. */
+static int select_poll(struct pollfd *p, nfds_t n, int timeout_ms, const sigset_t *mask,
+		       struct pollfd *heap)
+{
+	volatile int rc;
+
+	pthread_cleanup_push(free, heap);
+	rc = ssp_poll(p, n, timeout_ms, mask);
+	pthread_cleanup_pop(0);
 	return rc;
 }
 
@@ -243,7 +300,7 @@ int ssp_select(int nfds, fd_set *r, fd_set *w, fd_set *e, int timeout_ms,
 		if (ev)
 			p[n++] = (struct pollfd){ .fd = fd, .events = ev };
 	}
-	rc = ssp_poll(p, n, timeout_ms, mask);
+	rc = select_poll(p, n, timeout_ms, mask, p != stack ? p : NULL);
 	if (rc >= 0) {
 		for (nfds_t i = 0; i < n; i++)
 			if (p[i].revents & POLLNVAL) {

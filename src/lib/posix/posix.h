@@ -220,6 +220,8 @@ struct ssp_sock {
 	uint32_t fork_gen;      /* last fork that converted it */
 	bool away_counted;      /* counted in ssp.n_away */
 
+	bool lingering;         /* close() waits for SO_LINGER: conn is closed (sock.c) */
+
 	/* socket options (stored; most are fixed behaviour in the service) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
 	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */
@@ -238,11 +240,14 @@ struct ssp_ep_cx {
 	struct ssp_link rdlist; /* struct ssp_epreg.in_rd */
 };
 
-/* One epoll set that holds accelerated fds (a real kernel epoll fd). */
+/* One epoll set that holds accelerated fds (a real kernel epoll fd).
+ * Every number of the kernel set (dup, dup2, dup3, F_DUPFD) maps to the
+ * same object, as they name the same set on Linux (epoll.c). */
 struct ssp_ep {
 	struct ssp_file f;
 	pthread_mutex_t lock;   /* the set's own state in epoll.c, and cxmask */
-	int epfd;
+	int epfd;               /* one of its numbers, for the layer's own
+				 * epoll_ctl (lock: another takes over when it closes) */
 	uint64_t cxmask;        /* contexts with sockets registered here
 				 * (written under lock, read atomically) */
 	uint64_t kmask;         /* contexts whose eventfd is in the kernel set (lock) */
@@ -300,6 +305,12 @@ struct ssp_waiter {
 	struct ssp_ep *sleep_ep;
 	bool ep_fail;           /* epoll.c could not set up a sleep */
 	uint64_t id;            /* unique in the process, never 0 */
+	/* The epoll sets that made it their owner (epoll.c: its eventfd may
+	 * stay in their kernel sets between sleeps), some maybe no longer:
+	 * its own thread's (written under the set's lock), looked at when
+	 * the thread exits (ssp_ep_waiter_gone). */
+	struct ssp_ep **owns;
+	unsigned n_owns, cap_owns;
 };
 
 /* One context of the attachment as the layer uses it.  Everything here
@@ -480,13 +491,64 @@ void ssp_cx_kick(struct ssp_cx *cx);
 void ssp_sock_kick_blocked(struct ssp_sock *s);
 /* ssp_block - sleep on the held context until events arrive or
  * @deadline_ms (monotonic ms, -1: none).  Drops the lock while sleeping;
- * with @s (held by the caller), returns holding @s's context, which may
- * have changed meanwhile.  Returns 0 (events or a spurious wake:
- * re-check), or -1 with errno EINTR or ETIMEDOUT. */
+ * with @s (held by the caller: s->hold), returns holding @s's context,
+ * which may have changed meanwhile.  Returns 0 (events or a spurious
+ * wake: re-check), or -1 with errno EINTR or ETIMEDOUT.  A cancellation
+ * point (see ssp_call_enter): a thread cancelled there is taken off the
+ * context and lets go of @s (the caller's hold) first. */
 int ssp_block(struct ssp_sock *s, int64_t deadline_ms, const sigset_t *mask);
 /* ssp_block_until - block (signals ignored) until *@done, set by an event
- * handler, or @deadline_ms; returns *@done.  @s as for ssp_block. */
+ * handler, or @deadline_ms; returns *@done.  @s as for ssp_block.  Never
+ * a cancellation point (the answers of bind, listen, fork...). */
 bool ssp_block_until(struct ssp_sock *s, const bool *done, int64_t deadline_ms);
+
+/*
+ * Cancellation (pthread_cancel).  A thread cancelled inside the layer must
+ * leave nothing behind: no lock held, no waiter registered on a context
+ * (nor the poller role), no epoll sleeper, no socket held.  A deferred
+ * cancellation acts only where the thread reaches a libc cancellation
+ * point, so the layer reaches none but these:
+ *
+ *   - the entry of the calls that are cancellation points in libc
+ *     (accept, connect, recv, send and their kin, close, poll, select,
+ *     epoll_wait, splice): pthread_testcancel, nothing held yet;
+ *   - the sleeps of those calls, one blocking system call made with no
+ *     lock held, with a cleanup handler that undoes what the sleep and its
+ *     caller hold (ssp_cancellable).
+ *
+ * Everywhere else the layer's system calls are not cancellation points:
+ * on its own fds (eventfd kicks and drains, the doorbell, closing an fd
+ * it took out of its table) and its non-sleeping looks at kernel fds it
+ * makes raw system calls (ss_sys_read/write/close in lib.h, syscall()),
+ * and the rare paths that call libc's cancellable functions (attach,
+ * fork, exec, sendfile and splice's kernel I/O, a full command queue's
+ * usleep, the sleeps of calls that are no cancellation point: bind,
+ * listen, shutdown, the options, fcntl, ioctl, dup, epoll_ctl, sendfile,
+ * fork) first turn cancellation off for the rest of the call
+ * (ssp_nocancel).  So a call that neither sleeps nor takes a rare path
+ * (a recv or send that completes at once, getsockopt, fcntl, epoll_ctl)
+ * costs no pthread_setcancelstate at all.  Asynchronous cancellation
+ * inside a socket call is undefined in POSIX (they are not
+ * async-cancel-safe) and is not guarded against.
+ *
+ * ssp_call_enter - a call into the layer begins (the shim brackets each;
+ * @point: a cancellation point in libc: a pending cancellation acts
+ * here); ssp_call_leave - it ends: the thread's cancellation state is
+ * back as it was.  Calls nest (the outermost counts).
+ * ssp_nocancel - no cancellation acts in this call from now on (the
+ * first time: pthread_setcancelstate; nothing outside a call).
+ * ssp_cancellable - run @sleep(@arg), a blocking system call made with no
+ * lock held, cancellable when the call is a cancellation point and the
+ * thread's state allows it (on again for the sleep after ssp_nocancel);
+ * if the thread is cancelled there, @undo(@uarg) runs first (it may take
+ * locks) and the call is over.  In a call that is no cancellation point
+ * the sleep is not one either.  Returns what @sleep returns, errno as it
+ * left it.
+ */
+void ssp_call_enter(bool point);
+void ssp_call_leave(void);
+void ssp_nocancel(void);
+int ssp_cancellable(int (*sleep)(void *), void *arg, void (*undo)(void *), void *uarg);
 int64_t ssp_now_ms(void);
 int64_t ssp_deadline(int timeout_ms);
 int ssp_ms_left(int64_t deadline_ms);
@@ -580,10 +642,16 @@ int ssp_ioctl(int fd, unsigned long req, void *arg);
 int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
 int ssp_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		   const sigset_t *mask);
-/* ssp_ep_drop - the epoll set @ep at @epfd goes (close, or dup2 over it
- * when !@close_fd): its registrations too.  No lock held.  close()'s
- * result (0 without @close_fd). */
+/* ssp_ep_drop - the number @epfd of epoll set @ep goes (close, or dup2
+ * over it when !@close_fd); with its last number the set goes, its
+ * registrations too.  No lock held.  close()'s result (0 without
+ * @close_fd). */
 int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd);
+/* ssp_ep_dup - dup/dup2/dup3/F_DUPFD (ssp_dup's arguments) of @oldfd, a
+ * number of epoll set @ep: the new number names the same set.  No lock
+ * held.  The new number, -1 with errno, or -2: @oldfd is no number of
+ * @ep any more (closed meanwhile): the caller dups it as any fd. */
+int ssp_ep_dup(struct ssp_ep *ep, int oldfd, int newfd, int flags, bool exact);
 /* ssp_ep_wake - @ep's ready list for context @cx gained an entry (the
  * lock of @cx held): wake a thread blocked in epoll_wait on it. */
 void ssp_ep_wake(struct ssp_ep *ep, struct ssp_cx *cx);
@@ -603,6 +671,10 @@ void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from);
  * @p is not asleep on another set. */
 bool ssp_ep_poller_give(struct ssp_waiter *w, struct ssp_cx *cx);
 bool ssp_ep_poller_take(struct ssp_waiter *p, struct ssp_cx *cx, struct ssp_waiter *w);
+/* ssp_ep_waiter_gone - @w's thread exits (no lock held), its eventfd
+ * about to be closed: every set that keeps it in its kernel set between
+ * sleeps takes it out and forgets it (its number will be another fd's). */
+void ssp_ep_waiter_gone(struct ssp_waiter *w);
 /* ssp_ep_atfork_child - right after fork, in the child: @ep's lock
  * fresh, nobody waiting on it.  ssp_ep_child_attach - the child attached
  * (every context lock held, not ssp.glock): every registration of @ep on

@@ -25,8 +25,10 @@ static int post_retry(int (*post)(void *), void *arg)
 		if (errno != EAGAIN)
 			return -1;
 		ssp_pump();
-		if (i > 10)
+		if (i > 10) {
+			ssp_nocancel(); /* usleep is a cancellation point */
 			usleep(100);
+		}
 	}
 	errno = EAGAIN;
 	return -1;
@@ -95,7 +97,7 @@ int ssp_socket(int domain, int type, int protocol)
 	s = ssp_sock_new(ssp_cx_mine());
 	if (!s) {
 		err = errno;
-		ssp_real.close(fd);
+		ss_sys_close(fd);
 		errno = err;
 		return -1;
 	}
@@ -105,7 +107,7 @@ int ssp_socket(int domain, int type, int protocol)
 		err = errno;
 		ssp_gunlock();
 		ssp_sock_discard(s);
-		ssp_real.close(fd);
+		ss_sys_close(fd);
 		errno = err;
 		return -1;
 	}
@@ -144,11 +146,11 @@ static int sock_demote(int fd, struct ssp_sock *s)
 	if (ssp_real.dup3(kfd, fd, cloexec ? O_CLOEXEC : 0) < 0) {
 		int err = errno;
 
-		ssp_real.close(kfd);
+		ss_sys_close(kfd);
 		errno = err;
 		return -1;
 	}
-	ssp_real.close(kfd);
+	ss_sys_close(kfd);
 	if (s->nonblock)
 		ssp_real.fcntl(fd, F_SETFL, O_RDWR | O_NONBLOCK);
 	ssp_glock();
@@ -407,7 +409,7 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	if (!ns) {
 		int err = errno;
 
-		ssp_real.close(nfd);
+		ss_sys_close(nfd);
 		errno = err;
 		goto fail;
 	}
@@ -646,6 +648,42 @@ int ssp_shutdown(int fd, int how)
 
 /* -------------------------------------------------------- close, dup */
 
+static int post_close(void *arg)
+{
+	return ss_close(arg);
+}
+
+/*
+ * SO_LINGER with a timeout (Linux's tcp_close -> sk_stream_wait_close):
+ * the last close() of a connected socket waits, blocking or not, until
+ * our FIN is acknowledged (and with it every byte before it), the
+ * connection dies, a signal comes, or the time is up; it returns 0
+ * either way, and the connection closes on in the background.  Not a
+ * socket shared across fork: another process may hold it still, and
+ * Linux does not wait while one does.
+ */
+static bool linger_wanted(const struct ssp_sock *s)
+{
+	return s->linger_on && s->linger_s != 0 && s->refs == 1 && s->hold == 0 &&
+	       s->state == SSP_S_CONNECTED && s->conn && !s->inh && !s->shared;
+}
+
+/* @s (held, its lock held, its fd gone) closes its connection now and
+ * waits as above: CLOSED for it ends the wait (core.c), and the rest of
+ * the release is sock_free's. */
+static void sock_linger(struct ssp_sock *s)
+{
+	/* A negative l_linger is a huge one for Linux (unsigned jiffies). */
+	int64_t deadline = s->linger_s < 0 ? -1 : ssp_now_ms() + (int64_t)s->linger_s * 1000;
+
+	if (post_retry(post_close, s->conn) < 0)
+		return; /* sock_free closes it later (deferred): no wait */
+	s->lingering = true;
+	ss_flush(s->cx->ctx);
+	while (s->conn && ssp_block(s, deadline, NULL) == 0)
+		;
+}
+
 /* Take socket @fd out of the layer (its lock held): the mapping, its
  * epoll registrations, its reference.  The number itself is closed (or
  * replaced) by the caller. */
@@ -665,18 +703,27 @@ static int fd_leave(int fd, bool close_fd)
 	for (;;) {
 		struct ssp_file *f = ssp_fd_get(fd);
 		struct ssp_sock *s;
+		bool linger;
 		int rc = 0;
 
 		if (!f)
-			return close_fd ? ssp_real.close(fd) : 0;
+			return close_fd ? ss_sys_close(fd) : 0;
 		if (f->type == SSP_F_EPOLL)
 			return ssp_ep_drop(fd, SSP_CONTAINER(f, struct ssp_ep, f), close_fd);
 		s = ssp_sock_lock_fd(fd);
 		if (!s)
 			continue; /* it changed meanwhile: look again */
+		linger = close_fd && linger_wanted(s);
+		if (linger)
+			s->hold++;
 		sock_fd_drop(fd, s);
 		if (close_fd)
-			rc = ssp_real.close(fd);
+			rc = ss_sys_close(fd);
+		if (linger) {
+			/* As Linux: the number is free before the wait. */
+			sock_linger(s);
+			ssp_sock_unhold(s);
+		}
 		ssp_unlock();
 		return rc;
 	}
@@ -686,7 +733,7 @@ int ssp_close(int fd)
 {
 	/* A vfork() child shares our memory: its close is only its own. */
 	if (ssp_mode() == SSP_M_ON && ssp.pid != getpid())
-		return ssp_real.close(fd);
+		return ss_sys_close(fd);
 	return fd_leave(fd, true);
 }
 
@@ -697,6 +744,7 @@ void ssp_fd_forget(int fd)
 
 int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 {
+	struct ssp_file *f;
 	struct ssp_sock *s;
 	int nfd;
 
@@ -707,8 +755,13 @@ int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 		}
 		return ssp_real.fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
 	}
-	if (ssp_fd_get(oldfd) && ssp_fd_get(oldfd)->type == SSP_F_EPOLL)
-		ssp_log_once("dup_epoll", "dup() of an epoll fd: the copy sees kernel fds only");
+	f = ssp_fd_get(oldfd);
+	if (f && f->type == SSP_F_EPOLL) {
+		nfd = ssp_ep_dup(SSP_CONTAINER(f, struct ssp_ep, f), oldfd, newfd, flags, exact);
+		if (nfd != -2)
+			return nfd;
+		/* closed meanwhile: as any fd */
+	}
 	s = ssp_sock_lock_fd(oldfd);
 	if (exact)
 		nfd = ssp_real.dup3(oldfd, newfd, flags);

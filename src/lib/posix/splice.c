@@ -69,6 +69,12 @@ static int end_probe(struct end *e, int fd)
 	return 0;
 }
 
+/* The wait for the pipe: nothing of the layer's is held (cancellable). */
+static int pipe_sleep(void *arg)
+{
+	return ssp_real.poll(arg, 1, -1);
+}
+
 /*
  * Linux's wait_for_space (@events POLLOUT) and splice_from_pipe_next
  * (POLLIN) on pipe @fd, without the layer's lock.  0 when the pipe is
@@ -96,7 +102,8 @@ static int pipe_wait(int fd, short events, bool nonblock)
 			errno = EAGAIN;
 			return -1;
 		}
-		if (ssp_real.poll(&p, 1, -1) < 0 && errno == EINTR && !ssp_intr_restart())
+		if (ssp_cancellable(pipe_sleep, &p, NULL, NULL) < 0 && errno == EINTR &&
+		    !ssp_intr_restart())
 			return -1;
 	}
 }
@@ -193,6 +200,9 @@ ssize_t ssp_splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_
 	}
 	if (len > SPLICE_MAX_RW)
 		len = SPLICE_MAX_RW;
+	/* The pipe's reads and writes happen with the lock held: no
+	 * cancellation there (its waits stay cancellable). */
+	ssp_nocancel();
 	/* Linux: the pipe's O_NONBLOCK counts as SPLICE_F_NONBLOCK. */
 	if (out.pipe)
 		return sock_to_pipe(fd_in, fd_out, len,

@@ -1,4 +1,5 @@
-/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts. */
+/* test_posix_cx.c - the POSIX layer's contexts against a fake service: a context per thread, commands and events of a socket on its own context, threads blocking across contexts, a blocked poller cancelled, what cancellation handling costs. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -592,6 +593,319 @@ static void test_kick_survives_pass(void)
 	raw_waiter_free(w);
 }
 
+/* A: recv() on @fd as the shim makes it (a cancellation point). */
+static void *read_cancellable(void *arg)
+{
+	struct reader *r = arg;
+
+	ssp_call_enter(true);
+	r->n = ssp_recv(r->fd, r->buf, sizeof(r->buf), 0, NULL, NULL);
+	ssp_call_leave();
+	return NULL;
+}
+
+/* Threads on context 1's waiter list (its lock taken for the look). */
+static unsigned cx_waiters(struct ssp_cx *cx, struct ssp_waiter **poller)
+{
+	unsigned n = 0;
+
+	ssp_cx_lock(cx);
+	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next)
+		n++;
+	*poller = cx->poller;
+	ssp_unlock();
+	return n;
+}
+
+/*
+ * pthread_cancel of a thread blocked in recv() while it is the poller of
+ * its context, another thread blocked there too: the cancelled one leaves
+ * the waiter list, the role goes to the other (kicked), the socket it
+ * held is let go, and the other is woken by the next event.  @fd_a,
+ * @fd_b: sockets of context 1, @fd_b's connection slot 0 at @pos_b.
+ */
+static void test_cancel(int fd_a, int fd_b, uint32_t pos_b)
+{
+	struct reader a = { .fd = fd_a, .n = -2 }, b = { .fd = fd_b, .n = -2 };
+	struct ssp_cx *c1 = &ssp.cx[1];
+	struct ssp_sock *sa = ssp_fd_sock(fd_a);
+	struct ssp_waiter *p = NULL;
+	void *ret = NULL;
+	unsigned n = 0;
+
+	CHECK(sa != NULL);
+	pthread_create(&a.t, NULL, read_cancellable, &a);
+	for (int i = 0; i < 200 && cx_waiters(c1, &p) < 1; i++)
+		usleep(5000);
+	CHECK(p != NULL); /* A: the poller */
+	pthread_create(&b.t, NULL, read_one, &b);
+	for (int i = 0; i < 200 && (n = cx_waiters(c1, &p)) < 2; i++)
+		usleep(5000);
+	CHECK_EQ_U64(n, 2);
+	CHECK(pthread_cancel(a.t) == 0);
+	pthread_join(a.t, &ret);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ_U64(a.n, -2);
+	usleep(20000); /* B takes the role it was kicked for */
+	CHECK_EQ_U64(cx_waiters(c1, &p), 1);
+	CHECK(p != NULL && p->kind == SSP_WK_SOCK && p->sock == ssp_fd_sock(fd_b));
+	ssp_cx_lock(c1);
+	CHECK_EQ_U64(sa->hold, 0);
+	CHECK_EQ_U64(__atomic_load_n(&sa->n_blocked, __ATOMIC_RELAXED), 0);
+	ssp_unlock();
+	fake_rx(&fk, 1, 0, 1, pos_b, "cc", 2);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 2);
+	CHECK(memcmp(b.buf, "cc", 2) == 0);
+	CHECK_EQ_U64(cx_waiters(c1, &p), 0);
+	CHECK(p == NULL);
+}
+
+struct owner_thread {
+	pthread_t t;
+	int ep, n, efd;
+};
+
+/* One sleep of 20 ms on the set, then the thread exits normally. */
+static void *ep_sleep_exit(void *arg)
+{
+	struct owner_thread *o = arg;
+	struct epoll_event ev;
+	struct ssp_waiter *w;
+
+	o->n = ssp_epoll_wait(o->ep, &ev, 1, 20, NULL);
+	w = ssp_waiter_self();
+	o->efd = w ? w->efd : -1;
+	return NULL;
+}
+
+/*
+ * A thread sleeps on a set holding @fd (a connected socket with nothing
+ * to read) alone, so the set keeps its eventfd in the kernel set between
+ * sleeps, and exits normally: its eventfd is closed, and the number goes
+ * to a pipe of the program, registered in the same set.  Another thread
+ * sleeping there later must not take that number out of the kernel set
+ * for the dead thread's eventfd: the pipe's registration stays, and its
+ * data is reported.
+ */
+static void test_owner_exits(int fd)
+{
+	struct owner_thread a = { .ep = epoll_create1(EPOLL_CLOEXEC), .n = -2, .efd = -1 };
+	struct owner_thread b = { .ep = a.ep, .n = -2, .efd = -1 };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0x51 };
+	int p[2] = { -1, -1 };
+	char c;
+
+	CHECK(a.ep >= 0);
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	pthread_create(&a.t, NULL, ep_sleep_exit, &a);
+	pthread_join(a.t, NULL);
+	CHECK_EQ_U64(a.n, 0);
+	CHECK(a.efd >= 0);
+	CHECK_EQ_U64(fcntl(a.efd, F_GETFD), (uint64_t)-1); /* closed at its exit */
+	CHECK_EQ_U64(errno, EBADF);
+	/* The number now names the program's pipe, in the same set. */
+	CHECK(pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+	if (p[0] != a.efd) {
+		CHECK(dup3(p[0], a.efd, O_CLOEXEC) == a.efd);
+		close(p[0]);
+		p[0] = a.efd;
+	}
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0x77 };
+	CHECK(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
+
+	pthread_create(&b.t, NULL, ep_sleep_exit, &b);
+	pthread_join(b.t, NULL);
+	CHECK_EQ_U64(b.n, 0);
+	/* Still registered: reported, and EEXIST for another ADD. */
+	CHECK(write(p[1], "p", 1) == 1);
+	ev.data.u64 = 0;
+	CHECK_EQ_U64(ssp_epoll_wait(a.ep, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0x77);
+	CHECK(read(p[0], &c, 1) == 1);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0x77 };
+	CHECK_EQ_U64(ssp_epoll_ctl(a.ep, EPOLL_CTL_ADD, p[0], &ev), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EEXIST);
+	ssp_close(a.ep);
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * Numbers of one epoll set (dup, dup3 onto a chosen number, F_DUPFD) map
+ * to one object; closing some leaves it to the others, which still see
+ * the socket's data; the last one gives it back to the pool (the next
+ * set made reuses it).  @fd: a connected socket of context 1, its
+ * connection @slot at stream position @pos.
+ */
+static void test_ep_dup(int fd, uint32_t slot, uint32_t pos)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC), d, d2, d3, again;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0xd0 };
+	struct ssp_file *obj;
+	struct ss_shm_cmd cmd;
+	char buf[4];
+
+	CHECK(ep >= 0);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	obj = ssp_fd_get(ep);
+	CHECK(obj != NULL && obj->type == SSP_F_EPOLL);
+	d = ssp_dup(ep, 0, 0, false);
+	d2 = ssp_dup(ep, 200, O_CLOEXEC, true);
+	d3 = ssp_dup(d, 100, O_CLOEXEC, false);
+	CHECK(d >= 0 && d != ep);
+	CHECK_EQ_U64(d2, 200);
+	CHECK(d3 >= 100 && d3 != 200);
+	CHECK(ssp_fd_get(d) == obj && ssp_fd_get(d2) == obj && ssp_fd_get(d3) == obj);
+	CHECK_EQ_U64(fcntl(d2, F_GETFD), FD_CLOEXEC);
+	CHECK_EQ_U64(fcntl(d, F_GETFD), 0);
+	CHECK_EQ_U64(ssp_close(ep), 0);
+	CHECK(ssp_fd_get(ep) == NULL);
+	CHECK_EQ_U64(ssp_close(d3), 0);
+	fake_rx(&fk, 1, slot, 1, pos, "ok", 2);
+	CHECK_EQ_U64(ssp_epoll_wait(d2, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xd0);
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u64 = 0xd1 };
+	CHECK_EQ_U64(ssp_epoll_ctl(d, EPOLL_CTL_ADD, fd, &ev), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EEXIST);
+	CHECK_EQ_U64(ssp_close(d2), 0);
+	CHECK(ssp_fd_get(d) == obj);
+	CHECK_EQ_U64(ssp_epoll_wait(d, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xd0);
+	CHECK_EQ_U64(ssp_close(d), 0);
+	CHECK(ssp_fd_get(d) == NULL);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	CHECK(memcmp(buf, "ok", 2) == 0);
+	/* Gone with its last number: the next set is the same object. */
+	again = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ssp_epoll_ctl(again, EPOLL_CTL_ADD, fd, &ev) == 0);
+	CHECK(ssp_fd_get(again) == obj);
+	ssp_close(again);
+	while (fake_cmd(&fk, 1, &cmd))
+		; /* the RX_DONE */
+}
+
+/* The layer's calls of pthread_setcancelstate in this thread: the layer
+ * (linked in statically) binds to this definition. */
+static __thread unsigned cancelstate_calls;
+
+int pthread_setcancelstate(int state, int *old)
+{
+	static int (*real)(int, int *);
+
+	if (!real) {
+		void *p = dlsym(RTLD_NEXT, "pthread_setcancelstate");
+
+		memcpy(&real, &p, sizeof(p));
+	}
+	cancelstate_calls++;
+	return real(state, old);
+}
+
+/* A cancellation is pending when the thread calls in: a call that is no
+ * cancellation point runs through, the next one that is acts at entry. */
+static int cancel_reached;
+
+static void *cancel_pending(void *arg)
+{
+	int fd = *(const int *)arg, v = -1;
+	socklen_t len = sizeof(v);
+	char buf[4];
+
+	pthread_cancel(pthread_self());
+	ssp_call_enter(false);
+	CHECK(ssp_getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) == 0);
+	ssp_call_leave();
+	CHECK_EQ_U64(v, 0);
+	cancel_reached = 1;
+	ssp_call_enter(true);
+	ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL);
+	ssp_call_leave();
+	cancel_reached = 2;
+	return NULL;
+}
+
+/*
+ * Calls that neither sleep nor take a rare path (a recv that finds
+ * nothing or finds data, a send into the ring, getsockopt, fcntl,
+ * epoll_ctl, epoll_wait and poll that find what they look for at once)
+ * make no pthread_setcancelstate call (posix.h, "Cancellation"); one
+ * that turns cancellation off gives the thread its state back at the
+ * end.  @fd: a connected socket of context 1, its connection @slot at
+ * stream position @pos.
+ */
+static void test_cancel_cost(int fd, uint32_t slot, uint32_t pos)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	struct ss_shm_cmd cmd;
+	int ep = epoll_create1(EPOLL_CLOEXEC), v = -1, old = -1;
+	socklen_t len = sizeof(v);
+	pthread_t t;
+	void *ret = NULL;
+	char buf[8];
+
+	CHECK(ep >= 0);
+	cancelstate_calls = 0;
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	ssp_call_leave();
+	fake_rx(&fk, 1, slot, 1, pos, "dd", 2);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), 0, NULL, NULL), 2);
+	ssp_call_leave();
+	CHECK(memcmp(buf, "dd", 2) == 0);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_send(fd, "ee", 2, 0), 2);
+	ssp_call_leave();
+	ssp_call_enter(false);
+	CHECK(ssp_getsockopt(fd, SOL_SOCKET, SO_ERROR, &v, &len) == 0);
+	ssp_call_leave();
+	CHECK_EQ_U64(v, 0);
+	ssp_call_enter(false);
+	CHECK_EQ_U64(ssp_fcntl(fd, F_GETFL, 0), O_RDWR);
+	ssp_call_leave();
+	ssp_call_enter(false);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
+	ssp_call_leave();
+	ev.events = EPOLLOUT;
+	ssp_call_enter(false);
+	CHECK(ssp_epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) == 0);
+	ssp_call_leave();
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_epoll_wait(ep, &ev, 1, 1000, NULL), 1);
+	ssp_call_leave();
+	CHECK_EQ_U64(ev.events, EPOLLOUT);
+	CHECK_EQ_U64(ev.data.u64, 7);
+	ssp_call_enter(true);
+	CHECK_EQ_U64(ssp_poll(&p, 1, 1000, NULL), 1);
+	ssp_call_leave();
+	CHECK_EQ_U64(p.revents, POLLOUT);
+	CHECK_EQ_U64(cancelstate_calls, 0);
+
+	/* Off for the rest of a call, then back as it was. */
+	ssp_call_enter(false);
+	ssp_nocancel();
+	ssp_nocancel();
+	ssp_call_leave();
+	CHECK_EQ_U64(cancelstate_calls, 2);
+	CHECK(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old) == 0);
+	CHECK_EQ_U64(old, PTHREAD_CANCEL_ENABLE);
+
+	cancel_reached = 0;
+	pthread_create(&t, NULL, cancel_pending, &fd);
+	pthread_join(t, &ret);
+	CHECK(ret == PTHREAD_CANCELED);
+	CHECK_EQ_U64(cancel_reached, 1);
+	CHECK(pthread_mutex_trylock(&ssp.cx[1].lock) == 0); /* nothing left held */
+	pthread_mutex_unlock(&ssp.cx[1].lock);
+
+	ssp_close(ep);
+	while (fake_cmd(&fk, 1, &cmd))
+		; /* the TX and RX_DONE of the calls above */
+}
+
 int main(void)
 {
 	int fds[3] = { -1, -1, -1 };
@@ -631,10 +945,14 @@ int main(void)
 					; /* the RX_DONE counts of the reads so far */
 			connect_on(m.fd, 1, 2);
 			test_poller_moves(fds[1], m.fd, 8, 0, 0, 2);
+			test_cancel(m.fd, fds[1], 10);
+			test_cancel_cost(m.fd, 2, 2);
+			test_owner_exits(fds[2]);
+			test_ep_dup(m.fd, 2, 4);
 			ssp_close(m.fd);
 		}
-		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2, slot 1 3 + 2. */
-		test_wake_stress(fds, (const uint32_t[]){ 10, 5 });
+		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
+		test_wake_stress(fds, (const uint32_t[]){ 12, 5 });
 	}
 	fake_stop(&fk);
 	return check_done("test_posix_cx");
