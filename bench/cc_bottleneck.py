@@ -81,7 +81,8 @@ def main():
                     help="flows scenario: which senders to run (default slipstream,linux)")
     ap.add_argument("--cc-trace", metavar="FILE",
                     help="the service writes one line per control interval to FILE "
-                         "(slipstreamd --cc-trace; docs/congestion.md)")
+                         "(FILE.SCENARIO when several scenarios run; slipstreamd "
+                         "--cc-trace, docs/congestion.md)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("cc_bottleneck.py: run as root (network namespaces)")
@@ -130,10 +131,22 @@ def main():
             log(traceback.format_exc())
             return None
 
+    def traced(kind, service_args):
+        """service_args plus --cc-trace: FILE, or FILE.KIND when the run has
+        more than one scenario (each bed's service starts the file anew)."""
+        if not args.cc_trace:
+            return list(service_args)
+        path = os.path.abspath(args.cc_trace) + ("." + kind if len(scen) > 1 else "")
+        return list(service_args) + ["--cc-trace", path]
+
+    def judge(r, what, *verdicts):
+        """Attach the verdict to result r; list each missed criterion."""
+        r["verdict"] = verdict(*verdicts, cc_lib.end_verdict(r))
+        failed.extend("%s %s: %s" % (what, k, v["text"])
+                      for k, v in r["verdict"].items() if not v["ok"])
+
     def bed_run(kind, bottleneck, service_args, body):
-        if args.cc_trace:
-            service_args = list(service_args) + ["--cc-trace", os.path.abspath(args.cc_trace)]
-        bed = cc_lib.Bed(args.prefix[:10], bottleneck, service_args)
+        bed = cc_lib.Bed(args.prefix[:10], bottleneck, traced(kind, service_args))
         try:
             bed.up()
             doc["layout"][kind] = bed.layout()
@@ -160,12 +173,8 @@ def main():
                         continue
                     r["service_args"] = FLOWS_ARGS if side == "slipstream" else None
                     if side == "slipstream":
-                        r["verdict"] = verdict(cc_lib.flows_verdict(r),
-                                               cc_lib.counters_verdict(r["counters"], True,
-                                                                       False),
-                                               cc_lib.end_verdict(r))
-                        failed.extend("flows N=%d %s: %s" % (n, k, v["text"])
-                                      for k, v in r["verdict"].items() if not v["ok"])
+                        judge(r, "flows N=%d" % n, cc_lib.flows_verdict(r),
+                              cc_lib.counters_verdict(r["counters"], True, False))
                     doc["flows"].append(r)
         bed_run("flows", "ecn", FLOWS_ARGS, flows)
 
@@ -173,17 +182,14 @@ def main():
         def compete(bed):
             for i, (label, sargs) in enumerate(COMPETE):
                 if i:
-                    bed.service_start(sargs)
+                    bed.service_start(traced("compete", sargs))
                 r = attempt("compete", label, t_compete,
                             lambda: cc_lib.run_compete(bed, t_compete, label))
                 bed.kill_all()
                 if r is None:
                     continue
-                r["verdict"] = verdict(cc_lib.compete_verdict(r),
-                                       cc_lib.counters_verdict(r["counters"], False, False),
-                                       cc_lib.end_verdict(r))
-                failed.extend("compete %s: %s" % (label, v["text"])
-                              for v in r["verdict"].values() if not v["ok"])
+                judge(r, "compete " + label, cc_lib.compete_verdict(r),
+                      cc_lib.counters_verdict(r["counters"], False, False))
                 doc["compete"].append(r)
         bed_run("compete", "droptail", COMPETE[0][1], compete)
 
@@ -194,11 +200,8 @@ def main():
                 bed.kill_all()
                 if r is None:
                     continue
-                r["verdict"] = verdict(cc_lib.cap_verdict(r),
-                                       cc_lib.counters_verdict(r["counters"], True, True),
-                                       cc_lib.end_verdict(r))
-                failed.extend("cap %s: %s" % (mode, v["text"])
-                              for v in r["verdict"].values() if not v["ok"])
+                judge(r, "cap " + mode, cc_lib.cap_verdict(r),
+                      cc_lib.counters_verdict(r["counters"], True, True))
                 doc["cap"].append(r)
         bed_run("cap", None, CAP_ARGS, cap)
 

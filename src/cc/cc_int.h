@@ -39,7 +39,8 @@ uint64_t cc_bytes_per_s(uint64_t bytes, uint64_t us);
  * TAS §3.2: "the rate is no more than 20% higher than the flow's send
  * rate", checked at the start of the control step.  Only when the flow
  * sent something this interval: an idle flow has no send rate to measure
- * and keeps its rate.  Sets SS_CC_OUT_CAPPED in *@flags when it cuts.
+ * and keeps its rate.  Not when the pacer held it back (rate_limited): it
+ * used its rate.  Sets SS_CC_OUT_CAPPED in *@flags when it cuts.
  */
 uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t cap_ppm,
 			  uint32_t *flags);

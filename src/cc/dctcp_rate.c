@@ -10,7 +10,8 @@
  *  0. Cap (TAS §3.2): the rate may be at most cap_ppm (1.2x) of the rate
  *     the flow actually sent at during the interval, so a flow limited by
  *     its application does not build up a rate it never tests.  Skipped
- *     when nothing was sent (no measurement).
+ *     when nothing was sent (no measurement), and when the pacer held the
+ *     flow back (it used its rate; cc_rate_send_cap()).
  *  1. alpha = (1 - g) * alpha + g * M, M the fraction of acknowledged
  *     bytes whose ACKs echoed CE (RFC 8257 §3.3 steps 4-5); not in slow
  *     start before the first mark, so the first cut is a halving (alpha
@@ -87,7 +88,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	} else if (st->slow_start) {
 		uint64_t delivered = cc_bytes_per_s(s->acked_bytes, s->interval_us);
 
-		rate += delivered < rate ? delivered : rate;
+		rate += cc_u64_min(delivered, rate);
 	} else {
 		rate += st->loss_mode ? cc_u64_max(p->step, cc_rate_reno_step(s)) : p->step;
 	}

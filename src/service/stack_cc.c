@@ -344,9 +344,9 @@ void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
  * against a real bottleneck (docs/congestion.md).  Columns: time (us),
  * connection id, interval (us), bytes acked / ECE-acked / sent in it,
  * srtt and latest RTT (us), the decision (rate in bytes/s, or 0 and the
- * window), the SS_CC_OUT_* flags, the bytes in flight and how often the
- * flow was held back by its rate and by its window (struct ss_cc_sample).  Costs nothing
- * unless asked for; stdio's buffer batches the writes.
+ * window), the SS_CC_OUT_* flags, the bytes in flight, and how often the
+ * flow was held back by its rate and by its window (struct ss_cc_sample).
+ * Costs nothing unless asked for; stdio's buffer batches the writes.
  */
 static void cc_trace(const struct ss_stack *s, const struct ss_sconn *sc,
 		     const struct ss_cc_sample *smp, const struct ss_cc_out *out)

@@ -409,18 +409,6 @@ __attribute__((noreturn)) static void stop_waiter(int lfd, int ready_fd)
 	_exit(errno == EINVAL ? 0 : errno == EAGAIN ? 7 : 8);
 }
 
-/* The connect-back to @port must be refused. */
-static void refused_check(uint16_t port)
-{
-	char line[128];
-	int ctl = sc_peer_connect_back(port, 1);
-
-	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
-	if (strcmp(line, "err ECONNREFUSED 0") != 0)
-		sc_fail(__FILE__, __LINE__, "connect-back to a stopped listener: \"%s\"", line);
-	sc_close(ctl);
-}
-
 /*
  * shutdown() of a listener shared across fork stops the socket itself,
  * in every process (Linux: one socket): a child blocked in accept() gets
@@ -450,7 +438,7 @@ static void fork_listener_shutdown(void)
 	SC_EQ(shutdown(lfd, SHUT_RD), 0);
 	SC_EQ(child_wait(pid), 0);
 	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
-	refused_check(port);
+	sc_peer_connect_back_refused(port);
 
 	/* Listening again (the port stayed ours), a child shuts it down
 	 * while the parent blocks in accept(). */
@@ -463,7 +451,7 @@ static void fork_listener_shutdown(void)
 	}
 	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
 	SC_EQ(child_wait(pid), 0);
-	refused_check(port);
+	sc_peer_connect_back_refused(port);
 	/* Listening once more works, in the parent alone. */
 	SC_EQ(listen(lfd, 8), 0);
 	ctl = sc_peer_connect_back(port, 1);

@@ -221,18 +221,6 @@ static void sd_join(pthread_t t, const char *who)
 		sc_fail(__FILE__, __LINE__, "the thread blocked in %s did not return", who);
 }
 
-/* The peer's connect-back to @port is refused. */
-static void sd_refused(uint16_t port)
-{
-	char line[128];
-	int ctl = sc_peer_connect_back(port, 1);
-
-	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
-	if (strcmp(line, "err ECONNREFUSED 0") != 0)
-		sc_fail(__FILE__, __LINE__, "connect-back to a stopped listener: \"%s\"", line);
-	sc_close(ctl);
-}
-
 static int sd_acceptconn(int fd)
 {
 	int v = -1;
@@ -300,7 +288,7 @@ static void listener_shutdown(void)
 	SC_EQ(sd_port_of(lfd), port);
 	len = sizeof(a);
 	SC_ERR(getpeername(lfd, (struct sockaddr *)&a, &len), ENOTCONN);
-	sd_refused(port);
+	sc_peer_connect_back_refused(port);
 	echo_check(fd, 200); /* accepted before: untouched */
 
 	/* listen() again: on the same port, which it kept (bound by us). */
@@ -316,7 +304,7 @@ static void listener_shutdown(void)
 	SC_EQ(shutdown(lfd, SHUT_RDWR), 0);
 	SC_EQ(sc_poll1(lfd, POLLIN | POLLOUT, 0), POLLOUT | POLLHUP);
 	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
-	sd_refused(port);
+	sc_peer_connect_back_refused(port);
 	SC_ERR(shutdown(lfd, SHUT_RD), ENOTCONN);
 	SC_ERR(shutdown(lfd, SHUT_WR), ENOTCONN);
 	echo_check(fd2, 10);
@@ -370,7 +358,7 @@ static void listener_shutdown_queued(void)
 	sd_reset_check(c2);
 	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
 	SC_EQ(sd_port_of(lfd), p0);
-	sd_refused(p0);
+	sc_peer_connect_back_refused(p0);
 
 	/* The port is free: another socket binds it. */
 	other = sc_tcp_socket(0);

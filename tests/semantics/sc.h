@@ -130,6 +130,9 @@ int sc_peer_connect_back(uint16_t port, int n);
 /* Read the connect-back's reply on @ctl and fail unless it is "ok n";
  * closes @ctl. */
 void sc_peer_connect_back_done(int ctl, int n);
+/* Ask the peer to connect to @port once and fail unless it is refused
+ * (ECONNREFUSED: nothing listens there any more). */
+void sc_peer_connect_back_refused(uint16_t port);
 
 /* Listener on 0.0.0.0:port (SO_REUSEADDR), tracked. */
 int sc_listen(uint16_t port, int backlog, int type_flags);

@@ -218,6 +218,17 @@ void sc_peer_connect_back_done(int ctl, int n)
 	sc_close(ctl);
 }
 
+void sc_peer_connect_back_refused(uint16_t port)
+{
+	char line[128];
+	int ctl = sc_peer_connect_back(port, 1);
+
+	sc_line_read(ctl, line, sizeof(line), SC_WAIT_MS);
+	if (strcmp(line, "err ECONNREFUSED 0") != 0)
+		sc_fail(__FILE__, __LINE__, "connect-back to a stopped listener: \"%s\"", line);
+	sc_close(ctl);
+}
+
 int sc_peer_connect_back(uint16_t port, int n)
 {
 	char ip[INET_ADDRSTRLEN];
