@@ -307,6 +307,40 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 		c->tx_budget = cc_quantum(sc);
 }
 
+/*
+ * The RTT that sets the control interval of @sc's flows: one per remote
+ * host (a direct-mapped table; hosts that collide share an entry until
+ * the other host's next interval takes it), the mean of the srtt of the
+ * flows to it as their intervals end.  One interval for every flow on
+ * the path: a flow's own srtt also holds its receiver's delays (an ACK
+ * waits for the reading program), which on a busy machine differ 2-4x
+ * between flows through one queue; with the step and the cut once per
+ * interval, the flow with the smaller srtt would gain faster and be cut
+ * more often.
+ */
+static struct ss_cc_path *cc_path(struct ss_stack *s, uint32_t ip)
+{
+	return &s->cc_paths[(ip * 2654435761u) >> 24];
+}
+
+static uint32_t cc_path_rtt(struct ss_stack *s, const struct ss_sconn *sc, bool update)
+{
+	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip;
+	struct ss_cc_path *p = cc_path(s, ip);
+
+	if (!srtt)
+		return p->ip == ip ? p->rtt_us : 0;
+	if (p->ip != ip || !p->rtt_us) {
+		if (!update)
+			return srtt;
+		p->ip = ip;
+		p->rtt_us = srtt;
+	} else if (update) {
+		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
+	}
+	return p->rtt_us;
+}
+
 void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
@@ -335,7 +369,7 @@ void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 	if (!ss_timer_armed(&sc->cc.timer) && (sent || c->f.snd_max != c->f.snd_una)) {
 		sc->cc.start_us = s->now_us;
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + ss_cc_interval_us(&s->ccp->params, c->f.srtt_us));
+			     s->now_us + ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, false)));
 	}
 }
 
@@ -393,7 +427,7 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	stack_conn_dirty(s, sc); /* a larger window may let it send */
 	if (smp.sent_bytes || smp.acked_bytes || smp.inflight)
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + ss_cc_interval_us(&s->ccp->params, c->f.srtt_us));
+			     s->now_us + ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, true)));
 	else
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 }
