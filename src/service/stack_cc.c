@@ -341,6 +341,22 @@ static uint32_t cc_path_rtt(struct ss_stack *s, const struct ss_sconn *sc, bool 
 	return p->rtt_us;
 }
 
+#define CC_IV_SEGS 4u
+/* The next interval of @sc: 2 RTTs of its path, and for a paced flow at
+ * least the time its rate takes for CC_IV_SEGS segments. */
+static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, bool update)
+{
+	uint32_t iv = ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, update));
+	uint64_t rate = sc->cc.pf.rate, seg;
+
+	if (rate) {
+		seg = (uint64_t)CC_IV_SEGS * sc->tcp.f.mss * 1000000u / rate;
+		if (seg > iv)
+			iv = seg > 1000000u ? 1000000u : (uint32_t)seg;
+	}
+	return iv;
+}
+
 void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
@@ -369,7 +385,7 @@ void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 	if (!ss_timer_armed(&sc->cc.timer) && (sent || c->f.snd_max != c->f.snd_una)) {
 		sc->cc.start_us = s->now_us;
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, false)));
+			     s->now_us + cc_interval_len(s, sc, false));
 	}
 }
 
@@ -427,7 +443,7 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	stack_conn_dirty(s, sc); /* a larger window may let it send */
 	if (smp.sent_bytes || smp.acked_bytes || smp.inflight)
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, true)));
+			     s->now_us + cc_interval_len(s, sc, true));
 	else
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 }

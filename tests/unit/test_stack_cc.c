@@ -332,6 +332,37 @@ static void test_interval_per_path(void)
 	sh_fini(&h);
 }
 
+/* A paced flow's interval holds at least 4 segments at its rate: at
+ * 2 Mbit/s (250 kB/s) and a path RTT of a few tens of us, 4 x 1460 B
+ * take ~23 ms, so an interval is not a single packet (or none). */
+static void test_interval_holds_segments(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[1];
+	unsigned checked = 0;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	pol.params.dctcp_rate.init_rate = 250000;
+	pol.params.dctcp_rate.max_rate = 250000;
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	struct ss_sconn *sc = sconn(&h, &fl[0]);
+	for (unsigned step = 0; step < 4000; step++) {
+		run(&h, fl, 1, 50, 1u << 30);
+		if (ss_timer_armed(&sc->cc.timer) && sc->cc.start_us == h.now_us && sc->cc.pf.rate) {
+			uint64_t want = 4ull * sc->tcp.f.mss * 1000000u / sc->cc.pf.rate;
+			CHECK(sc->cc.timer.deadline_us - sc->cc.start_us >= want);
+			checked++;
+		}
+	}
+	CHECK(checked >= 3);
+	CHECK(sc->tcp.f.srtt_us > 0 && 4u * sc->tcp.f.srtt_us < 4000); /* RTT alone: far shorter */
+	CHECK(!fl[0].bad && fl[0].got > 0);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	sh_self_comm(self_comm);
@@ -341,5 +372,6 @@ int main(void)
 	test_app_algorithm();
 	test_ecn_feedback();
 	test_interval_per_path();
+	test_interval_holds_segments();
 	return check_done("test_stack_cc");
 }
