@@ -193,9 +193,10 @@ struct ss_stack {
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
 	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
 	FILE *cc_trace;                 /* --cc-trace, or NULL */
-	struct ss_cc_path {             /* one RTT per remote host, for the */
-		uint32_t ip;            /* control interval of its flows ... */
-		uint32_t rtt_us;        /* ... (stack_cc.c: cc_path_rtt) */
+	struct ss_cc_path {             /* per remote host, for the control */
+		uint32_t ip;            /* interval of its flows (stack_cc.c: */
+		uint32_t rtt_us;        /* cc_interval_len): mean srtt ... */
+		uint64_t rate;          /* ... and mean paced rate, B/s */
 	} cc_paths[256];
 
 	struct ss_stack_loop loop;      /* segments to our own address */

@@ -308,51 +308,57 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 }
 
 /*
- * The RTT that sets the control interval of @sc's flows: one per remote
- * host (a direct-mapped table; hosts that collide share an entry until
- * the other host's next interval takes it), the mean of the srtt of the
- * flows to it as their intervals end.  One interval for every flow on
- * the path: a flow's own srtt also holds its receiver's delays (an ACK
+ * The control interval of a flow is one per path (remote host): 2 RTTs of
+ * the path, and at least the time the path's rate takes for CC_IV_SEGS
+ * segments (at most 1 s).  The path's RTT and rate are the means (weight
+ * 1/8) of the srtt and paced rate of its flows as their intervals end, in
+ * a direct-mapped table (hosts that collide share an entry until the
+ * other's next interval takes it).
+ *
+ * One interval for every flow on the path: the step and the cut come once
+ * per interval, so a flow with shorter intervals gains faster and is cut
+ * more often.  A flow's own srtt also holds its receiver's delays (an ACK
  * waits for the reading program), which on a busy machine differ 2-4x
- * between flows through one queue; with the step and the cut once per
- * interval, the flow with the smaller srtt would gain faster and be cut
- * more often.
+ * between flows through one queue; and a floor from the flow's own rate
+ * would give the faster flow more steps per second (a multiplicative
+ * increase, which does not converge to fairness).  The floor itself: at a
+ * 60-100 us RTT and ~45 Mbit/s, 2 RTTs held one packet pair or none, and
+ * the step came ~6 times per ms with no feedback between.
  */
+#define CC_IV_SEGS 4u
+#define CC_IV_MAX_US 1000000u
+
 static struct ss_cc_path *cc_path(struct ss_stack *s, uint32_t ip)
 {
 	return &s->cc_paths[(ip * 2654435761u) >> 24];
 }
 
-static uint32_t cc_path_rtt(struct ss_stack *s, const struct ss_sconn *sc, bool update)
-{
-	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip;
-	struct ss_cc_path *p = cc_path(s, ip);
-
-	if (!srtt)
-		return p->ip == ip ? p->rtt_us : 0;
-	if (p->ip != ip || !p->rtt_us) {
-		if (!update)
-			return srtt;
-		p->ip = ip;
-		p->rtt_us = srtt;
-	} else if (update) {
-		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
-	}
-	return p->rtt_us;
-}
-
-#define CC_IV_SEGS 4u
-/* The next interval of @sc: 2 RTTs of its path, and for a paced flow at
- * least the time its rate takes for CC_IV_SEGS segments. */
+/* @sc's next interval; @update: its interval ended, fold it into the path. */
 static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, bool update)
 {
-	uint32_t iv = ss_cc_interval_us(&s->ccp->params, cc_path_rtt(s, sc, update));
+	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip, rtt, iv;
 	uint64_t rate = sc->cc.pf.rate, seg;
+	struct ss_cc_path *p = cc_path(s, ip);
 
-	if (rate) {
+	if (update && srtt && (p->ip != ip || !p->rtt_us)) {
+		p->ip = ip;
+		p->rtt_us = srtt;
+		p->rate = rate;
+	} else if (update && srtt) {
+		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
+		p->rate = rate ? (p->rate ? (p->rate * 7 + rate) / 8 : rate) : p->rate;
+	}
+	if (p->ip == ip && p->rtt_us) {
+		rtt = p->rtt_us;
+		rate = p->rate ? p->rate : rate;
+	} else {
+		rtt = srtt;
+	}
+	iv = ss_cc_interval_us(&s->ccp->params, rtt);
+	if (rate && sc->cc.pf.rate) {
 		seg = (uint64_t)CC_IV_SEGS * sc->tcp.f.mss * 1000000u / rate;
 		if (seg > iv)
-			iv = seg > 1000000u ? 1000000u : (uint32_t)seg;
+			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
 	}
 	return iv;
 }
