@@ -146,6 +146,7 @@ void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev
 	s->rtt_us = rtt_us;
 	s->inflight = inflight;
 	s->mss = mss;
+	s->path_rate = 0;
 	/* A torn read could show more marked than acked bytes: clamp. */
 	if (s->ecn_bytes > s->acked_bytes)
 		s->ecn_bytes = s->acked_bytes;

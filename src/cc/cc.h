@@ -56,6 +56,8 @@ struct ss_cc_sample {
 	uint32_t rtt_us;      /* latest RTT sample of the interval (0: none) */
 	uint32_t inflight;    /* bytes outstanding at the end of the interval */
 	uint32_t mss;         /* sender MSS, bytes (> 0) */
+	uint64_t path_rate;   /* mean paced rate of the flows to the same host
+			       * (B/s, 0: unknown); set by the caller */
 };
 
 /* Output flags. */

@@ -90,7 +90,11 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 
 		rate += cc_u64_min(delivered, rate);
 	} else {
-		rate += st->loss_mode ? cc_u64_max(p->step, cc_rate_reno_step(s)) : p->step;
+		uint64_t step = p->step;
+
+		if (s->path_rate && s->path_rate / 8 < step)
+			step = cc_u64_max(s->path_rate / 8, 1);
+		rate += st->loss_mode ? cc_u64_max(step, cc_rate_reno_step(s)) : step;
 	}
 	st->rate = cc_rate_clamp(rate, p->min_rate, p->max_rate);
 	dctcp_rate_out(st, flags, out);

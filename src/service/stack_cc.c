@@ -437,6 +437,12 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		return;
 	ss_cc_sample_fill(&smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
 			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
+	{
+		const struct ss_cc_path *p = cc_path(s, c->remote_ip);
+
+		if (p->ip == c->remote_ip)
+			smp.path_rate = p->rate;
+	}
 	sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
 	cc_apply(s, sc, &out);
 	if (s->cc_trace)

@@ -165,6 +165,19 @@ static void test_decrease_and_ai(void)
 	/* cut alpha/2 = 399115 ppm of 54062500: 21577154.6875 */
 	CHECK_EQ_U64(out.rate_bps, 54062500 - 21577154);
 	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_REDUCED);
+
+	/* Many flows share the host's path: the step is at most an eighth of
+	 * their mean rate.  Mean 4 MB/s: 500 kB/s, not the 1.25 MB/s step. */
+	uint64_t r0 = out.rate_bps;
+	s = at_rate(60000000, 100, 10000, 0);
+	s.srtt_us = 1000;
+	s.path_rate = 4000000;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, r0 + 500000);
+	/* A mean above 8 steps: the step itself. */
+	s.path_rate = 20000000;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, r0 + 500000 + 1250000);
 }
 
 /* A path that signals by loss (a loss with no mark) gets a window TCP's
