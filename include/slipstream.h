@@ -268,6 +268,8 @@ struct ss_ctx_stats {
 	uint64_t atx_full;      /* times the command queue was found full */
 	uint64_t doorbells;     /* doorbell writes */
 	uint64_t wakeups;       /* ss_wait blocked and was woken by the eventfd */
+	uint64_t tx_refused;    /* commits refused: the connection had moved to
+				 * another process (fork, POSIX layer) */
 	uint32_t conns;         /* live connection handles */
 };
 

@@ -151,7 +151,7 @@ static size_t conn_tx_free(const struct ss_conn *c)
 
 size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 {
-	size_t n = conn_send_error(c) ? 0 : conn_tx_free(c);
+	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
 
 	ring_iov(c->tx_buf, c->ctx->app->txbuf_size, c->tx_tail, n, iov);
 	return n;
@@ -171,6 +171,10 @@ int ss_send_commit(struct ss_conn *c, size_t n)
 	}
 	if (!n)
 		return 0;
+	if (c->shared && ss_sync_commit(c, (uint32_t)n) < 0) {
+		errno = EAGAIN; /* not taken: it moved to another process */
+		return -1;
+	}
 	c->tx_tail += (uint32_t)n;
 	c->tx_pend += (uint32_t)n;
 	ss_conn_mark_dirty(c);

@@ -177,6 +177,7 @@ struct ss_stack {
 	struct ss_app **active;  /* ACTIVE apps this thread serves */
 	uint32_t n_active;
 	unsigned fp_index;       /* this thread's sleeping flag in the status page */
+	bool draining;           /* carrying out an owner's commands before a move */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
 	uint64_t now_us;

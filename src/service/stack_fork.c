@@ -238,9 +238,37 @@ static void refs_gone(struct ss_stack *s, const struct ss_app *o, uint32_t slot,
 	}
 }
 
+/* (stack_internal.h) A word the owner does not keep (not ON), of
+ * another handle, or naming more than the ring holds is ignored. */
+void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+	uint64_t w = __atomic_exchange_n(ss_app_sync(sc->app, sc->slot),
+					 ss_sync_word(sc->gen, SS_SYNC_MOVED, 0), __ATOMIC_ACQ_REL);
+	uint32_t more = (uint32_t)w - c->f.tx_tail;
+
+	if (!(w & SS_SYNC_ON) || more == 0)
+		return;
+	if ((w & SS_SYNC_MOVED) || ss_sync_gen(w) != (sc->gen & SS_SYNC_GEN_MASK) ||
+	    more > ss_tcp_tx_space(c)) {
+		ss_ctr_inc(s->ctr, SS_CTR_app_move_sync_bad);
+		return;
+	}
+	if (ss_tcp_send(c, more) != 0) {
+		/* A connection that sends no more (reset, timed out) drops them
+		 * as Linux would; after our FIN nothing may have been written. */
+		if (!c->error)
+			ss_ctr_inc(s->ctr, SS_CTR_app_move_sync_bad);
+		return;
+	}
+	ss_ctr_inc(s->ctr, SS_CTR_app_move_tx_claimed);
+	ss_ctr_add(s->ctr, SS_CTR_app_move_tx_claimed_bytes, more);
+}
+
 /*
  * Moves @sc with its rings to @a: a new handle there (events to context
- * @ctx), the ring contents copied in place, the old owner's slot freed;
+ * @ctx), the ring contents copied in place (with what the old owner had
+ * committed, stack_conn_sync_claim), the old owner's slot freed;
  * the references to the old handle go (but @a's own: the caller's), so
  * holds is 0.  The old owner is told nothing here.  0, or -EINVAL (ring
  * sizes differ) or -EMFILE (no free slot), and then nothing changed.
@@ -257,6 +285,8 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 		return -EMFILE;
 	struct ss_tcp_ring rx = { ss_app_rx_ring(a, (uint32_t)slot), a->rxbuf_size };
 	struct ss_tcp_ring tx = { ss_app_tx_ring(a, (uint32_t)slot), a->txbuf_size };
+	/* Past the checks: from here on the move happens. */
+	stack_conn_sync_claim(s, sc);
 	if (ss_tcp_rings_move(&sc->tcp, rx, tx) != 0) {
 		ss_idpool_free(&a->slots, (uint32_t)slot);
 		return -EINVAL;
@@ -288,6 +318,17 @@ int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	if (i < 0)
 		return -EBADF;
 	struct ss_sconn *sc = inh_resolve(s, &a->inh[i]);
+	/* What the owner asked for on it before we took it comes first (its
+	 * data, consumption, shutdown; a close may even hand it elsewhere):
+	 * then look again. */
+	unsigned drained = sc ? stack_app_drain(s, sc->app, sc->ctx) : 0;
+	if (drained) {
+		ss_ctr_add(s->ctr, SS_CTR_app_adopt_drained, drained);
+		i = inh_find(a, cmd->ip, cmd->conn, cmd->gen);
+		if (i < 0)
+			return -EBADF;
+		sc = inh_resolve(s, &a->inh[i]);
+	}
 	if (!sc) {
 		inh_remove(a, (uint32_t)i);
 		return -EBADF; /* closed, or adopted by another process */

@@ -884,6 +884,9 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 		}
 		if (e->cmd_op == SS_OP_RELEASE || e->cmd_op == SS_OP_LISTEN_ARM)
 			return; /* already gone: nothing to undo */
+		if ((e->cmd_op == SS_OP_SEND || e->cmd_op == SS_OP_RECV_DONE) && e->error == EBADF)
+			return; /* counts that came after a move (fork): the new
+				 * owner's positions say it all */
 		if (e->cmd_op == SS_OP_CONNECT) {
 			s = cookie_find(cx, e->cookie);
 			if (s && s->state == SSP_S_CONNECTING)
