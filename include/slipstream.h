@@ -182,7 +182,10 @@ int ss_flush(struct ss_ctx *ctx);
 /* ----------------------------------------------------------------- events */
 
 enum ss_event_type {
-	SS_EVENT_LISTENING = 1, /* listener, cookie, error */
+	SS_EVENT_LISTENING = 1, /* listener, cookie, error, local_port.  bytes 1:
+				 * unasked, a port entry this process shares (fork)
+				 * listens now, another member listened; cookie is
+				 * ours, as its ACCEPTED events will carry */
 	SS_EVENT_CONNECTED,     /* cookie, error; conn + endpoints when error == 0 */
 	SS_EVENT_ACCEPTED,      /* conn, cookie (the listener's), endpoints */
 	SS_EVENT_DATA,          /* conn, bytes: newly received (see ss_recv_peek) */

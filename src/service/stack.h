@@ -114,6 +114,7 @@ struct ss_lmember {
 	uint64_t cookie;         /* the member's own cookie, echoed in ACCEPTED */
 	uint16_t ctx;
 	bool armed;
+	bool listened;           /* its own LISTEN made the entry listen, or joined it */
 };
 
 struct ss_listener {

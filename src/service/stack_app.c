@@ -101,6 +101,16 @@ void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t
 		ev->local_port = port;
 }
 
+void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t id,
+			      uint32_t backlog, uint16_t port, uint64_t cookie)
+{
+	struct ss_shm_ev *ev = post_one(s, a, ctx, SS_EV_LISTEN, id, 0, 0, backlog, cookie);
+	if (!ev)
+		return;
+	ev->flags = SS_EVF_MEMBER;
+	ev->local_port = port;
+}
+
 void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
 			  uint32_t held)
 {

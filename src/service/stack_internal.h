@@ -105,6 +105,10 @@ void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t
 		     uint32_t id, uint16_t error, uint32_t arg, uint16_t port, uint64_t cookie);
 void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
 			  uint32_t held);
+/* stack_post_listen_member - entry @id, which @a shares (fork), listens
+ * now (another member listened): LISTEN with SS_EVF_MEMBER, @a's cookie. */
+void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t id,
+			      uint32_t backlog, uint16_t port, uint64_t cookie);
 void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags);
 
 #endif

@@ -56,7 +56,12 @@
  * turns entry conn into a listener; without it, it claims port and listens
  * in one step.  SS_CMD_CONNECT with SS_CMDF_BOUND connects from entry
  * conn's port and gives the entry up (also when the connect then fails).  SS_CMD_LISTEN_CLOSE lets go of an
- * entry in either state.  SS_CMD_LISTEN_STOP (shutdown() of a listening
+ * entry in either state.  An entry shared across fork is one socket: when
+ * it starts listening (a member's SS_CMD_LISTEN with SS_CMDF_BOUND, say
+ * after bind() and fork(), or listen() again after SS_CMD_LISTEN_STOP),
+ * every other member gets SS_EV_LISTEN too, with SS_EVF_MEMBER and its
+ * own cookie (the one its ACCEPTED events will carry); a member's LISTEN
+ * on an entry that listens already is answered as a first one.  SS_CMD_LISTEN_STOP (shutdown() of a listening
  * socket) stops listener conn for every member at once: connections still
  * in the handshake are reset, every member gets SS_EV_LISTEN_STOPPED with
  * its own cookie, and the entry is bound again (it may listen or connect
@@ -276,7 +281,7 @@ struct ss_shm_cmd {
 /* Events, service -> app (arx). */
 enum ss_shm_ev_type {
 	SS_EV_NONE = 0,
-	SS_EV_LISTEN,     /* cookie, conn = listener id, error */
+	SS_EV_LISTEN,     /* cookie, conn = listener id, error; flags SS_EVF_MEMBER */
 	SS_EV_CONNECTED,  /* cookie, conn, gen, error (0 = open), endpoints, buffers */
 	SS_EV_ACCEPTED,   /* cookie = listener's cookie, conn, gen, endpoints, buffers */
 	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring */
@@ -306,6 +311,7 @@ enum ss_shm_ev_type {
 #define SS_EVF_DEAD 0x04     /* ADOPTED/RETURNED: reset or timed out (error says which) */
 #define SS_EVF_FIN_ACKED 0x08 /* ADOPTED/RETURNED: our FIN was acknowledged */
 #define SS_EVF_HELD 0x10     /* MOVED: we hold a reference to the connection */
+#define SS_EVF_MEMBER 0x20   /* LISTEN: unasked, another member of the entry listened */
 
 struct ss_shm_ev {
 	uint8_t type;

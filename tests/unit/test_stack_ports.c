@@ -638,9 +638,30 @@ static void test_listen_stop(void)
 	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
 
 	/* Listening again on the same entry works (Linux: listen() after
-	 * shutdown() of a listener). */
+	 * shutdown() of a listener), for every member: the child, which
+	 * shares the socket, is told (its own cookie, unasked). */
 	LISTEN_BOUND(&h, &p, el, 0, 701);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.conn, el);
+	CHECK_EQ_U64(ev.cookie, 700);
+	CHECK_EQ_U64(ev.local_port, 7300);
+	CHECK_EQ_U64(ev.arg, 128);
+	NO_EVENT(&p);
 	CHECK(syn_owner(&h, 43003, 7300) == p.a);
+	/* The child's own listen() meanwhile joins in (no EINVAL); the
+	 * parent's second one is EINVAL as before. */
+	LISTEN_BOUND(&h, &c, el, 0, 702);
+	CMD(&p, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = el, .cookie = 703);
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.flags, 0);
+	NO_EVENT(&c);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	CHECK(syn_owner(&h, 43005, 7300) == c.a);
 
 	/* With SS_STOP_RELEASE: every member gives the entry up. */
 	CHECK_EQ_U64(p.a->n_listeners, 2);
@@ -648,7 +669,7 @@ static void test_listen_stop(void)
 	CMD(&p, .op = SS_CMD_LISTEN_STOP, .conn = el, .arg = SS_STOP_RELEASE, .cookie = 701);
 	sh_pump(&h, 4);
 	EXPECT_STOPPED(&p, el, 7300, 701, 1);
-	EXPECT_STOPPED(&c, el, 7300, 700, 1);
+	EXPECT_STOPPED(&c, el, 7300, 702, 1);
 	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_FREE);
 	CHECK_EQ_U64(p.a->n_listeners, 1);
 	CHECK_EQ_U64(c.a->n_listeners, 0);
@@ -669,6 +690,49 @@ static void test_listen_stop(void)
 }
 
 /* Three members: in turn when armed; the oldest remaining when none is. */
+/*
+ * bind(), fork(), then listen() in one process: the socket listens in
+ * both (Linux: one socket).  The child is told with the cookie it got at
+ * INHERIT (the parent's bind cookie) and takes connections once armed.
+ */
+static void test_listen_shared_bound(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+
+	uint32_t e = BIND_OK(&h, &p, 7400, 0);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 0);
+	LISTEN_BOUND(&h, &p, e, 0, 800);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.conn, e);
+	CHECK_EQ_U64(ev.cookie, 1000 + 7400);
+	CHECK_EQ_U64(ev.local_port, 7400);
+	NO_EVENT(&c);
+	NO_EVENT(&p);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = e);
+	sh_pump(&h, 4);
+	CHECK(syn_owner(&h, 44000, 7400) == c.a);
+	/* Stopped by the child: both told; the parent listens again alone
+	 * first, the child is told again. */
+	CMD(&c, .op = SS_CMD_LISTEN_STOP, .conn = e, .cookie = 801);
+	sh_pump(&h, 4);
+	EXPECT_STOPPED(&c, e, 7400, 1000 + 7400, 0);
+	EXPECT_STOPPED(&p, e, 7400, 800, 0);
+	LISTEN_BOUND(&h, &p, e, 0, 802);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.cookie, 1000 + 7400);
+	NO_EVENT(&c);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
 static void test_member_order(void)
 {
 	struct sh h;
@@ -1715,6 +1779,7 @@ int main(void)
 	test_fork_listener();
 	test_member_order();
 	test_listen_stop();
+	test_listen_shared_bound();
 	test_holds_release();
 	test_holder_exits();
 	test_adopt();
