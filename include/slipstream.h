@@ -273,6 +273,7 @@ struct ss_ctx_stats {
 	uint64_t wakeups;       /* ss_wait blocked and was woken by the eventfd */
 	uint64_t tx_refused;    /* commits refused: the connection had moved to
 				 * another process (fork, POSIX layer) */
+	uint64_t rx_refused;    /* consumptions refused, likewise */
 	uint32_t conns;         /* live connection handles */
 };
 
@@ -293,7 +294,9 @@ size_t ss_recv_peek(struct ss_conn *conn, struct iovec iov[2]);
 /*
  * ss_recv_done - release @n bytes from the front of the readable data
  * (their ring space goes back to the service at the next flush).
- * Returns 0, or -1 with errno EINVAL (@n > readable bytes).
+ * Returns 0, or -1 with errno EINVAL (@n > readable bytes) or EAGAIN (a
+ * connection the POSIX layer shares across fork moved to another process
+ * meanwhile: nothing released).
  */
 int ss_recv_done(struct ss_conn *conn, size_t n);
 

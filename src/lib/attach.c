@@ -85,7 +85,7 @@ int ss_region_validate(const void *region, uint64_t region_size, uint32_t n_ctx)
 	if (h->sync_off % SS_SHM_CACHELINE || h->sync_off < h->info_off ||
 	    h->sync_off > h->buf_off ||
 	    h->sync_off - h->info_off < (uint64_t)h->max_conns * sizeof(struct ss_shm_conn_info) ||
-	    (h->buf_off - h->sync_off) / sizeof(uint64_t) < h->max_conns)
+	    (h->buf_off - h->sync_off) / sizeof(struct ss_shm_conn_sync) < h->max_conns)
 		goto bad;
 	return 0;
 bad:

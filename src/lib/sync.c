@@ -1,55 +1,80 @@
-/* sync.c - the transmit sync word of a connection shared across fork (shm/abi.h): commits confirmed against a move to another process. */
+/* sync.c - the sync words of a connection shared across fork (shm/abi.h): commits and consumptions confirmed against a move to another process. */
 #include "lib.h"
 
 /*
  * A connection other processes may adopt (the POSIX layer shares its
  * sockets across fork) can move away at any moment, while a thread here
- * is writing into its ring.  Bytes committed but not yet posted with
- * SS_CMD_TX would then be lost although the write returned.  So from the
- * fork on, every commit moves the slot's sync word forward with a
- * compare-and-swap; the service swaps SS_SYNC_MOVED in when it moves the
- * connection and takes the committed bytes along.  A commit that finds
- * the word changed was not taken: nothing of it counts, and the caller
- * writes it where the connection is once it knows (SS_EV_MOVED).
+ * writes into its ring or reads from it.  Bytes committed but not yet
+ * posted with SS_CMD_TX would then be lost although the write returned,
+ * and bytes consumed but not yet reported with SS_CMD_RX_DONE read again
+ * by the adopter.  So from the fork on, every commit and every
+ * consumption moves the slot's sync word forward with a compare-and-swap;
+ * the service swaps SS_SYNC_MOVED in when it moves the connection and
+ * takes the positions along.  A commit or consumption that finds its word
+ * changed was not taken: nothing of it counts, and the caller writes or
+ * reads where the connection is once it knows (SS_EV_MOVED).
  *
  * Connections of a process that never forked, or made after its last
- * fork, never touch the word: one test of c->shared per commit.
+ * fork, never touch the words: one test of c->shared per call.
  */
 
-static uint64_t *conn_sync(const struct ss_conn *c)
+static struct ss_shm_conn_sync *conn_sync(const struct ss_conn *c)
 {
 	const struct ss_app *app = c->ctx->app;
 
-	return (uint64_t *)(void *)((uint8_t *)app->region + app->sync_off) + c->slot;
+	return (struct ss_shm_conn_sync *)(void *)((uint8_t *)app->region + app->sync_off) +
+	       c->slot;
+}
+
+/* Word @w of handle @gen, not moved, keeps @pos from now on: false when
+ * the handle moved (or the slot is another handle's already). */
+static bool word_share(uint64_t *w, uint32_t gen, uint32_t pos)
+{
+	uint64_t cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+
+	if ((cur & SS_SYNC_MOVED) || ss_sync_gen(cur) != (gen & SS_SYNC_GEN_MASK))
+		return false;
+	return __atomic_compare_exchange_n(w, &cur, ss_sync_word(gen, SS_SYNC_ON, pos), false,
+					   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Move word @w of handle @gen from @pos by @n (release: the bytes were
+ * written, or copied out, before the service sees them counted). */
+static bool word_advance(uint64_t *w, uint32_t gen, uint32_t pos, uint32_t n)
+{
+	uint64_t cur = ss_sync_word(gen, SS_SYNC_ON, pos);
+
+	return __atomic_compare_exchange_n(w, &cur, ss_sync_word(gen, SS_SYNC_ON, pos + n), false,
+					   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 void ss_conn_share(struct ss_conn *c)
 {
-	uint64_t *w = conn_sync(c);
-	uint64_t cur = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-	uint64_t want = ss_sync_word(c->gen, SS_SYNC_ON, c->tx_tail);
+	struct ss_shm_conn_sync *ws = conn_sync(c);
 
 	if (c->shared || c->state == CONN_CLOSED)
 		return;
 	c->shared = true;
-	/* The word of our handle, not moved: it keeps our position now. */
-	if ((cur & SS_SYNC_MOVED) || ss_sync_gen(cur) != (c->gen & SS_SYNC_GEN_MASK) ||
-	    !__atomic_compare_exchange_n(w, &cur, want, false, __ATOMIC_RELEASE,
-					 __ATOMIC_RELAXED))
+	if (!word_share(&ws->tx, c->gen, c->tx_tail))
 		c->tx_moved = true;
+	if (!word_share(&ws->rx, c->gen, c->rx_head))
+		c->rx_moved = true;
 }
 
 int ss_sync_commit(struct ss_conn *c, uint32_t n)
 {
-	uint64_t cur = ss_sync_word(c->gen, SS_SYNC_ON, c->tx_tail);
-	uint64_t next = ss_sync_word(c->gen, SS_SYNC_ON, c->tx_tail + n);
-
-	/* Release: the bytes are in the ring before the service sees them
-	 * counted. */
-	if (__atomic_compare_exchange_n(conn_sync(c), &cur, next, false, __ATOMIC_RELEASE,
-					__ATOMIC_RELAXED))
+	if (word_advance(&conn_sync(c)->tx, c->gen, c->tx_tail, n))
 		return 0;
 	c->tx_moved = true;
 	c->ctx->st.tx_refused++;
+	return -1;
+}
+
+int ss_sync_consume(struct ss_conn *c, uint32_t n)
+{
+	if (word_advance(&conn_sync(c)->rx, c->gen, c->rx_head, n))
+		return 0;
+	c->rx_moved = true;
+	c->ctx->st.rx_refused++;
 	return -1;
 }

@@ -240,7 +240,8 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	uint64_t info_off = align_up(ctx_off + stride * q->contexts, PAGE);
 	uint64_t sync_off = align_up(info_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_info),
 				     SS_SHM_CACHELINE);
-	uint64_t buf_off = align_up(sync_off + (uint64_t)q->conns * sizeof(uint64_t), PAGE);
+	uint64_t buf_off = align_up(sync_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_sync),
+				    PAGE);
 	uint64_t size = buf_off + (uint64_t)q->conns * (q->rxbuf + q->txbuf);
 
 	a->region_fd = memfd_create("slipstream-app", MFD_CLOEXEC);

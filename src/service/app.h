@@ -67,7 +67,7 @@ struct ss_app {
 	uint32_t rxbuf_size, txbuf_size;
 	uint64_t buf_off;
 	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
-	uint64_t sync_off;        /* transmit sync word per slot (abi.h, fork) */
+	uint64_t sync_off;        /* struct ss_shm_conn_sync per slot (abi.h, fork) */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */
@@ -142,10 +142,10 @@ static inline uint8_t *ss_app_tx_ring(const struct ss_app *a, uint32_t slot)
 {
 	return ss_app_rx_ring(a, slot) + a->rxbuf_size;
 }
-/* Slot @slot's transmit sync word (untrusted: the app writes it). */
-static inline uint64_t *ss_app_sync(const struct ss_app *a, uint32_t slot)
+/* Slot @slot's sync words (untrusted: the app writes them). */
+static inline struct ss_shm_conn_sync *ss_app_sync(const struct ss_app *a, uint32_t slot)
 {
-	return (uint64_t *)(void *)(a->region + a->sync_off) + slot;
+	return (struct ss_shm_conn_sync *)(void *)(a->region + a->sync_off) + slot;
 }
 
 #endif

@@ -351,9 +351,10 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	sc->ctx = ctx;
 	a->slot_conn[slot] = sc;
 	a->n_conns++;
-	/* A new handle: its sync word starts off (abi.h, fork). */
-	__atomic_store_n(ss_app_sync(a, slot), ss_sync_word(sc->gen, 0, sc->tcp.f.tx_tail),
-			 __ATOMIC_RELEASE);
+	/* A new handle: its sync words start off (abi.h, fork). */
+	struct ss_shm_conn_sync *w = ss_app_sync(a, slot);
+	__atomic_store_n(&w->tx, ss_sync_word(sc->gen, 0, sc->tcp.f.tx_tail), __ATOMIC_RELEASE);
+	__atomic_store_n(&w->rx, ss_sync_word(sc->gen, 0, sc->tcp.f.rx_head), __ATOMIC_RELEASE);
 }
 
 void stack_conn_dirty(struct ss_stack *s, struct ss_sconn *sc)

@@ -238,33 +238,6 @@ static void refs_gone(struct ss_stack *s, const struct ss_app *o, uint32_t slot,
 	}
 }
 
-/* (stack_internal.h) A word the owner does not keep (not ON), of
- * another handle, or naming more than the ring holds is ignored. */
-void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc)
-{
-	struct ss_tcp_conn *c = &sc->tcp;
-	uint64_t w = __atomic_exchange_n(ss_app_sync(sc->app, sc->slot),
-					 ss_sync_word(sc->gen, SS_SYNC_MOVED, 0), __ATOMIC_ACQ_REL);
-	uint32_t more = (uint32_t)w - c->f.tx_tail;
-
-	if (!(w & SS_SYNC_ON) || more == 0)
-		return;
-	if ((w & SS_SYNC_MOVED) || ss_sync_gen(w) != (sc->gen & SS_SYNC_GEN_MASK) ||
-	    more > ss_tcp_tx_space(c)) {
-		ss_ctr_inc(s->ctr, SS_CTR_app_move_sync_bad);
-		return;
-	}
-	if (ss_tcp_send(c, more) != 0) {
-		/* A connection that sends no more (reset, timed out) drops them
-		 * as Linux would; after our FIN nothing may have been written. */
-		if (!c->error)
-			ss_ctr_inc(s->ctr, SS_CTR_app_move_sync_bad);
-		return;
-	}
-	ss_ctr_inc(s->ctr, SS_CTR_app_move_tx_claimed);
-	ss_ctr_add(s->ctr, SS_CTR_app_move_tx_claimed_bytes, more);
-}
-
 /*
  * Moves @sc with its rings to @a: a new handle there (events to context
  * @ctx), the ring contents copied in place (with what the old owner had

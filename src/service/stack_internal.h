@@ -60,10 +60,13 @@ int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_
  * recorded for the last release; true when so (nothing else to do). */
 bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a);
-/* stack_conn_sync_claim - @sc's handle is going away (it moves, or its
- * app exits): its sync word (abi.h) says MOVED from now on, so no commit
- * on it succeeds any more, and the bytes its app had committed without a
- * TX yet are queued as a TX would (a move's ring copy takes them along). */
+
+/* stack_sync.c: stack_conn_sync_claim - @sc's handle is going away (it
+ * moves, or its app exits): its sync words (abi.h) say MOVED from now
+ * on, so no commit or consumption on it succeeds any more; the bytes its
+ * app had committed without a TX yet are queued as a TX would, those it
+ * had consumed without an RX_DONE yet released as an RX_DONE would (a
+ * move's ring copy then takes the right ones along). */
 void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc);
 
 /* stack_cc.c: congestion control (control loop and pacing). */

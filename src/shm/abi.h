@@ -22,8 +22,9 @@
  *                                arx (svc -> app) and its slots
  *   hdr.info_off + k*sizeof(struct ss_shm_conn_info)
  *                                connection slot k: the figures TCP_INFO shows
- *   hdr.sync_off + k*8           connection slot k: its transmit sync word
- *                                (fork, see below)
+ *   hdr.sync_off + k*sizeof(struct ss_shm_conn_sync)
+ *                                connection slot k: its sync words (fork,
+ *                                see below)
  *   hdr.buf_off + k*(rxbuf+txbuf) connection slot k: receive ring, transmit ring
  *
  * Trust: the service writes the header once and never reads it back.  Every
@@ -104,24 +105,27 @@
  * references to its old handle go and their holders get SS_EV_REF_GONE
  * (so do they when an exiting owner's connection finds no taker).
  *
- * Nothing the old owner wrote is lost when its connection moves, though
- * it may be writing at that very moment.  Before an ADOPT moves it, the
- * service carries out the commands the owner has already published on
- * the connection's context (its TX, RX_DONE, SHUTDOWN go first).  Bytes
- * it committed and not yet posted are in the sync word of the slot
- * (hdr.sync_off + 8 * slot, SS_SYNC_*): the service writes it whenever
- * it hands out a handle (the handle's gen, no flags, the transmit
- * position); an application that shares the connection with other
- * processes (after fork) sets SS_SYNC_ON with its committed transmit
- * position and from then on moves the position forward with a
- * compare-and-swap (release) for every commit, after writing the bytes.
- * A move swaps SS_SYNC_MOVED in: a commit that finds it fails (the bytes
- * were not taken: the application waits for MOVED and writes them where
- * the connection is, later); the position it swapped out, when ON, of
- * that handle and within the ring, counts as sent (as a TX would) before
- * the rings are copied.  A position that fails those checks is ignored
- * and counted (app_move_sync_bad).  Without SS_SYNC_ON the word is never
- * read, so a process that has not forked pays nothing for it.
+ * Nothing the old owner wrote is lost when its connection moves, and
+ * nothing it read is read again, though it may be writing or reading at
+ * that very moment.  Before an ADOPT moves it, the service carries out
+ * the commands the owner has already published on the connection's
+ * context (its TX, RX_DONE, SHUTDOWN go first).  What it committed or
+ * consumed and not yet posted is in the slot's sync words (struct
+ * ss_shm_conn_sync at hdr.sync_off, SS_SYNC_*): the service writes both
+ * whenever it hands out a handle (the handle's gen, no flags, the
+ * transmit position and the receive position consumed); an application
+ * that shares the connection with other processes (after fork) sets
+ * SS_SYNC_ON in both with its own positions and from then on moves them
+ * forward with a compare-and-swap (release) for every commit, after
+ * writing the bytes, and for every consumption, after copying them out.
+ * A move swaps SS_SYNC_MOVED into both: a commit or consumption that
+ * finds it fails (nothing taken: the application waits for MOVED and
+ * writes or reads where the connection is, later); the positions swapped
+ * out, when ON, of that handle and within the ring, count as sent (as a
+ * TX would) and consumed (as an RX_DONE would) before the rings are
+ * copied.  A position that fails those checks is ignored and counted
+ * (app_move_sync_bad).  Without SS_SYNC_ON a word is never read, so a
+ * process that has not forked pays nothing for them.
  *
  * Rings are single-producer single-consumer with free-running 32-bit
  * indices; slot = index & (slots - 1).  Producer: write slot, then
@@ -171,16 +175,23 @@ struct ss_shm_hdr {
 	uint32_t pad_;
 	uint64_t buf_off;      /* connection slot 0; page aligned */
 	uint64_t info_off;     /* struct ss_shm_conn_info of slot 0; page aligned */
-	uint64_t sync_off;     /* transmit sync word of slot 0 (uint64_t each);
+	uint64_t sync_off;     /* struct ss_shm_conn_sync of slot 0;
 				* cache-line aligned, between info and buf */
 };
 
 /*
- * A slot's transmit sync word (fork, see above): bits 0-31 a transmit
- * stream position, 32-55 the low 24 bits of the handle's generation,
- * SS_SYNC_ON: the application keeps the position (its committed bytes),
- * SS_SYNC_MOVED: the handle moved away, commits on it are refused.
+ * A slot's sync words (fork, see above), each: bits 0-31 a stream
+ * position (tx: committed, rx: consumed), 32-55 the low 24 bits of the
+ * handle's generation, SS_SYNC_ON: the application keeps the position,
+ * SS_SYNC_MOVED: the handle moved away, commits (consumptions) on it are
+ * refused.  The application writes them; the service reads them only
+ * when the handle moves or its application goes.
  */
+struct ss_shm_conn_sync {
+	uint64_t tx;
+	uint64_t rx;
+};
+
 #define SS_SYNC_GEN_MASK 0xffffffu
 #define SS_SYNC_ON (1ull << 62)
 #define SS_SYNC_MOVED (1ull << 63)

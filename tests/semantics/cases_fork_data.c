@@ -31,6 +31,9 @@
  * through a record for want of room (another writer's records may come
  * in between there, on Linux too). */
 #define RACE_PARENT_MAX 1500
+/* fork_read_race: the parent's records not yet back from the peer, at
+ * most (the same reason). */
+#define RACE_AHEAD 256
 
 struct rec_check {
 	uint8_t part[REC];
@@ -94,6 +97,25 @@ static void rec_feed(struct rec_check *k, const uint8_t *b, size_t n)
 			k->n_part = 0;
 			rec_take(k, k->part);
 		}
+	}
+}
+
+/* What the peer echoed so far, without waiting. */
+static void rec_drain(int fd, struct rec_check *k)
+{
+	uint8_t buf[4096];
+
+	for (;;) {
+		ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (r > 0) {
+			rec_feed(k, buf, (size_t)r);
+			continue;
+		}
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		sc_fail(__FILE__, __LINE__, "recv() of the echo: %s",
+			r == 0 ? "EOF" : sc_errname(errno));
 	}
 }
 
@@ -165,9 +187,11 @@ __attribute__((noreturn)) static void race_child(int fd, uint8_t writer)
  * Slipstream, the connection moves to them while the parent is in the
  * middle of writing: a record the parent's send() accepted must not be
  * lost there (nor sent twice), whichever process the connection is in.
- * Only the parent reads, between rounds, when no child is left.
+ * With @read_during the parent also reads the echo while it writes (a
+ * record it read must not come again); else only between rounds, when
+ * no child is left.
  */
-static void fork_write_race(void)
+static void race_run(bool read_during)
 {
 	static struct rec_check k;
 	int fd = sc_peer_open("ECHO\n");
@@ -186,16 +210,20 @@ static void fork_write_race(void)
 			race_child(fd, (uint8_t)(round + 1));
 		deadline = sc_now_ms() + SC_WAIT_MS;
 		while (w == 0) {
-			if (n < RACE_PARENT_MAX) {
+			if (n < RACE_PARENT_MAX && (!read_during || sent - k.next[0] < RACE_AHEAD)) {
 				uint8_t r[REC];
 
 				rec_make(r, 0, sent);
 				SC_EQ(send(fd, r, REC, MSG_NOSIGNAL), REC);
 				sent++;
 				n++;
+			} else if (read_during) {
+				sc_poll1(fd, POLLIN, 1);
 			} else {
 				sc_sleep_ms(1);
 			}
+			if (read_during)
+				rec_drain(fd, &k);
 			w = waitpid(pid, &status, WNOHANG);
 			if (w == 0 && sc_now_ms() > deadline) {
 				kill(pid, SIGKILL);
@@ -227,7 +255,18 @@ static void fork_write_race(void)
 	SC_EQ(k.records, (uint64_t)sent + RACE_ROUNDS * RACE_CHILD_RECORDS);
 }
 
+static void fork_write_race(void)
+{
+	race_run(false);
+}
+
+static void fork_read_race(void)
+{
+	race_run(true);
+}
+
 const struct sc_case sc_cases_fork_data[] = {
 	{ "fork_write_race", fork_write_race },
+	{ "fork_read_race", fork_read_race },
 	{ NULL, NULL },
 };

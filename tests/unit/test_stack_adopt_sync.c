@@ -1,4 +1,4 @@
-/* test_stack_adopt_sync.c - a connection that moves to another process while its owner writes: the owner's published commands first, its committed bytes from the sync word, lying words ignored. */
+/* test_stack_adopt_sync.c - a connection that moves to another process while its owner writes or reads: the owner's published commands first, what it committed or consumed from the sync words, lying words ignored. */
 #include "check.h"
 #include "stack_fork_client.h"
 
@@ -91,10 +91,16 @@ static void peer_got(struct sh *h, struct sh_peer_conn *k, uint64_t n)
 	CHECK(!bad);
 }
 
-/* The owner's word as its library keeps it once shared (lib sync.c). */
+/* The owner's transmit word as its library keeps it once shared (lib
+ * sync.c), and its receive word. */
 static uint64_t *word(struct cl *a, uint32_t slot)
 {
-	return ss_app_sync(a->a, slot);
+	return &ss_app_sync(a->a, slot)->tx;
+}
+
+static uint64_t *rword(struct cl *a, uint32_t slot)
+{
+	return &ss_app_sync(a->a, slot)->rx;
 }
 
 /*
@@ -180,6 +186,51 @@ static void test_adopt_takes_committed(void)
 	CHECK_EQ_U64(sh_peer_read_check(k, &got, SEED, &bad), 500);
 	CHECK(!bad);
 	teardown(&h, &p, &c);
+}
+
+/*
+ * The parent had read bytes it had not reported yet (its RX_DONE was
+ * still to come) when the child adopted: the service takes the
+ * consumption from the receive word, so the child does not read them
+ * again; a receive word past what arrived is not believed.
+ */
+static void test_adopt_takes_consumed(void)
+{
+	for (int bad = 0; bad < 2; bad++) {
+		struct sh h;
+		struct cl p, c;
+		struct sh_peer_conn *k;
+		struct aconn pa;
+		uint64_t rx = 0, acked = 0;
+
+		setup(&h, &p, &c, &k, &pa, false);
+		CHECK(sh_peer_write(k, 0, 3000, 9) == 0);
+		ss_tcp_output(&k->c, h.now_us);
+		sh_pump(&h, 8);
+		drain_counts(&p, pa.slot, pa.gen, &rx, &acked);
+		CHECK_EQ_U64(rx, 3000);
+		/* Shared, then 1000 read (or, lying, 3001). */
+		*rword(&p, pa.slot) = ss_sync_word(pa.gen, SS_SYNC_ON, bad ? 3001 : 1000);
+		CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id,
+		    .cookie = 5);
+		sh_pump(&h, 4);
+		struct ss_shm_ev ev = EXPECT(&c, SS_EV_ADOPTED);
+		CHECK_EQ_U64(ev.arg, bad ? 0 : 1000);
+		CHECK_EQ_U64(ev.arg2, 3000);
+		struct aconn ca = take_conn(&c, &ev);
+		EXPECT(&p, SS_EV_MOVED);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_app_move_rx_claimed), bad ? 0 : 1);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_app_move_rx_claimed_bytes), bad ? 0 : 1000);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_app_move_sync_bad), bad ? 1 : 0);
+		CHECK_EQ_U64(*rword(&p, pa.slot), ss_sync_word(pa.gen, SS_SYNC_MOVED, 0));
+		CHECK_EQ_U64(*rword(&c, ca.slot), ss_sync_word(ca.gen, 0, bad ? 0 : 1000));
+		/* The bytes from there on are in the child's ring, in order. */
+		bool same = true;
+		for (uint32_t i = bad ? 0 : 1000; i < 3000; i++)
+			same &= ca.rx[i & (RING - 1)] == sh_pat(i, 9);
+		CHECK(same);
+		teardown(&h, &p, &c);
+	}
 }
 
 /*
@@ -274,6 +325,7 @@ int main(void)
 {
 	test_adopt_drains_owner();
 	test_adopt_takes_committed();
+	test_adopt_takes_consumed();
 	test_adopt_bad_words();
 	test_handback_takes_committed();
 	return check_done("test_stack_adopt_sync");

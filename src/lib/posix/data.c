@@ -192,6 +192,17 @@ static ssize_t sink_put(struct recv_sink *sink, const struct iovec src[2], size_
 	return w;
 }
 
+/* Room in pipe @fd for up to @k bytes now (@k when it cannot be told). */
+static size_t pipe_room(int fd, size_t k)
+{
+	int size = ssp_real.fcntl(fd, F_GETPIPE_SZ), queued = 0;
+
+	if (size <= 0 || ssp_real.ioctl(fd, FIONREAD, &queued) != 0 || queued < 0)
+		return k;
+	size = queued < size ? size - queued : 0;
+	return (size_t)size < k ? (size_t)size : k;
+}
+
 /* Lock held, @s held.  Up to @want bytes into @sink (all of them with
  * MSG_WAITALL), or -1 with errno. */
 static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want, int flags)
@@ -215,6 +226,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 		struct ss_conn *c;
 		struct iovec src[2];
 		size_t avail;
+		bool moving;
 
 		if (s->state != SSP_S_CONNECTED || !s->conn) {
 			/* Another process of ours took the connection while we
@@ -237,8 +249,20 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 		}
 		if (avail && !(flags & MSG_PEEK)) {
 			size_t k = avail < want - got ? avail : want - got;
-			ssize_t w = sink_put(sink, src, got, k);
+			bool first = !sink->iov && c->shared;
+			ssize_t w;
 
+			/* Shared across fork, into a pipe, which cannot give
+			 * bytes back: consumed first, no more than it has room for. */
+			if (first && (k = pipe_room(sink->fd, k)) > 0 && ss_recv_done(c, k) < 0)
+				continue; /* it moved away meanwhile: nothing taken */
+			if (first && k == 0)
+				sink->full = true;
+			w = k ? sink_put(sink, src, got, k) : 0;
+			if (first && w >= 0 && (size_t)w < k)
+				ssp_log_once("splice_shared", "splice() from a socket shared across "
+					     "fork into a pipe another process filled meanwhile: "
+					     "bytes lost");
 			if (w <= 0) {
 				if (got)
 					break;
@@ -246,14 +270,18 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 					errno = EAGAIN; /* the pipe is full: splice waits for it */
 				return -1;
 			}
-			ss_recv_done(c, (size_t)w);
+			if (!first && ss_recv_done(c, (size_t)w) < 0)
+				continue; /* moved away meanwhile: not taken, read again later */
 			released = true;
 			got += (size_t)w;
 			if (got == want || !(flags & MSG_WAITALL) || sink->full)
 				break;
 			continue;
 		}
-		if (ss_conn_error(c)) {
+		/* Moved to another process of ours (SS_EV_MOVED is on its
+		 * way): its state here says nothing any more; wait. */
+		moving = c->rx_moved;
+		if (!moving && ss_conn_error(c)) {
 			/* Data before the reset was read; report the error
 			 * once (as Linux), then end-of-stream. */
 			if (!got && s->err) {
@@ -263,7 +291,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 			}
 			break;
 		}
-		if (c->peer_fin)
+		if (!moving && c->peer_fin)
 			break;
 		if (got && !(flags & MSG_WAITALL))
 			break;

@@ -71,7 +71,7 @@ static int build_region(struct fake_svc *f)
 			  (uint64_t)o->arx_slots * sizeof(struct ss_shm_ev), 64);
 	info_off = align_up(ctx_off + stride * o->contexts, 4096);
 	sync_off = align_up(info_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_info), 64);
-	buf_off = align_up(sync_off + (uint64_t)o->conns * sizeof(uint64_t), 4096);
+	buf_off = align_up(sync_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_sync), 4096);
 	size = buf_off + (uint64_t)o->conns * (o->rxbuf + o->txbuf);
 	h.ctx_off = (uint32_t)ctx_off;
 	h.ctx_stride = (uint32_t)stride;

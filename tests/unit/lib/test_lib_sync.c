@@ -1,4 +1,4 @@
-/* test_lib_sync.c - a connection shared across fork: commits confirmed against the slot's sync word, refused once the service moved the handle away. */
+/* test_lib_sync.c - a connection shared across fork: commits and consumptions confirmed against the slot's sync words, refused once the service moved the handle away. */
 #include <errno.h>
 #include <string.h>
 
@@ -10,17 +10,23 @@
 #define SLOT 2
 #define GEN 9
 
-static uint64_t *sync_word(struct fake_app *x, uint32_t slot)
+static struct ss_shm_conn_sync *sync_words(struct fake_app *x, uint32_t slot)
 {
-	return (uint64_t *)(void *)(x->f.region + x->f.hdr->sync_off) + slot;
+	return (struct ss_shm_conn_sync *)(void *)(x->f.region + x->f.hdr->sync_off) + slot;
 }
 
-/* The service hands out handle (SLOT, GEN): its word starts off. */
+static uint64_t *sync_word(struct fake_app *x, uint32_t slot)
+{
+	return &sync_words(x, slot)->tx;
+}
+
+/* The service hands out handle (SLOT, GEN): its words start off. */
 static struct ss_conn *accept_shared_slot(struct fake_app *x)
 {
 	struct ss_event ev[2];
 
 	*sync_word(x, SLOT) = ss_sync_word(GEN, 0, 0);
+	sync_words(x, SLOT)->rx = ss_sync_word(GEN, 0, 0);
 	fake_ev_open(&x->f, 0, SS_EV_ACCEPTED, SLOT, GEN, 1);
 	CHECK_EQ_U64(ss_poll(x->ctx, ev, 2), 1);
 	CHECK(ev[0].conn != NULL);
@@ -132,9 +138,52 @@ static void test_share_moved(void)
 	fake_app_down(&x);
 }
 
+/* Reading: every consumption moves the receive word once shared; after
+ * the move one is refused (nothing released, nothing readable). */
+static void test_consume_refused(void)
+{
+	struct fake_app x;
+	struct ss_ctx_stats st;
+	struct iovec iov[2];
+	struct ss_conn *c;
+	char buf[64];
+
+	if (fake_app_up(&x, NULL) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_shared_slot(&x);
+	fake_rx(&x.f, 0, SLOT, GEN, 0, "abcdefghij", 10);
+	CHECK_EQ_U64(ss_poll(x.ctx, (struct ss_event[2]){ 0 }, 2), 1);
+	CHECK_EQ_U64(ss_recv(c, buf, 2), 2);
+	CHECK_EQ_U64(sync_words(&x, SLOT)->rx, ss_sync_word(GEN, 0, 0));
+	ss_conn_share(c);
+	CHECK_EQ_U64(sync_words(&x, SLOT)->rx, ss_sync_word(GEN, SS_SYNC_ON, 2));
+	CHECK_EQ_U64(ss_recv(c, buf, 3), 3);
+	CHECK(memcmp(buf, "cde", 3) == 0);
+	CHECK_EQ_U64(sync_words(&x, SLOT)->rx, ss_sync_word(GEN, SS_SYNC_ON, 5));
+	__atomic_store_n(&sync_words(&x, SLOT)->rx, ss_sync_word(GEN, SS_SYNC_MOVED, 0),
+			 __ATOMIC_RELEASE);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 5);
+	errno = 0;
+	CHECK_EQ_U64(ss_recv_done(c, 1), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EAGAIN);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 0);
+	CHECK_EQ_U64(ss_recv(c, buf, sizeof(buf)), 0);
+	ss_ctx_stats(x.ctx, &st);
+	CHECK_EQ_U64(st.rx_refused, 1);
+	CHECK_EQ_U64(st.tx_refused, 0);
+	/* What was consumed before is reported as ever. */
+	CHECK(ss_flush(x.ctx) == 0);
+	cmd_next(&x, SS_CMD_RX_DONE, 5);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
+	fake_app_down(&x);
+}
+
 int main(void)
 {
 	test_commit_refused();
+	test_consume_refused();
 	test_share_moved();
 	return check_done("test_lib_sync");
 }
