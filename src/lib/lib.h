@@ -53,7 +53,7 @@ struct ss_conn {
 	bool peer_fin;
 	bool fin_acked;         /* our FIN was acknowledged (SS_EV_FIN_ACKED) */
 	bool shared;            /* other processes may adopt it: commits go
-				 * through the sync word (sync.c) */
+				 * through the sync words (sync.c) */
 	/* A sync word refused a commit (tx) or a consumption (rx): the
 	 * handle moved away, SS_EV_MOVED follows. */
 	bool tx_moved, rx_moved;

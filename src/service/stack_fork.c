@@ -241,7 +241,7 @@ static void refs_gone(struct ss_stack *s, const struct ss_app *o, uint32_t slot,
 /*
  * Moves @sc with its rings to @a: a new handle there (events to context
  * @ctx), the ring contents copied in place (with what the old owner had
- * committed, stack_conn_sync_claim), the old owner's slot freed;
+ * committed or consumed, stack_conn_sync_claim), the old owner's slot freed;
  * the references to the old handle go (but @a's own: the caller's), so
  * holds is 0.  The old owner is told nothing here.  0, or -EINVAL (ring
  * sizes differ) or -EMFILE (no free slot), and then nothing changed.
