@@ -182,7 +182,10 @@ int ss_flush(struct ss_ctx *ctx);
 /* ----------------------------------------------------------------- events */
 
 enum ss_event_type {
-	SS_EVENT_LISTENING = 1, /* listener, cookie, error */
+	SS_EVENT_LISTENING = 1, /* listener, cookie, error, local_port.  bytes 1:
+				 * unasked, a port entry this process shares (fork)
+				 * listens now, another member listened; cookie is
+				 * ours, as its ACCEPTED events will carry */
 	SS_EVENT_CONNECTED,     /* cookie, error; conn + endpoints when error == 0 */
 	SS_EVENT_ACCEPTED,      /* conn, cookie (the listener's), endpoints */
 	SS_EVENT_DATA,          /* conn, bytes: newly received (see ss_recv_peek) */
@@ -268,6 +271,9 @@ struct ss_ctx_stats {
 	uint64_t atx_full;      /* times the command queue was found full */
 	uint64_t doorbells;     /* doorbell writes */
 	uint64_t wakeups;       /* ss_wait blocked and was woken by the eventfd */
+	uint64_t tx_refused;    /* commits refused: the connection had moved to
+				 * another process (fork, POSIX layer) */
+	uint64_t rx_refused;    /* consumptions refused, likewise */
 	uint32_t conns;         /* live connection handles */
 };
 
@@ -288,7 +294,9 @@ size_t ss_recv_peek(struct ss_conn *conn, struct iovec iov[2]);
 /*
  * ss_recv_done - release @n bytes from the front of the readable data
  * (their ring space goes back to the service at the next flush).
- * Returns 0, or -1 with errno EINVAL (@n > readable bytes).
+ * Returns 0, or -1 with errno EINVAL (@n > readable bytes) or EAGAIN (a
+ * connection the POSIX layer shares across fork moved to another process
+ * meanwhile: nothing released).
  */
 int ss_recv_done(struct ss_conn *conn, size_t n);
 

@@ -81,6 +81,12 @@ int ss_region_validate(const void *region, uint64_t region_size, uint32_t n_ctx)
 	    h->info_off > h->buf_off ||
 	    (h->buf_off - h->info_off) / sizeof(struct ss_shm_conn_info) < h->max_conns)
 		goto bad;
+	/* The sync words: after the info records, before the buffers. */
+	if (h->sync_off % SS_SHM_CACHELINE || h->sync_off < h->info_off ||
+	    h->sync_off > h->buf_off ||
+	    h->sync_off - h->info_off < (uint64_t)h->max_conns * sizeof(struct ss_shm_conn_info) ||
+	    (h->buf_off - h->sync_off) / sizeof(struct ss_shm_conn_sync) < h->max_conns)
+		goto bad;
 	return 0;
 bad:
 	errno = EPROTO;
@@ -375,6 +381,7 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 	app->txbuf_size = app->hdr->txbuf_size;
 	app->buf_off = app->hdr->buf_off;
 	app->info_off = app->hdr->info_off;
+	app->sync_off = app->hdr->sync_off;
 	close(fds[0]);
 	close(fds[1]);
 	fds[0] = fds[1] = -1;

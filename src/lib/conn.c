@@ -92,7 +92,7 @@ static bool conn_can_recv(const struct ss_conn *c)
 
 static size_t conn_rx_avail(const struct ss_conn *c)
 {
-	return conn_can_recv(c) ? (uint32_t)(c->rx_tail - c->rx_head) : 0;
+	return conn_can_recv(c) && !c->rx_moved ? (uint32_t)(c->rx_tail - c->rx_head) : 0;
 }
 
 size_t ss_recv_peek(struct ss_conn *c, struct iovec iov[2])
@@ -111,6 +111,10 @@ int ss_recv_done(struct ss_conn *c, size_t n)
 	}
 	if (!n)
 		return 0;
+	if (c->shared && ss_sync_consume(c, (uint32_t)n) < 0) {
+		errno = EAGAIN; /* not taken: it moved to another process */
+		return -1;
+	}
 	c->rx_head += (uint32_t)n;
 	c->rx_done += (uint32_t)n;
 	if (c->state == CONN_OPEN)
@@ -130,7 +134,8 @@ size_t ss_recv(struct ss_conn *c, void *buf, size_t len)
 	memcpy(buf, iov[0].iov_base, a);
 	if (b)
 		memcpy((uint8_t *)buf + a, iov[1].iov_base, b);
-	ss_recv_done(c, n);
+	if (ss_recv_done(c, n) < 0)
+		return 0; /* the connection moved away meanwhile (fork) */
 	return n;
 }
 
@@ -151,7 +156,7 @@ static size_t conn_tx_free(const struct ss_conn *c)
 
 size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 {
-	size_t n = conn_send_error(c) ? 0 : conn_tx_free(c);
+	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
 
 	ring_iov(c->tx_buf, c->ctx->app->txbuf_size, c->tx_tail, n, iov);
 	return n;
@@ -171,6 +176,10 @@ int ss_send_commit(struct ss_conn *c, size_t n)
 	}
 	if (!n)
 		return 0;
+	if (c->shared && ss_sync_commit(c, (uint32_t)n) < 0) {
+		errno = EAGAIN; /* not taken: it moved to another process */
+		return -1;
+	}
 	c->tx_tail += (uint32_t)n;
 	c->tx_pend += (uint32_t)n;
 	ss_conn_mark_dirty(c);

@@ -135,6 +135,8 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	case SS_EV_LISTEN:
 		out->type = SS_EVENT_LISTENING;
 		out->listener = e->conn;
+		out->local_port = e->local_port;
+		out->bytes = (e->flags & SS_EVF_MEMBER) != 0; /* unasked: shared, see abi.h */
 		return 1;
 	case SS_EV_CONNECTED:
 		out->type = SS_EVENT_CONNECTED;

@@ -52,6 +52,11 @@ struct ss_conn {
 	bool closing;           /* ss_close/ss_abort posted */
 	bool peer_fin;
 	bool fin_acked;         /* our FIN was acknowledged (SS_EV_FIN_ACKED) */
+	bool shared;            /* other processes may adopt it: commits go
+				 * through the sync words (sync.c) */
+	/* A sync word refused a commit (tx) or a consumption (rx): the
+	 * handle moved away, SS_EV_MOVED follows. */
+	bool tx_moved, rx_moved;
 	int error;              /* ECONNRESET... once DEAD */
 	void *user;
 
@@ -102,6 +107,7 @@ struct ss_app {
 	uint32_t max_conns, rxbuf_size, txbuf_size;
 	uint64_t buf_off;
 	uint64_t info_off;      /* struct ss_shm_conn_info per slot (TCP_INFO) */
+	uint64_t sync_off;      /* struct ss_shm_conn_sync per slot (sync.c) */
 	unsigned n_ctx;
 	struct ss_ctx ctx[];
 };
@@ -125,6 +131,16 @@ struct ss_conn *ss_conn_new(struct ss_ctx *ctx);
 void ss_conn_bury(struct ss_conn *c);
 void ss_ctx_reap(struct ss_ctx *ctx);
 void ss_ctx_free_conns(struct ss_ctx *ctx);
+
+/* sync.c: a connection shared across fork (shm/abi.h, the sync words).
+ * ss_conn_share - from now on other processes may adopt @c (the caller
+ * is about to fork): its commits and consumptions are confirmed against
+ * the service.  ss_sync_commit - confirm a commit of @n bytes of shared
+ * @c: 0, or -1 (c->tx_moved set) when its handle moved away meanwhile.
+ * ss_sync_consume - the same for a consumption (c->rx_moved). */
+void ss_conn_share(struct ss_conn *c);
+int ss_sync_commit(struct ss_conn *c, uint32_t n);
+int ss_sync_consume(struct ss_conn *c, uint32_t n);
 
 /* fork support (the POSIX layer): commands and the child's clean-up. */
 int ss_inherit(struct ss_ctx *ctx);

@@ -238,7 +238,9 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 				   ring_bytes + (uint64_t)lim->arx_slots * sizeof(struct ss_shm_ev), PAGE);
 	uint64_t ctx_off = PAGE;
 	uint64_t info_off = align_up(ctx_off + stride * q->contexts, PAGE);
-	uint64_t buf_off = align_up(info_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_info),
+	uint64_t sync_off = align_up(info_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_info),
+				     SS_SHM_CACHELINE);
+	uint64_t buf_off = align_up(sync_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_sync),
 				    PAGE);
 	uint64_t size = buf_off + (uint64_t)q->conns * (q->rxbuf + q->txbuf);
 
@@ -260,6 +262,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	a->txbuf_size = (uint32_t)q->txbuf;
 	a->buf_off = buf_off;
 	a->info_off = info_off;
+	a->sync_off = sync_off;
 
 	struct ss_shm_hdr *h = (struct ss_shm_hdr *)(void *)a->region;
 	h->magic = SS_SHM_MAGIC;
@@ -276,6 +279,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	h->txbuf_size = a->txbuf_size;
 	h->buf_off = buf_off;
 	h->info_off = info_off;
+	h->sync_off = sync_off;
 
 	a->ctx = calloc(a->n_ctx, sizeof(*a->ctx));
 	if (!a->ctx)

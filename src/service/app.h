@@ -40,6 +40,7 @@ struct ss_app_ctx {
 	uint32_t arx_published;   /* arx_prod at the last store-release */
 	bool kick;                /* events published this round */
 	struct ss_sconn *pending; /* connections with events that did not fit */
+	bool taking;              /* its commands are being carried out right now */
 };
 
 struct ss_app {
@@ -66,6 +67,7 @@ struct ss_app {
 	uint32_t rxbuf_size, txbuf_size;
 	uint64_t buf_off;
 	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
+	uint64_t sync_off;        /* struct ss_shm_conn_sync per slot (abi.h, fork) */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */
@@ -139,6 +141,11 @@ static inline uint8_t *ss_app_rx_ring(const struct ss_app *a, uint32_t slot)
 static inline uint8_t *ss_app_tx_ring(const struct ss_app *a, uint32_t slot)
 {
 	return ss_app_rx_ring(a, slot) + a->rxbuf_size;
+}
+/* Slot @slot's sync words (untrusted: the app writes them). */
+static inline struct ss_shm_conn_sync *ss_app_sync(const struct ss_app *a, uint32_t slot)
+{
+	return (struct ss_shm_conn_sync *)(void *)(a->region + a->sync_off) + slot;
 }
 
 #endif

@@ -90,6 +90,12 @@
 	X(app_adopts)                                                            \
 	X(app_handbacks)                                                         \
 	X(app_handback_failed)                                                   \
+	X(app_adopt_drained)                                                     \
+	X(app_move_tx_claimed)                                                   \
+	X(app_move_tx_claimed_bytes)                                             \
+	X(app_move_rx_claimed)                                                   \
+	X(app_move_rx_claimed_bytes)                                             \
+	X(app_move_sync_bad)                                                     \
 	X(app_inherit_listener_full)                                             \
 	X(app_inherit_failed)                                                    \
 	X(drop_tcp_seg_too_big)                                                  \

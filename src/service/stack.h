@@ -114,6 +114,7 @@ struct ss_lmember {
 	uint64_t cookie;         /* the member's own cookie, echoed in ACCEPTED */
 	uint16_t ctx;
 	bool armed;
+	bool listened;           /* its own LISTEN made the entry listen, or joined it */
 };
 
 struct ss_listener {
@@ -177,6 +178,7 @@ struct ss_stack {
 	struct ss_app **active;  /* ACTIVE apps this thread serves */
 	uint32_t n_active;
 	unsigned fp_index;       /* this thread's sleeping flag in the status page */
+	bool draining;           /* carrying out an owner's commands before a move */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
 	uint64_t now_us;

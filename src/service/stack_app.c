@@ -101,6 +101,16 @@ void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t
 		ev->local_port = port;
 }
 
+void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t id,
+			      uint32_t backlog, uint16_t port, uint64_t cookie)
+{
+	struct ss_shm_ev *ev = post_one(s, a, ctx, SS_EV_LISTEN, id, 0, 0, backlog, cookie);
+	if (!ev)
+		return;
+	ev->flags = SS_EVF_MEMBER;
+	ev->local_port = port;
+}
+
 void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
 			  uint32_t held)
 {
@@ -444,17 +454,38 @@ static unsigned take_commands(struct ss_stack *s, struct ss_app *a, uint16_t ctx
 	}
 	if (avail > s->lim.cmd_budget)
 		avail = s->lim.cmd_budget;
+	cx->taking = true;
 	for (uint32_t i = 0; i < avail && !a->broken; i++) {
 		/* Copy first: the app may rewrite the slot while we look at it. */
 		struct ss_shm_cmd cmd;
 		memcpy(&cmd, &cx->atx_slot[(cx->atx_cons + i) & (a->atx_slots - 1)], sizeof(cmd));
 		cmd_run(s, a, ctx, &cmd);
 	}
+	cx->taking = false;
 	cx->atx_cons += avail;
 	ss_ctr_add(s->ctr, SS_CTR_app_commands, avail);
 	/* Pairs with the app's load-acquire of cons before reusing slots. */
 	__atomic_store_n(&cx->atx->cons, cx->atx_cons, __ATOMIC_RELEASE);
 	return avail;
+}
+
+unsigned stack_app_drain(struct ss_stack *s, struct ss_app *a, uint16_t ctx)
+{
+	uint32_t rounds = a->atx_slots / (s->lim.cmd_budget ? s->lim.cmd_budget : 1) + 1;
+	unsigned n = 0, k;
+
+	/* Not from inside another drain, nor on a ring being taken now. */
+	if (s->draining || ctx >= a->n_ctx || a->ctx[ctx].taking || a->broken)
+		return 0;
+	s->draining = true;
+	for (uint32_t r = 0; r < rounds && !a->broken; r++) {
+		k = take_commands(s, a, ctx);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	s->draining = false;
+	return n;
 }
 
 /* ---- applications coming and going ------------------------------------------ */

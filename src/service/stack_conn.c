@@ -351,6 +351,10 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	sc->ctx = ctx;
 	a->slot_conn[slot] = sc;
 	a->n_conns++;
+	/* A new handle: its sync words start off (abi.h, fork). */
+	struct ss_shm_conn_sync *w = ss_app_sync(a, slot);
+	__atomic_store_n(&w->tx, ss_sync_word(sc->gen, 0, sc->tcp.f.tx_tail), __ATOMIC_RELEASE);
+	__atomic_store_n(&w->rx, ss_sync_word(sc->gen, 0, sc->tcp.f.rx_head), __ATOMIC_RELEASE);
 }
 
 void stack_conn_dirty(struct ss_stack *s, struct ss_sconn *sc)
@@ -635,6 +639,7 @@ void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 		    st != SS_TCPS_SYN_RCVD) {
 			sc->flags |= SC_APP_CLOSED;
 			sc->ev_pending = 0;
+			stack_conn_sync_claim(s, sc); /* written before it went */
 			conn_orphan(s, sc);
 			stack_conn_dirty(s, sc);
 			continue;

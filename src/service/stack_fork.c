@@ -240,7 +240,8 @@ static void refs_gone(struct ss_stack *s, const struct ss_app *o, uint32_t slot,
 
 /*
  * Moves @sc with its rings to @a: a new handle there (events to context
- * @ctx), the ring contents copied in place, the old owner's slot freed;
+ * @ctx), the ring contents copied in place (with what the old owner had
+ * committed or consumed, stack_conn_sync_claim), the old owner's slot freed;
  * the references to the old handle go (but @a's own: the caller's), so
  * holds is 0.  The old owner is told nothing here.  0, or -EINVAL (ring
  * sizes differ) or -EMFILE (no free slot), and then nothing changed.
@@ -257,6 +258,8 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 		return -EMFILE;
 	struct ss_tcp_ring rx = { ss_app_rx_ring(a, (uint32_t)slot), a->rxbuf_size };
 	struct ss_tcp_ring tx = { ss_app_tx_ring(a, (uint32_t)slot), a->txbuf_size };
+	/* Past the checks: from here on the move happens. */
+	stack_conn_sync_claim(s, sc);
 	if (ss_tcp_rings_move(&sc->tcp, rx, tx) != 0) {
 		ss_idpool_free(&a->slots, (uint32_t)slot);
 		return -EINVAL;
@@ -288,6 +291,17 @@ int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	if (i < 0)
 		return -EBADF;
 	struct ss_sconn *sc = inh_resolve(s, &a->inh[i]);
+	/* What the owner asked for on it before we took it comes first (its
+	 * data, consumption, shutdown; a close may even hand it elsewhere):
+	 * then look again. */
+	unsigned drained = sc ? stack_app_drain(s, sc->app, sc->ctx) : 0;
+	if (drained) {
+		ss_ctr_add(s->ctr, SS_CTR_app_adopt_drained, drained);
+		i = inh_find(a, cmd->ip, cmd->conn, cmd->gen);
+		if (i < 0)
+			return -EBADF;
+		sc = inh_resolve(s, &a->inh[i]);
+	}
 	if (!sc) {
 		inh_remove(a, (uint32_t)i);
 		return -EBADF; /* closed, or adopted by another process */

@@ -16,6 +16,15 @@ void stack_fork_app_gone(struct ss_stack *s, struct ss_app *a);
 
 /* stack_app.c */
 
+/*
+ * stack_app_drain - carry out the commands @a has published on context
+ * @ctx now, ahead of its turn (at most a ring's worth): before one of its
+ * connections moves, what it asked for on it comes first.  Not nested (a
+ * move inside a drain does not drain again) and never on a ring being
+ * taken at the moment.  Returns the commands carried out.
+ */
+unsigned stack_app_drain(struct ss_stack *s, struct ss_app *a, uint16_t ctx);
+
 /* stack_conn_fin_acked - our FIN was sent and acknowledged (the engine is
  * past FIN_WAIT_1/CLOSING/LAST_ACK without an error). */
 bool stack_conn_fin_acked(const struct ss_sconn *sc);

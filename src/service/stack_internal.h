@@ -61,6 +61,14 @@ int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_
 bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a);
 
+/* stack_sync.c: stack_conn_sync_claim - @sc's handle is going away (it
+ * moves, or its app exits): its sync words (abi.h) say MOVED from now
+ * on, so no commit or consumption on it succeeds any more; the bytes its
+ * app had committed without a TX yet are queued as a TX would, those it
+ * had consumed without an RX_DONE yet released as an RX_DONE would (a
+ * move's ring copy then takes the right ones along). */
+void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc);
+
 /* stack_cc.c: congestion control (control loop and pacing). */
 int stack_cc_init(struct ss_stack *s);
 void stack_cc_fini(struct ss_stack *s);
@@ -100,6 +108,10 @@ void stack_post_port(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint8_t
 		     uint32_t id, uint16_t error, uint32_t arg, uint16_t port, uint64_t cookie);
 void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
 			  uint32_t held);
+/* stack_post_listen_member - entry @id, which @a shares (fork), listens
+ * now (another member listened): LISTEN with SS_EVF_MEMBER, @a's cookie. */
+void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t id,
+			      uint32_t backlog, uint16_t port, uint64_t cookie);
 void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags);
 
 #endif

@@ -144,8 +144,8 @@ void stack_cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 	if (cmd->flags & SS_CMDF_BOUND) {
 		l = entry_of(s, a, cmd->conn);
 		li = l ? (int64_t)cmd->conn : -EBADF;
-		if (l && l->state == SS_LST_LISTEN)
-			li = -EINVAL; /* already listening: listen() again only resizes */
+		if (l && l->state == SS_LST_LISTEN && l->m[member_index(l, a)].listened)
+			li = -EINVAL; /* listening already: listen() again only resizes */
 	} else {
 		li = cmd->port == 0 ? -EINVAL : port_claim(s, a, ctx, cmd->port, false, cmd->cookie);
 	}
@@ -155,13 +155,31 @@ void stack_cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		return;
 	}
 	l = &s->listeners[li];
-	l->state = SS_LST_LISTEN;
-	l->backlog = cmd->arg == 0 ? BACKLOG_DEFAULT : cmd->arg > BACKLOG_MAX ? BACKLOG_MAX : cmd->arg;
-	l->n_syn = 0;
+	/* Listening already: another member listened first (one socket on
+	 * Linux, whose second listen() only resizes).  This one joins in. */
+	bool first = l->state != SS_LST_LISTEN;
+	if (first) {
+		l->state = SS_LST_LISTEN;
+		l->backlog = cmd->arg == 0 ? BACKLOG_DEFAULT
+			     : cmd->arg > BACKLOG_MAX ? BACKLOG_MAX : cmd->arg;
+		l->n_syn = 0;
+	}
 	int k = member_index(l, a);
 	l->m[k].ctx = ctx;
 	l->m[k].cookie = cmd->cookie;
+	l->m[k].listened = true;
 	stack_post_port(s, a, ctx, SS_EV_LISTEN, (uint32_t)li, 0, l->backlog, l->port, cmd->cookie);
+	if (!first)
+		return;
+	/* The members that share the socket (fork) listen with it, each on
+	 * its own context under its own cookie: unasked LISTEN events. */
+	for (unsigned i = 0; i < l->n_members; i++) {
+		struct ss_lmember *m = &l->m[i];
+		if ((int)i == k || !app_usable(m->app))
+			continue;
+		stack_post_listen_member(s, m->app, m->ctx, (uint32_t)li, l->backlog, l->port,
+					 m->cookie);
+	}
 }
 
 int stack_cmd_listen_close(struct ss_stack *s, struct ss_app *a, uint32_t li)
@@ -192,7 +210,7 @@ int stack_cmd_listen_stop(struct ss_stack *s, struct ss_app *a, uint32_t li, uin
 	l->state = SS_LST_BOUND;
 	for (unsigned i = 0; i < l->n_members; i++) {
 		struct ss_lmember *m = &l->m[i];
-		m->armed = false;
+		m->armed = m->listened = false;
 		if (app_usable(m->app))
 			stack_post_port(s, m->app, m->ctx, SS_EV_LISTEN_STOPPED, li, 0, release, l->port,
 					m->cookie);

@@ -22,6 +22,9 @@
  *                                arx (svc -> app) and its slots
  *   hdr.info_off + k*sizeof(struct ss_shm_conn_info)
  *                                connection slot k: the figures TCP_INFO shows
+ *   hdr.sync_off + k*sizeof(struct ss_shm_conn_sync)
+ *                                connection slot k: its sync words (fork,
+ *                                see below)
  *   hdr.buf_off + k*(rxbuf+txbuf) connection slot k: receive ring, transmit ring
  *
  * Trust: the service writes the header once and never reads it back.  Every
@@ -54,7 +57,12 @@
  * turns entry conn into a listener; without it, it claims port and listens
  * in one step.  SS_CMD_CONNECT with SS_CMDF_BOUND connects from entry
  * conn's port and gives the entry up (also when the connect then fails).  SS_CMD_LISTEN_CLOSE lets go of an
- * entry in either state.  SS_CMD_LISTEN_STOP (shutdown() of a listening
+ * entry in either state.  An entry shared across fork is one socket: when
+ * it starts listening (a member's SS_CMD_LISTEN with SS_CMDF_BOUND, say
+ * after bind() and fork(), or listen() again after SS_CMD_LISTEN_STOP),
+ * every other member gets SS_EV_LISTEN too, with SS_EVF_MEMBER and its
+ * own cookie (the one its ACCEPTED events will carry); a member's LISTEN
+ * on an entry that listens already is answered as a first one.  SS_CMD_LISTEN_STOP (shutdown() of a listening
  * socket) stops listener conn for every member at once: connections still
  * in the handshake are reset, every member gets SS_EV_LISTEN_STOPPED with
  * its own cookie, and the entry is bound again (it may listen or connect
@@ -97,6 +105,28 @@
  * references to its old handle go and their holders get SS_EV_REF_GONE
  * (so do they when an exiting owner's connection finds no taker).
  *
+ * Nothing the old owner wrote is lost when its connection moves, and
+ * nothing it read is read again, though it may be writing or reading at
+ * that very moment.  Before an ADOPT moves it, the service carries out
+ * the commands the owner has already published on the connection's
+ * context (its TX, RX_DONE, SHUTDOWN go first).  What it committed or
+ * consumed and not yet posted is in the slot's sync words (struct
+ * ss_shm_conn_sync at hdr.sync_off, SS_SYNC_*): the service writes both
+ * whenever it hands out a handle (the handle's gen, no flags, the
+ * transmit position and the receive position consumed); an application
+ * that shares the connection with other processes (after fork) sets
+ * SS_SYNC_ON in both with its own positions and from then on moves them
+ * forward with a compare-and-swap (release) for every commit, after
+ * writing the bytes, and for every consumption, after copying them out.
+ * A move swaps SS_SYNC_MOVED into both: a commit or consumption that
+ * finds it fails (nothing taken: the application waits for MOVED and
+ * writes or reads where the connection is, later); the positions swapped
+ * out, when ON, of that handle and within the ring, count as sent (as a
+ * TX would) and consumed (as an RX_DONE would) before the rings are
+ * copied.  A position that fails those checks is ignored and counted
+ * (app_move_sync_bad).  Without SS_SYNC_ON a word is never read, so a
+ * process that has not forked pays nothing for them.
+ *
  * Rings are single-producer single-consumer with free-running 32-bit
  * indices; slot = index & (slots - 1).  Producer: write slot, then
  * store-release prod.  Consumer: load-acquire prod, read slots, then
@@ -114,7 +144,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 2u
+#define SS_SHM_VERSION 3u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -145,7 +175,36 @@ struct ss_shm_hdr {
 	uint32_t pad_;
 	uint64_t buf_off;      /* connection slot 0; page aligned */
 	uint64_t info_off;     /* struct ss_shm_conn_info of slot 0; page aligned */
+	uint64_t sync_off;     /* struct ss_shm_conn_sync of slot 0;
+				* cache-line aligned, between info and buf */
 };
+
+/*
+ * A slot's sync words (fork, see above), each: bits 0-31 a stream
+ * position (tx: committed, rx: consumed), 32-55 the low 24 bits of the
+ * handle's generation, SS_SYNC_ON: the application keeps the position,
+ * SS_SYNC_MOVED: the handle moved away, commits (consumptions) on it are
+ * refused.  The application writes them; the service reads them only
+ * when the handle moves or its application goes.
+ */
+struct ss_shm_conn_sync {
+	uint64_t tx;
+	uint64_t rx;
+};
+
+#define SS_SYNC_GEN_MASK 0xffffffu
+#define SS_SYNC_ON (1ull << 62)
+#define SS_SYNC_MOVED (1ull << 63)
+
+static inline uint64_t ss_sync_word(uint32_t gen, uint64_t flags, uint32_t pos)
+{
+	return flags | (uint64_t)(gen & SS_SYNC_GEN_MASK) << 32 | pos;
+}
+
+static inline uint32_t ss_sync_gen(uint64_t w)
+{
+	return (uint32_t)(w >> 32) & SS_SYNC_GEN_MASK;
+}
 
 /*
  * What the service knows about one connection, for TCP_INFO: written by
@@ -233,7 +292,7 @@ struct ss_shm_cmd {
 /* Events, service -> app (arx). */
 enum ss_shm_ev_type {
 	SS_EV_NONE = 0,
-	SS_EV_LISTEN,     /* cookie, conn = listener id, error */
+	SS_EV_LISTEN,     /* cookie, conn = listener id, error; flags SS_EVF_MEMBER */
 	SS_EV_CONNECTED,  /* cookie, conn, gen, error (0 = open), endpoints, buffers */
 	SS_EV_ACCEPTED,   /* cookie = listener's cookie, conn, gen, endpoints, buffers */
 	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring */
@@ -263,6 +322,7 @@ enum ss_shm_ev_type {
 #define SS_EVF_DEAD 0x04     /* ADOPTED/RETURNED: reset or timed out (error says which) */
 #define SS_EVF_FIN_ACKED 0x08 /* ADOPTED/RETURNED: our FIN was acknowledged */
 #define SS_EVF_HELD 0x10     /* MOVED: we hold a reference to the connection */
+#define SS_EVF_MEMBER 0x20   /* LISTEN: unasked, another member of the entry listened */
 
 struct ss_shm_ev {
 	uint8_t type;

@@ -1,4 +1,4 @@
-/* cases_epoll.c - epoll: level and edge triggering, ONESHOT, RDHUP, mixed sets, errors, dup of a set. */
+/* cases_epoll.c - epoll: level and edge triggering, ONESHOT, RDHUP, mixed sets, errors, dup of a set (before and after it held a socket). */
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -439,6 +439,82 @@ static void epoll_dup2(void)
 	epoll_two(d, 0, 43, EPOLLIN, 44, EPOLLIN);
 }
 
+/*
+ * Copies made before the set held any socket (dup, F_DUPFD, with a pipe
+ * already in it) are the same set too: a socket added through a copy
+ * is reported through the original, which sleeps until its data, and
+ * through the other copy; every number sees every registration; the
+ * set lives on in the last number.
+ */
+static void epoll_dup_early(void)
+{
+	int fd = sc_peer_open("SLEEP 200\nSEND 10\nSINK -\n");
+	int quiet = sc_peer_open("SINK -\n"), ep = epoll_new(), p[2], d, f;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 51 };
+	uint8_t buf[10];
+	char c = 'p';
+
+	SC_OK(pipe(p));
+	sc_track(p[0]);
+	sc_track(p[1]);
+	epoll_add(ep, p[0], EPOLLIN, 50);
+	d = sc_track((int)SC_OK(dup(ep)));
+	f = sc_track((int)SC_OK(fcntl(ep, F_DUPFD_CLOEXEC, 0)));
+	SC_EQ(fcntl(d, F_GETFD), 0);
+	SC_EQ(fcntl(f, F_GETFD), FD_CLOEXEC);
+	epoll_add(d, fd, EPOLLIN, 51);
+	epoll_one(ep, SC_WAIT_MS, 51, EPOLLIN);
+	epoll_one(f, 0, 51, EPOLLIN);
+	SC_ERR(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), EEXIST);
+	SC_ERR(epoll_ctl(f, EPOLL_CTL_ADD, fd, &ev), EEXIST);
+	epoll_add(f, quiet, EPOLLOUT, 52);
+	epoll_two(d, 0, 51, EPOLLIN, 52, EPOLLOUT);
+	SC_EQ(epoll_ctl(ep, EPOLL_CTL_DEL, quiet, NULL), 0);
+	SC_ERR(epoll_ctl(d, EPOLL_CTL_DEL, quiet, NULL), ENOENT);
+	/* The kernel fd registered before the copies: in the same set. */
+	SC_EQ(write(p[1], &c, 1), 1);
+	epoll_two(f, 0, 50, EPOLLIN, 51, EPOLLIN);
+	SC_EQ(read(p[0], &c, 1), 1);
+	SC_EQ(sc_close(ep), 0);
+	SC_EQ(sc_close(d), 0);
+	epoll_one(f, 0, 51, EPOLLIN);
+	SC_EQ(epoll_ctl(f, EPOLL_CTL_DEL, fd, NULL), 0);
+	epoll_none(f, 0);
+	sc_recv_exact(fd, buf, 10, SC_WAIT_MS);
+	sc_pattern_check(buf, 10, 0);
+}
+
+/*
+ * dup2() and dup3() of a set onto other numbers (a pipe's, another
+ * set's) before the set held any socket: those numbers name the set
+ * too.  A socket added through the original is reported through them
+ * (the one waited on sleeps until its data), and one added through a
+ * copy through the original.  A pipe dup2'ed onto a copy later takes
+ * that number away from the set; the other numbers keep it.
+ */
+static void epoll_dup2_early(void)
+{
+	int fd = sc_peer_open("SLEEP 200\nSEND 10\nSINK -\n");
+	int quiet = sc_peer_open("SINK -\n"), ep = epoll_new(), other = epoll_new(), p[2];
+
+	SC_OK(pipe(p));
+	sc_track(p[0]);
+	sc_track(p[1]);
+	SC_EQ(dup2(ep, p[0]), p[0]);
+	SC_EQ(dup3(ep, other, O_CLOEXEC), other);
+	epoll_add(ep, fd, EPOLLIN, 61);
+	epoll_one(p[0], SC_WAIT_MS, 61, EPOLLIN);
+	epoll_one(other, 0, 61, EPOLLIN);
+	epoll_add(other, quiet, EPOLLOUT, 62);
+	epoll_two(ep, 0, 61, EPOLLIN, 62, EPOLLOUT);
+	/* The pipe's read end onto the copy: that number leaves the set. */
+	SC_EQ(dup2(p[1], p[0]), p[0]);
+	SC_ERR(epoll_wait(p[0], (struct epoll_event[1]){ { 0 } }, 1, 0), EINVAL);
+	epoll_two(other, 0, 61, EPOLLIN, 62, EPOLLOUT);
+	SC_EQ(sc_close(ep), 0);
+	epoll_two(other, 0, 61, EPOLLIN, 62, EPOLLOUT);
+}
+
 const struct sc_case sc_cases_epoll[] = {
 	{ "epoll_level", epoll_level },
 	{ "epoll_edge", epoll_edge },
@@ -456,5 +532,7 @@ const struct sc_case sc_cases_epoll[] = {
 	{ "epoll_close_removes", epoll_close_removes },
 	{ "epoll_dup", epoll_dup },
 	{ "epoll_dup2", epoll_dup2 },
+	{ "epoll_dup_early", epoll_dup_early },
+	{ "epoll_dup2_early", epoll_dup2_early },
 	{ NULL, NULL },
 };

@@ -460,6 +460,86 @@ static void fork_listener_shutdown(void)
 	SC_EQ(child_echo(fd, 100), 0);
 }
 
+/* A child of fork_listen_again: waits for @go, then finds its copy of
+ * the listener listening (SO_ACCEPTCONN) and serves one connection on it
+ * as a worker does. */
+__attribute__((noreturn)) static void relisten_child(int lfd, int go, int ready)
+{
+	socklen_t len = sizeof(int);
+	int on = 0;
+	char c;
+
+	if (read(go, &c, 1) != 1)
+		_exit(8);
+	if (getsockopt(lfd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || on != 1)
+		_exit(9);
+	worker(lfd, ready, 100);
+}
+
+/* Fork a relisten_child on @lfd; the parent's ends of its pipes. */
+static pid_t relisten_fork(int lfd, int *go, int *ready)
+{
+	int g[2], r[2];
+	pid_t pid;
+
+	SC_OK(pipe(g));
+	SC_OK(pipe(r));
+	fflush(NULL);
+	pid = (pid_t)SC_OK(fork());
+	if (pid == 0) {
+		close(g[1]);
+		close(r[0]);
+		relisten_child(lfd, g[0], r[1]);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = sc_track(g[1]);
+	*ready = sc_track(r[0]);
+	return pid;
+}
+
+/* The parent lets @pid's relisten_child go and it serves a connection. */
+static void relisten_serve(pid_t pid, uint16_t port, int go, int ready)
+{
+	char c;
+	int ctl;
+
+	SC_EQ(write(go, "g", 1), 1);
+	SC_EQ(read(ready, &c, 1), 1);
+	ctl = sc_peer_connect_back(port, 1);
+	SC_EQ(child_wait(pid), 0);
+	sc_peer_connect_back_done(ctl, 1);
+	sc_close(go);
+	sc_close(ready);
+}
+
+/*
+ * A listener shared across fork is one socket: listen() in one process
+ * makes it listen in all.  Shut down and listened again by the parent,
+ * the child's copy listens again and accepts; bound, forked, then
+ * listened by the parent, likewise.
+ */
+static void fork_listen_again(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(sc_port(1)) };
+	uint16_t port = sc_port(0);
+	int lfd = sc_listen(port, 8, 0), bfd, go, ready, one = 1;
+	pid_t pid;
+
+	pid = relisten_fork(lfd, &go, &ready);
+	SC_EQ(shutdown(lfd, SHUT_RD), 0);
+	SC_ERR(accept(lfd, NULL, NULL), EINVAL);
+	SC_EQ(listen(lfd, 8), 0);
+	relisten_serve(pid, port, go, ready);
+
+	bfd = sc_tcp_socket(0);
+	SC_OK(setsockopt(bfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	SC_OK(bind(bfd, (struct sockaddr *)&a, sizeof(a)));
+	pid = relisten_fork(bfd, &go, &ready);
+	SC_EQ(listen(bfd, 8), 0);
+	relisten_serve(pid, sc_port(1), go, ready);
+}
+
 const struct sc_case sc_cases_fork[] = {
 	{ "fork_workers", fork_workers },
 	{ "fork_handoff", fork_handoff },
@@ -470,5 +550,6 @@ const struct sc_case sc_cases_fork[] = {
 	{ "fork_parent_blocked", fork_parent_blocked },
 	{ "fork_owner_exits", fork_owner_exits },
 	{ "fork_listener_shutdown", fork_listener_shutdown },
+	{ "fork_listen_again", fork_listen_again },
 	{ NULL, NULL },
 };

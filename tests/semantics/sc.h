@@ -42,6 +42,7 @@ extern const struct sc_case sc_cases_epoll[];
 extern const struct sc_case sc_cases_poll[];
 extern const struct sc_case sc_cases_proc[];
 extern const struct sc_case sc_cases_fork[];
+extern const struct sc_case sc_cases_fork_data[];
 extern const struct sc_case sc_cases_splice[];
 extern const struct sc_case sc_cases_threads[];
 

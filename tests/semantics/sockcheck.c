@@ -34,7 +34,7 @@ char sc_run_msg[512];
 static const struct sc_case *const areas[] = {
 	sc_cases_connect, sc_cases_data, sc_cases_close, sc_cases_server,
 	sc_cases_opts, sc_cases_epoll, sc_cases_poll, sc_cases_proc,
-	sc_cases_fork, sc_cases_splice, sc_cases_threads,
+	sc_cases_fork, sc_cases_fork_data, sc_cases_splice, sc_cases_threads,
 };
 
 /* Known not to work under Slipstream yet (the POSIX layer is young); each

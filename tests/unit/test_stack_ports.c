@@ -1,73 +1,12 @@
 /* test_stack_ports.c - port entries (bind, listen, SO_REUSEPORT), sockets shared across fork (inherit, arm, hold, release, adopt, hand-back) and FIN_ACKED through the stack's command rings. */
 #include "check.h"
-#include "stack_client.h"
+#include "stack_fork_client.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
-#define RING 65536u
-
 /* ---- applications: each on its own region, driven like test_stack.c ---- */
-
-static uint64_t ctr(struct sh *h, enum ss_counter_id id)
-{
-	return ss_ctr_read(&h->ctr, id);
-}
-
-/* A forked child of @parent. */
-static int cl_attach_child(struct sh *h, struct cl *c, const struct cl *parent)
-{
-	char line[256];
-	snprintf(line, sizeof(line), "%s parent=%u token=%llu", ATTACH, parent->a->id,
-		 (unsigned long long)parent->a->token);
-	return cl_attach(h, c, line, NULL, 0);
-}
-
-/* The next event, which must be of @type. */
-static struct ss_shm_ev ev_expect(struct cl *c, uint8_t type, int line)
-{
-	struct ss_shm_ev ev;
-	check_count++;
-	if (!cl_ev(c, &ev)) {
-		memset(&ev, 0, sizeof(ev));
-		check_fail_(__FILE__, line, "an event");
-		fprintf(stderr, "    app %u: no event, want type %u\n", c->a->id, type);
-		return ev;
-	}
-	if (ev.type != type) {
-		check_fail_(__FILE__, line, "event type");
-		fprintf(stderr, "    app %u: got type %u (conn %u error %u arg %u), want %u\n", c->a->id,
-			ev.type, ev.conn, ev.error, ev.arg, type);
-	}
-	return ev;
-}
-#define EXPECT(c, type) ev_expect((c), (type), __LINE__)
-
-static void ev_none(struct cl *c, int line)
-{
-	struct ss_shm_ev ev;
-	check_count++;
-	if (cl_ev(c, &ev)) {
-		check_fail_(__FILE__, line, "no event");
-		fprintf(stderr, "    app %u: got type %u (conn %u error %u arg %u)\n", c->a->id, ev.type,
-			ev.conn, ev.error, ev.arg);
-	}
-}
-#define NO_EVENT(c) ev_none((c), __LINE__)
-
-/* A command rejected with SS_EV_CMD_ERROR: @err, the op in arg, the fields echoed. */
-static void cmd_error_expect(struct cl *c, uint8_t op, uint32_t conn, uint32_t gen, int err, int line)
-{
-	struct ss_shm_ev ev = ev_expect(c, SS_EV_CMD_ERROR, line);
-	if (ev.error != err || ev.arg != op || ev.conn != conn || ev.gen != gen) {
-		check_fail_(__FILE__, line, "command error");
-		fprintf(stderr, "    got error %u op %u conn %u gen %u, want %d %u %u %u\n", ev.error,
-			ev.arg, ev.conn, ev.gen, err, op, conn, gen);
-	}
-}
-#define EXPECT_CMD_ERROR(c, op, conn, gen, err) cmd_error_expect((c), (op), (conn), (gen), (err), __LINE__)
 
 /* BIND and its answer. */
 static struct ss_shm_ev do_bind(struct sh *h, struct cl *c, uint16_t port, uint32_t flags,
@@ -117,19 +56,6 @@ static void listen_bound(struct sh *h, struct cl *c, uint32_t li, uint32_t backl
 
 /* ---- the peer ---- */
 
-/* The peer connects from @sport to @dport; returns its connection. */
-static struct sh_peer_conn *peer_connect(struct sh *h, uint16_t sport, uint16_t dport)
-{
-	struct sh_peer_conn *p = sh_peer_new(h, sport, dport);
-	CHECK(p != NULL);
-	if (!p)
-		abort();
-	CHECK(ss_tcp_connect(&p->c, h->now_us) == 0);
-	sh_pump(h, 16);
-	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
-	return p;
-}
-
 /*
  * A bare SYN from the peer's address, port @sport, to @dport: returns the
  * application that got the new connection (NULL if none; *refused when
@@ -169,49 +95,6 @@ static struct ss_app *syn_owner(struct sh *h, uint16_t sport, uint16_t dport)
 	CHECK(a != NULL);
 	return a;
 }
-
-/* An app's view of one connection. */
-struct aconn {
-	uint32_t slot, gen;
-	uint8_t *rx, *tx;
-	uint16_t lport, rport;
-	uint64_t cookie;
-};
-
-static struct aconn take_conn(struct cl *c, const struct ss_shm_ev *ev)
-{
-	return (struct aconn){ .slot = ev->conn, .gen = ev->gen, .rx = c->a->region + ev->rx_off,
-			       .tx = c->a->region + ev->tx_off, .lport = ev->local_port,
-			       .rport = ev->remote_port, .cookie = ev->cookie };
-}
-
-/* The peer connects to @port; the app @c must get ACCEPTED with @cookie. */
-static struct aconn accept_one(struct sh *h, struct cl *c, struct sh_peer_conn **pp, uint16_t sport,
-			       uint16_t port, uint64_t cookie)
-{
-	*pp = peer_connect(h, sport, port);
-	struct ss_shm_ev ev = EXPECT(c, SS_EV_ACCEPTED);
-	CHECK_EQ_U64(ev.error, 0);
-	CHECK_EQ_U64(ev.cookie, cookie);
-	CHECK_EQ_U64(ev.local_port, port);
-	CHECK_EQ_U64(ev.remote_port, sport);
-	CHECK_EQ_U64(ev.local_ip, SH_SVC_IP);
-	CHECK_EQ_U64(ev.remote_ip, SH_PEER_IP);
-	return take_conn(c, &ev);
-}
-
-static void inherit_ok(struct sh *h, struct cl *c, uint32_t joined, uint32_t held, int line)
-{
-	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_INHERIT });
-	sh_pump(h, 4);
-	struct ss_shm_ev ev = ev_expect(c, SS_EV_INHERITED, line);
-	if (ev.error != 0 || ev.arg != joined || ev.arg2 != held) {
-		check_fail_(__FILE__, line, "INHERITED");
-		fprintf(stderr, "    error %u joined %u held %u, want 0 %u %u\n", ev.error, ev.arg,
-			ev.arg2, joined, held);
-	}
-}
-#define INHERIT_OK(h, c, joined, held) inherit_ok((h), (c), (joined), (held), __LINE__)
 
 static void inherit_fails(struct sh *h, struct cl *c, int err, int line)
 {
@@ -755,9 +638,30 @@ static void test_listen_stop(void)
 	CHECK_EQ_U64(pc->c.f.state, SS_TCPS_ESTABLISHED);
 
 	/* Listening again on the same entry works (Linux: listen() after
-	 * shutdown() of a listener). */
+	 * shutdown() of a listener), for every member: the child, which
+	 * shares the socket, is told (its own cookie, unasked). */
 	LISTEN_BOUND(&h, &p, el, 0, 701);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.error, 0);
+	CHECK_EQ_U64(ev.conn, el);
+	CHECK_EQ_U64(ev.cookie, 700);
+	CHECK_EQ_U64(ev.local_port, 7300);
+	CHECK_EQ_U64(ev.arg, 128);
+	NO_EVENT(&p);
 	CHECK(syn_owner(&h, 43003, 7300) == p.a);
+	/* The child's own listen() meanwhile joins in (no EINVAL); the
+	 * parent's second one is EINVAL as before. */
+	LISTEN_BOUND(&h, &c, el, 0, 702);
+	CMD(&p, .op = SS_CMD_LISTEN, .flags = SS_CMDF_BOUND, .conn = el, .cookie = 703);
+	sh_pump(&h, 4);
+	ev = EXPECT(&p, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.flags, 0);
+	NO_EVENT(&c);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = el);
+	sh_pump(&h, 4);
+	CHECK(syn_owner(&h, 43005, 7300) == c.a);
 
 	/* With SS_STOP_RELEASE: every member gives the entry up. */
 	CHECK_EQ_U64(p.a->n_listeners, 2);
@@ -765,7 +669,7 @@ static void test_listen_stop(void)
 	CMD(&p, .op = SS_CMD_LISTEN_STOP, .conn = el, .arg = SS_STOP_RELEASE, .cookie = 701);
 	sh_pump(&h, 4);
 	EXPECT_STOPPED(&p, el, 7300, 701, 1);
-	EXPECT_STOPPED(&c, el, 7300, 700, 1);
+	EXPECT_STOPPED(&c, el, 7300, 702, 1);
 	CHECK_EQ_U64(h.st.listeners[el].state, SS_LST_FREE);
 	CHECK_EQ_U64(p.a->n_listeners, 1);
 	CHECK_EQ_U64(c.a->n_listeners, 0);
@@ -786,6 +690,49 @@ static void test_listen_stop(void)
 }
 
 /* Three members: in turn when armed; the oldest remaining when none is. */
+/*
+ * bind(), fork(), then listen() in one process: the socket listens in
+ * both (Linux: one socket).  The child is told with the cookie it got at
+ * INHERIT (the parent's bind cookie) and takes connections once armed.
+ */
+static void test_listen_shared_bound(void)
+{
+	struct sh h;
+	struct cl p, c;
+	struct ss_shm_ev ev;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	cl_harness(&h, &p);
+
+	uint32_t e = BIND_OK(&h, &p, 7400, 0);
+	CHECK_EQ_U64(cl_attach_child(&h, &c, &p), 1);
+	INHERIT_OK(&h, &c, 1, 0);
+	LISTEN_BOUND(&h, &p, e, 0, 800);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.conn, e);
+	CHECK_EQ_U64(ev.cookie, 1000 + 7400);
+	CHECK_EQ_U64(ev.local_port, 7400);
+	NO_EVENT(&c);
+	NO_EVENT(&p);
+	CMD(&c, .op = SS_CMD_LISTEN_ARM, .conn = e);
+	sh_pump(&h, 4);
+	CHECK(syn_owner(&h, 44000, 7400) == c.a);
+	/* Stopped by the child: both told; the parent listens again alone
+	 * first, the child is told again. */
+	CMD(&c, .op = SS_CMD_LISTEN_STOP, .conn = e, .cookie = 801);
+	sh_pump(&h, 4);
+	EXPECT_STOPPED(&c, e, 7400, 1000 + 7400, 0);
+	EXPECT_STOPPED(&p, e, 7400, 800, 0);
+	LISTEN_BOUND(&h, &p, e, 0, 802);
+	ev = EXPECT(&c, SS_EV_LISTEN);
+	CHECK_EQ_U64(ev.flags, SS_EVF_MEMBER);
+	CHECK_EQ_U64(ev.cookie, 1000 + 7400);
+	NO_EVENT(&c);
+	NO_EVENT(&p);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
 static void test_member_order(void)
 {
 	struct sh h;
@@ -994,29 +941,6 @@ static bool lose_data(struct sh *h, const struct ss_tcp *seg)
 {
 	(void)h;
 	return seg->payload_len > 0;
-}
-
-/* Sums the byte counts of the events that follow (RX and TX_ACKED of @slot). */
-static void drain_counts(struct cl *c, uint32_t slot, uint32_t gen, uint64_t *rx, uint64_t *acked)
-{
-	struct ss_shm_ev ev;
-	while (cl_ev(c, &ev)) {
-		CHECK_EQ_U64(ev.conn, slot);
-		CHECK_EQ_U64(ev.gen, gen);
-		if (ev.type == SS_EV_RX)
-			*rx += ev.arg;
-		else if (ev.type == SS_EV_TX_ACKED)
-			*acked += ev.arg;
-		else {
-			CHECK_EQ_U64(ev.type, SS_EV_RX);
-		}
-	}
-}
-
-static void app_write(uint8_t *tx, uint32_t pos, uint32_t n, unsigned seed)
-{
-	for (uint32_t i = 0; i < n; i++)
-		tx[(pos + i) & (RING - 1)] = sh_pat(pos + i, seed);
 }
 
 static void test_adopt(void)
@@ -1855,6 +1779,7 @@ int main(void)
 	test_fork_listener();
 	test_member_order();
 	test_listen_stop();
+	test_listen_shared_bound();
 	test_holds_release();
 	test_holder_exits();
 	test_adopt();

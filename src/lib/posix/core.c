@@ -704,6 +704,51 @@ static void ev_listening(struct ssp_cx *cx, const struct ss_event *e, struct ssp
 	ssp_sock_touch(s);
 }
 
+struct entry_match {
+	const struct ssp_cx *cx;
+	uint32_t entry;
+	struct ssp_sock *s;
+};
+
+static void entry_match(int fd, struct ssp_file *f, void *arg)
+{
+	struct entry_match *m = arg;
+	struct ssp_sock *s;
+
+	(void)fd;
+	if (m->s || f->type != SSP_F_SOCK)
+		return;
+	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	if (__atomic_load_n(&s->cx, __ATOMIC_ACQUIRE) == m->cx && s->state == SSP_S_NEW &&
+	    s->has_entry && s->entry == m->entry)
+		m->s = s;
+}
+
+/*
+ * Another process sharing our socket across fork made it listen (after
+ * bind() and fork(), or again after shutdown()): one socket on Linux, so
+ * ours listens too, under the cookie the service gave us.  Not a socket
+ * waiting for its own listen() answer (that answer says it all).
+ */
+static void ev_listening_member(struct ssp_cx *cx, const struct ss_event *e)
+{
+	struct entry_match m = { cx, e->listener, NULL };
+	struct ssp_sock *s;
+
+	ssp_fd_foreach(entry_match, &m);
+	s = m.s;
+	if (!s || !ssp_list_empty(&s->in_cookie) || !e->cookie)
+		return;
+	s->state = SSP_S_LISTEN;
+	s->listener = e->listener;
+	s->listen_done = true;
+	s->listen_err = 0;
+	s->armed = false;
+	s->cookie = e->cookie;
+	ssp_list_add_tail(&cx->cookies, &s->in_cookie);
+	ssp_sock_touch(s);
+}
+
 static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
 {
 	if (!s) {
@@ -813,7 +858,10 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 
 	switch (e->type) {
 	case SS_EVENT_LISTENING:
-		ev_listening(cx, e, cookie_find(cx, e->cookie));
+		if (e->bytes)
+			ev_listening_member(cx, e);
+		else
+			ev_listening(cx, e, cookie_find(cx, e->cookie));
 		return;
 	case SS_EVENT_CONNECTED:
 		ev_connected(e, cookie_find(cx, e->cookie));
@@ -884,6 +932,9 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e)
 		}
 		if (e->cmd_op == SS_OP_RELEASE || e->cmd_op == SS_OP_LISTEN_ARM)
 			return; /* already gone: nothing to undo */
+		if ((e->cmd_op == SS_OP_SEND || e->cmd_op == SS_OP_RECV_DONE) && e->error == EBADF)
+			return; /* counts that came after a move (fork): the new
+				 * owner's positions say it all */
 		if (e->cmd_op == SS_OP_CONNECT) {
 			s = cookie_find(cx, e->cookie);
 			if (s && s->state == SSP_S_CONNECTING)

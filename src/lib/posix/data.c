@@ -192,6 +192,17 @@ static ssize_t sink_put(struct recv_sink *sink, const struct iovec src[2], size_
 	return w;
 }
 
+/* Room in pipe @fd for up to @k bytes now (@k when it cannot be told). */
+static size_t pipe_room(int fd, size_t k)
+{
+	int size = ssp_real.fcntl(fd, F_GETPIPE_SZ), queued = 0;
+
+	if (size <= 0 || ssp_real.ioctl(fd, FIONREAD, &queued) != 0 || queued < 0)
+		return k;
+	size = queued < size ? size - queued : 0;
+	return (size_t)size < k ? (size_t)size : k;
+}
+
 /* Lock held, @s held.  Up to @want bytes into @sink (all of them with
  * MSG_WAITALL), or -1 with errno. */
 static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want, int flags)
@@ -212,10 +223,20 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 	if (!want)
 		return 0;
 	for (;;) {
-		struct ss_conn *c = s->conn;
+		struct ss_conn *c;
 		struct iovec src[2];
 		size_t avail;
+		bool moving;
 
+		if (s->state != SSP_S_CONNECTED || !s->conn) {
+			/* Another process of ours took the connection while we
+			 * waited or pumped (fork.c). */
+			if (got)
+				break;
+			if (rewait_connected(s, nonblock, deadline, s->rcvtimeo_ms, ENOTCONN) < 0)
+				return -1;
+		}
+		c = s->conn;
 		if (s->shut_rd)
 			break;
 		avail = ss_recv_peek(c, src);
@@ -228,8 +249,20 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 		}
 		if (avail && !(flags & MSG_PEEK)) {
 			size_t k = avail < want - got ? avail : want - got;
-			ssize_t w = sink_put(sink, src, got, k);
+			bool first = !sink->iov && c->shared;
+			ssize_t w;
 
+			/* Shared across fork, into a pipe, which cannot give
+			 * bytes back: consumed first, no more than it has room for. */
+			if (first && (k = pipe_room(sink->fd, k)) > 0 && ss_recv_done(c, k) < 0)
+				continue; /* it moved away meanwhile: nothing taken */
+			if (first && k == 0)
+				sink->full = true;
+			w = k ? sink_put(sink, src, got, k) : 0;
+			if (first && w >= 0 && (size_t)w < k)
+				ssp_log_once("splice_shared", "splice() from a socket shared across "
+					     "fork into a pipe another process filled meanwhile: "
+					     "bytes lost");
 			if (w <= 0) {
 				if (got)
 					break;
@@ -237,14 +270,18 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 					errno = EAGAIN; /* the pipe is full: splice waits for it */
 				return -1;
 			}
-			ss_recv_done(c, (size_t)w);
+			if (!first && ss_recv_done(c, (size_t)w) < 0)
+				continue; /* moved away meanwhile: not taken, read again later */
 			released = true;
 			got += (size_t)w;
 			if (got == want || !(flags & MSG_WAITALL) || sink->full)
 				break;
 			continue;
 		}
-		if (ss_conn_error(c)) {
+		/* Moved to another process of ours (SS_EV_MOVED is on its
+		 * way): its state here says nothing any more; wait. */
+		moving = c->rx_moved;
+		if (!moving && ss_conn_error(c)) {
 			/* Data before the reset was read; report the error
 			 * once (as Linux), then end-of-stream. */
 			if (!got && s->err) {
@@ -254,7 +291,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 			}
 			break;
 		}
-		if (c->peer_fin)
+		if (!moving && c->peer_fin)
 			break;
 		if (got && !(flags & MSG_WAITALL))
 			break;
@@ -282,12 +319,6 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 				return -1;
 			}
 		}
-		if (s->state != SSP_S_CONNECTED) {
-			if (got)
-				break;
-			if (rewait_connected(s, nonblock, deadline, s->rcvtimeo_ms, ENOTCONN) < 0)
-				return -1;
-		}
 	}
 	if (released)
 		ss_flush(s->cx->ctx);
@@ -306,13 +337,29 @@ struct send_src {
 	bool pipe;         /* fd is a pipe, read without blocking (splice) */
 	bool eof;          /* the file ended, or the pipe ran dry */
 	bool drained;      /* the pipe ran dry (its writers are still there) */
+	/* A pipe's bytes on their way into a connection shared across fork
+	 * (the pipe cannot give them back if the commit is refused). */
+	uint8_t *held;
+	size_t n_held;
 };
 
-/* Put up to @k bytes from @src (@off bytes in) into @dst: the bytes put,
- * 0 at the file's end, -1 with errno. */
-static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t off, size_t k)
+/* Copy @k bytes of @src->held into the ring view @dst. */
+static void held_put(struct send_src *src, const struct iovec *dst, size_t k)
+{
+	struct iovec h = { src->held, k };
+
+	iov_copy(dst, 2, 0, &h, 1, 0, k);
+}
+
+/* Put up to @k bytes from @src (@off bytes in) into @dst, the send ring
+ * of @c: the bytes put, 0 at the file's end, -1 with errno.  Nothing is
+ * taken from @src for good before src_taken() (a commit on a connection
+ * shared across fork may be refused). */
+static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t off, size_t k,
+			const struct ss_conn *c)
 {
 	struct iovec v[2] = { dst[0], dst[1] };
+	bool shared = c->shared;
 	int nv;
 	ssize_t r;
 
@@ -320,7 +367,23 @@ static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t of
 		iov_copy(dst, 2, 0, src->iov, src->n, off, k);
 		return (ssize_t)k;
 	}
+	if (src->n_held) {
+		k = k < src->n_held ? k : src->n_held;
+		held_put(src, dst, k);
+		return (ssize_t)k;
+	}
 	nv = ring_iov_trim(v, k);
+	if (src->pipe && shared) {
+		/* Through a buffer of ours: kept if the commit is refused. */
+		if (!src->held)
+			src->held = malloc(c->ctx->app->txbuf_size);
+		if (!src->held) {
+			errno = ENOMEM;
+			return -1;
+		}
+		v[0] = (struct iovec){ src->held, k };
+		nv = 1;
+	}
 	if (src->pos) {
 		r = preadv(src->fd, v, nv, *src->pos);
 		if (r > 0)
@@ -337,7 +400,37 @@ static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t of
 	}
 	if (r == 0)
 		src->eof = true;
+	if (r > 0 && src->pipe && shared) {
+		src->n_held = (size_t)r;
+		held_put(src, dst, (size_t)r);
+	}
 	return r;
+}
+
+/* The @n bytes src_fill put were committed: taken for good. */
+static void src_taken(struct send_src *src, size_t n)
+{
+	if (!src->n_held)
+		return;
+	src->n_held -= n;
+	memmove(src->held, src->held + n, src->n_held);
+}
+
+/*
+ * The commit of the @n bytes src_fill put was refused (the connection
+ * moved to another process of ours meanwhile): they go again later.
+ * The caller's bytes are still there, a pipe's are held; a file is
+ * read again from where they began.
+ */
+static void src_untake(struct send_src *src, size_t n)
+{
+	if (src->iov || src->n_held)
+		return;
+	if (src->pos)
+		*src->pos -= (off_t)n;
+	else if (lseek(src->fd, -(off_t)n, SEEK_CUR) < 0)
+		ssp_log_once("sendfile_moved", "sendfile() from an unseekable file into a "
+			     "socket another process took meanwhile: bytes skipped");
 }
 
 /* Lock held, @s held.  @want bytes of @src queued (fewer at a file's
@@ -361,11 +454,31 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 		return -1;
 	}
 	for (;;) {
-		struct ss_conn *c = s->conn;
+		struct ss_conn *c;
 		struct iovec dst[2];
 		size_t space, k;
 		ssize_t got;
 
+		if (s->state != SSP_S_CONNECTED || !s->conn) {
+			/* Another process of ours took the connection meanwhile
+			 * (fork.c): wait for it to come back, as at the start;
+			 * with a pipe's bytes held for it, whatever the mode. */
+			while (src->n_held &&
+			       (s->state == SSP_S_AWAY || s->state == SSP_S_CONNECTING))
+				ssp_block(s, -1, NULL);
+			if (src->n_held && s->state != SSP_S_CONNECTED) {
+				err = EPIPE;
+				break;
+			}
+			if (!src->n_held && sent)
+				break;
+			if (!src->n_held && rewait_connected(s, nonblock, deadline, s->sndtimeo_ms,
+							     EPIPE) < 0) {
+				err = errno;
+				break;
+			}
+		}
+		c = s->conn;
 		if (s->shut_wr) {
 			err = EPIPE;
 			break;
@@ -378,15 +491,23 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 		space = ss_send_space(c, dst);
 		k = space < want - sent ? space : want - sent;
 		if (k) {
-			got = src_fill(src, dst, sent, k);
+			got = src_fill(src, dst, sent, k, c);
 			if (got < 0) {
 				err = errno;
 				break;
 			}
 			if (got > 0 && ss_send_commit(c, (size_t)got) < 0) {
-				err = errno;
-				break;
+				if (!c->tx_moved) {
+					err = errno;
+					break;
+				}
+				/* Not taken: it moved to another process of ours
+				 * (SS_EV_MOVED is on its way); sent again where the
+				 * connection is, once it is ours again. */
+				src_untake(src, (size_t)got);
+				continue;
 			}
+			src_taken(src, (size_t)got);
 			sent += (size_t)got;
 			unflushed |= got > 0;
 			if (src->eof)
@@ -396,7 +517,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 		}
 		if (sent == want)
 			break;
-		if (nonblock) {
+		if (nonblock && !src->n_held) {
 			if (!sent && !pumped) {
 				/* Events not taken yet may have freed room. */
 				ssp_pump();
@@ -412,7 +533,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 			ss_flush(s->cx->ctx);
 			unflushed = false;
 		}
-		if (ssp_block(s, deadline, NULL) < 0) {
+		if (ssp_block(s, src->n_held ? -1 : deadline, NULL) < 0 && !src->n_held) {
 			if (sent)
 				break; /* interrupted or timed out: what was queued */
 			if (!intr_restart(s->sndtimeo_ms)) {
@@ -420,15 +541,9 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 				break;
 			}
 		}
-		if (s->state != SSP_S_CONNECTED) {
-			if (sent)
-				break;
-			if (rewait_connected(s, nonblock, deadline, s->sndtimeo_ms, EPIPE) < 0) {
-				err = errno;
-				break;
-			}
-		}
 	}
+	free(src->held);
+	src->held = NULL;
 	/* MSG_MORE is a hint only: the service sends at once (TCP_NODELAY),
 	 * and data left unpublished would wait for the next call. */
 	if (sent)

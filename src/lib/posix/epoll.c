@@ -77,7 +77,10 @@
  * number of the same kernel set, so the fd table maps it to the same
  * object (ssp_ep_dup): registrations made through one are reported
  * through every other, and closing one number leaves the set to the
- * others (ssp_ep_drop); the last one takes it away.  The layer's own
+ * others (ssp_ep_drop); the last one takes it away.  Copies made before
+ * the set held any accelerated socket (the layer did not know it then)
+ * are found when it takes the first one: ep_make looks for the other
+ * fds of the same open file (epoll_nums.c), once per set.  The layer's own
  * epoll_ctl go through ep.epfd, one of the numbers: when that one
  * closes, another takes its place under the set's lock.  A thread in
  * epoll_wait through a number closed meanwhile returns what the kernel
@@ -199,6 +202,8 @@ static int ep_cx_add(struct ssp_ep *ep, struct ssp_cx *cx)
 	return 0;
 }
 
+static int nums_reserve(struct ep_x *x);
+
 static void ep_pool_put(struct ep_x *x)
 {
 	ssp_glock();
@@ -208,12 +213,14 @@ static void ep_pool_put(struct ep_x *x)
 }
 
 /* The ssp_ep for @epfd, created on first use (the lock of @cx, the
- * registering socket's, held); NULL with errno. */
+ * registering socket's, held) with every number the set has by then
+ * (see "Numbers" above); NULL with errno. */
 static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SSP_EP_CTX_MARK };
 	struct ssp_ep *ep = ep_get(epfd);
 	struct ep_x *x;
+	int *more = NULL, n_more;
 
 	if (ep)
 		return ep;
@@ -224,6 +231,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	/* The kernel checks that @epfd is an epoll set (EBADF, EINVAL). */
 	if (ssp_real.epoll_ctl(epfd, EPOLL_CTL_ADD, cx->evfd, &ev) < 0 && errno != EEXIST)
 		return NULL;
+	n_more = ssp_ep_numbers(epfd, &more);
 	ssp_glock();
 	x = ep_pool;
 	if (x)
@@ -232,6 +240,7 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	if (!x) {
 		x = calloc(1, sizeof(*x));
 		if (!x) {
+			free(more);
 			errno = ENOMEM;
 			return NULL;
 		}
@@ -255,22 +264,32 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 	x->owner_efd = -1;
 	x->owner_in = x->shared = false;
+	x->refs = 1 + n_more;
+	if (n_more && nums_reserve(x) < 0)
+		n_more = 0; /* no memory for the other numbers: this one alone */
 	x->refs = 1;
 	ssp_glock();
 	if (ssp_fd_get(epfd)) {
 		/* Another thread made it meanwhile: use that one. */
 		ssp_gunlock();
 		ep_pool_put(x);
+		free(more);
 		return ep_make(epfd, cx);
 	}
 	if (ssp_fd_set(epfd, &ep->f) < 0) {
 		ssp_gunlock();
 		ep_pool_put(x);
+		free(more);
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The copies made before: numbers of this set from now on. */
+	for (int i = 0; i < n_more; i++)
+		if (!ssp_fd_get(more[i]) && ssp_fd_set(more[i], &ep->f) == 0)
+			x->nums[x->refs++ - 1] = more[i];
 	__atomic_add_fetch(&cx->n_sets, 1, __ATOMIC_ACQ_REL);
 	ssp_gunlock();
+	free(more);
 	return ep;
 }
 

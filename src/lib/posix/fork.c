@@ -28,6 +28,11 @@
  * A reference that goes for good (the connection moved on elsewhere)
  * fails its socket with ENOTCONN.  Listeners shared this way hand new
  * connections to the processes that accept from them (ssp_listen_want).
+ * A write or read racing an adoption loses or repeats nothing: from the
+ * fork on, the connections a process shares commit and consume through
+ * their sync words (lib sync.c, mark_shared); what the move refused
+ * counts for nothing and the call waits for the connection to come back,
+ * like any call on an AWAY copy (data.c).
  *
  * fork() through the shim attaches the child at once and keeps the parent
  * waiting until the service has recorded the inheritance, so the parent
@@ -412,10 +417,19 @@ void ssp_ref_gone(uint32_t owner, uint32_t slot, uint32_t gen)
 
 static void mark_shared(int fd, struct ssp_file *f, void *arg)
 {
+	struct ssp_sock *s;
+
 	(void)fd;
 	(void)arg;
-	if (f->type == SSP_F_SOCK)
-		SSP_CONTAINER(f, struct ssp_sock, f)->shared = true;
+	if (f->type != SSP_F_SOCK)
+		return;
+	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	s->shared = true;
+	/* The child may adopt the connection while we write or read: our
+	 * commits and consumptions go through its sync words from now on
+	 * (lib sync.c). */
+	if (s->state == SSP_S_CONNECTED && s->conn)
+		ss_conn_share(s->conn);
 }
 
 static void fd_count(int fd, struct ssp_file *f, void *arg)

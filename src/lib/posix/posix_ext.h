@@ -54,6 +54,17 @@ ssize_t ssp_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
 ssize_t ssp_sock_recv_pipe(struct ssp_sock *s, int fd, size_t len, bool *full);
 ssize_t ssp_sock_send_pipe(struct ssp_sock *s, int fd, size_t len, bool *drained, bool *sigpipe);
 
+/* ------------------------------------------------------- epoll_nums.c */
+
+/*
+ * ssp_ep_numbers - the other numbers of @epfd's epoll set that are not
+ * in the fd table (copies made before the layer knew it as a set): their
+ * count, in *@out (malloc'ed, the caller frees it; NULL when none).  0
+ * when they cannot be found (said once in the log).  Scans every fd of
+ * the process: once per set, when it takes its first accelerated socket.
+ */
+int ssp_ep_numbers(int epfd, int **out);
+
 /* ----------------------------------------------------------- splice.c */
 
 /*

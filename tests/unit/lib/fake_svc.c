@@ -58,7 +58,8 @@ uint64_t fake_tx_off(const struct fake_svc *f, uint32_t slot)
 static int build_region(struct fake_svc *f)
 {
 	const struct fake_opts *o = &f->o;
-	uint64_t stride, ctx_off = align_up(sizeof(struct ss_shm_hdr), 64), info_off, buf_off, size;
+	uint64_t stride, ctx_off = align_up(sizeof(struct ss_shm_hdr), 64), info_off, sync_off;
+	uint64_t buf_off, size;
 	struct ss_shm_hdr h = {
 		.magic = SS_SHM_MAGIC, .version = SS_SHM_VERSION, .app_id = 7,
 		.n_ctx = o->contexts, .atx_slots = o->atx_slots,
@@ -69,12 +70,14 @@ static int build_region(struct fake_svc *f)
 	stride = align_up(ctx_arx_rel(&h) + sizeof(struct ss_shm_ring) +
 			  (uint64_t)o->arx_slots * sizeof(struct ss_shm_ev), 64);
 	info_off = align_up(ctx_off + stride * o->contexts, 4096);
-	buf_off = align_up(info_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_info), 4096);
+	sync_off = align_up(info_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_info), 64);
+	buf_off = align_up(sync_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_sync), 4096);
 	size = buf_off + (uint64_t)o->conns * (o->rxbuf + o->txbuf);
 	h.ctx_off = (uint32_t)ctx_off;
 	h.ctx_stride = (uint32_t)stride;
 	h.buf_off = buf_off;
 	h.info_off = info_off;
+	h.sync_off = sync_off;
 	h.region_size = size;
 
 	f->region_fd = memfd_create("ss-region", MFD_CLOEXEC);

@@ -191,6 +191,10 @@ static void corrupt_status(struct fake_svc *f) { f->status->magic = 0; }
 static void corrupt_overlap(struct fake_svc *f) { f->hdr->buf_off = f->hdr->ctx_off; }
 static void corrupt_info_off(struct fake_svc *f) { f->hdr->info_off = f->hdr->ctx_off; }
 static void corrupt_info_room(struct fake_svc *f) { f->hdr->info_off = f->hdr->buf_off - 64; }
+static void corrupt_sync_info(struct fake_svc *f) { f->hdr->sync_off = f->hdr->info_off; }
+static void corrupt_sync_room(struct fake_svc *f) { f->hdr->sync_off = f->hdr->buf_off; }
+static void corrupt_sync_align(struct fake_svc *f) { f->hdr->sync_off += 8; }
+static void corrupt_sync_low(struct fake_svc *f) { f->hdr->sync_off = f->hdr->ctx_off; }
 
 static void test_malformed(void)
 {
@@ -210,7 +214,8 @@ static void test_malformed(void)
 		corrupt_magic, corrupt_version, corrupt_conns, corrupt_buf_off,
 		corrupt_rxbuf, corrupt_slots, corrupt_stride, corrupt_ctx_off,
 		corrupt_region_size, corrupt_status, corrupt_overlap, corrupt_info_off,
-		corrupt_info_room,
+		corrupt_info_room, corrupt_sync_info, corrupt_sync_room, corrupt_sync_align,
+		corrupt_sync_low,
 	};
 
 	for (size_t i = 0; i < sizeof(bad_replies) / sizeof(bad_replies[0]); i++)

@@ -543,9 +543,43 @@ static void test_doorbell(void)
 	fake_app_down(&x);
 }
 
+/* LISTEN answering our command, and one unasked (SS_EVF_MEMBER: another
+ * process sharing the port entry made it listen): bytes tells them apart. */
+static void test_listen_member(void)
+{
+	struct fake_app x;
+	struct ss_event ev[4];
+
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_LISTEN, .conn = 3, .cookie = 0x11,
+					      .local_port = 8080, .arg = 128 });
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_LISTEN, .flags = SS_EVF_MEMBER,
+					      .conn = 5, .cookie = 0x22, .local_port = 8081,
+					      .arg = 128 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 2);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_LISTENING);
+	CHECK_EQ_U64(ev[0].bytes, 0);
+	CHECK_EQ_U64(ev[0].listener, 3);
+	CHECK_EQ_U64(ev[0].cookie, 0x11);
+	CHECK_EQ_U64(ev[0].local_port, 8080);
+	CHECK_EQ_U64(ev[1].type, SS_EVENT_LISTENING);
+	CHECK_EQ_U64(ev[1].bytes, 1);
+	CHECK_EQ_U64(ev[1].listener, 5);
+	CHECK_EQ_U64(ev[1].cookie, 0x22);
+	CHECK_EQ_U64(ev[1].local_port, 8081);
+	CHECK_EQ_U64(ev[1].error, 0);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
+}
+
 int main(void)
 {
 	test_listen_connect();
+	test_listen_member();
 	test_rx_wrap();
 	test_tx_wrap();
 	test_atx_full();

@@ -785,6 +785,56 @@ static void test_ep_dup(int fd, uint32_t slot, uint32_t pos)
 		; /* the RX_DONE */
 }
 
+/*
+ * Copies of a set made before it held any socket (dup, dup2 onto a
+ * chosen number, F_DUPFD straight through libc: the layer did not know
+ * the set then) become numbers of the same object when a socket is
+ * added through one of them; another set and other fds do not.  @fd: a
+ * connected socket of context 1, its connection @slot at position @pos.
+ */
+static void test_ep_dup_early(int fd, uint32_t slot, uint32_t pos)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC), other = epoll_create1(0), p[2], d, d2, d3;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0xe0 };
+	struct ssp_file *obj;
+	struct ss_shm_cmd cmd;
+	char buf[4];
+
+	CHECK(ep >= 0 && other >= 0 && pipe(p) == 0);
+	d = dup(ep);
+	d2 = dup2(ep, 210);
+	d3 = fcntl(ep, F_DUPFD_CLOEXEC, 100);
+	CHECK(d >= 0 && d2 == 210 && d3 >= 100);
+	CHECK(ssp_fd_get(ep) == NULL && ssp_fd_get(d) == NULL);
+	CHECK(ssp_epoll_ctl(d2, EPOLL_CTL_ADD, fd, &ev) == 0);
+	obj = ssp_fd_get(d2);
+	CHECK(obj != NULL && obj->type == SSP_F_EPOLL);
+	CHECK(ssp_fd_get(ep) == obj && ssp_fd_get(d) == obj && ssp_fd_get(d3) == obj);
+	CHECK(ssp_fd_get(other) == NULL && ssp_fd_get(p[0]) == NULL && ssp_fd_get(p[1]) == NULL);
+	ev.data.u64 = 0xe1;
+	CHECK_EQ_U64(ssp_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EEXIST);
+	fake_rx(&fk, 1, slot, 1, pos, "ek", 2);
+	CHECK_EQ_U64(ssp_epoll_wait(d3, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xe0);
+	/* Closing all but one leaves the set to it; the last takes it. */
+	CHECK_EQ_U64(ssp_close(d2), 0);
+	CHECK_EQ_U64(ssp_close(ep), 0);
+	CHECK_EQ_U64(ssp_close(d3), 0);
+	CHECK(ssp_fd_get(d) == obj);
+	CHECK_EQ_U64(ssp_epoll_wait(d, &ev, 1, 1000, NULL), 1);
+	CHECK_EQ_U64(ev.data.u64, 0xe0);
+	CHECK_EQ_U64(ssp_close(d), 0);
+	CHECK(ssp_fd_get(d) == NULL);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
+	CHECK(memcmp(buf, "ek", 2) == 0);
+	close(other);
+	close(p[0]);
+	close(p[1]);
+	while (fake_cmd(&fk, 1, &cmd))
+		; /* the RX_DONE */
+}
+
 /* The layer's calls of pthread_setcancelstate in this thread: the layer
  * (linked in statically) binds to this definition. */
 static __thread unsigned cancelstate_calls;
@@ -949,6 +999,7 @@ int main(void)
 			test_cancel_cost(m.fd, 2, 2);
 			test_owner_exits(fds[2]);
 			test_ep_dup(m.fd, 2, 4);
+			test_ep_dup_early(m.fd, 2, 6);
 			ssp_close(m.fd);
 		}
 		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
