@@ -17,9 +17,14 @@ under test):
            connection, 1 / 64 / 1024 / 4096 / 16384 connections
   short-*  short-lived connections, 1024 at a time, 1 / 4 / 16 / 64 / 256
            RPCs per connection, each closed by the client
-The server is bench/linux_echo (epoll), unmodified: on Linux as it is, on
-Slipstream under `slipstream run`.  The client is bench/linux_rpc, which
-checks every echoed byte: on Linux, or under `slipstream run` for both ends.
+  pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
+           (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
+           1024 / 2048-byte messages, 250 or 1000 cycles of work per message
+The servers are plain epoll programs on Linux sockets, unmodified: on Linux
+as they are, on Slipstream under `slipstream run`: bench/linux_echo (rpc,
+short) and bench/pipe_server (pipe).  The clients check every byte:
+bench/linux_rpc (every echo) and bench/pipe_client (the patterned stream),
+on Linux, or under `slipstream run` for both ends.
 
 Output (--out; default docs/benchmarks/ for a full run, else
 /tmp/slipstream-bench/): results.json (everything, raw), results.md (the
@@ -52,8 +57,9 @@ POINT_OVERHEAD_S = 2.0
 
 
 def check_build():
-    need = [BUILD / "src/service/slipstreamd", BUILD / "src/preload/libslipstream-preload.so",
-            BUILD / "bench/linux_echo", BUILD / "bench/linux_rpc"]
+    need = [BUILD / "src/service/slipstreamd", BUILD / "src/preload/libslipstream-preload.so"]
+    need += [BUILD / "bench" / p for p in ("linux_echo", "linux_rpc", "pipe_server",
+                                            "pipe_client")]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
         sys.exit("suite.py: not built: %s (run scripts/setup.sh, or set SLIPSTREAM_BUILD)"
@@ -63,12 +69,16 @@ def check_build():
 def summary(res):
     if res.get("error"):
         return "FAILED: %s" % res["error"]
-    line = "%s req/s" % report.fmt_num(res.get("rps"))
-    if res.get("cps"):
-        line += ", %s conns/s" % report.fmt_num(res["cps"])
-    line += ", p50 %s p99 %s µs, CPU %.2f cores" % (
-        report.fmt_num(res.get("p50_us")), report.fmt_num(res.get("p99_us")),
-        res["cpu"]["busy_cores"])
+    if res.get("gbps") is not None and res.get("p50_us") is None:      # pipelined
+        line = "%s msgs/s, %.2f Gbit/s" % (report.fmt_num(res.get("rps")), res["gbps"])
+    else:
+        line = "%s req/s" % report.fmt_num(res.get("rps"))
+        if res.get("cps"):
+            line += ", %s conns/s" % report.fmt_num(res["cps"])
+        line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
+                                       report.fmt_num(res.get("p99_us")))
+    line += ", CPU %.2f cores (%s)" % (res["cpu"]["busy_cores"], " + ".join(
+        "%.2f" % b for b in cpu.per_cpu_busy(res["cpu"])))
     if report.contended(res):
         line += " [contended: %.1f CPU-s of others: %s]" % (
             res["foreign_cpu_s"], ", ".join(res["foreign_top"][:3]))
@@ -85,7 +95,8 @@ class Run:
                                   args.warmup if args.warmup is not None
                                   else self.settings["warmup"],
                                   self.settings["connect_seconds"])
-        self.benches = points.select(args.only.split(",") if args.only else None)
+        self.benches = points.select(args.only.split(",") if args.only else None, args.quick)
+        self.pipe_port = runner.PIPE_PORT
         self.logdir = Path("/tmp/slipstream-bench-logs")
         shutil.rmtree(self.logdir, ignore_errors=True)
         self.procs = procmod.ProcSet(self.logdir)
@@ -102,9 +113,9 @@ class Run:
 
     # -- the plan
 
-    def over_budget(self):
+    def over_budget(self, settings):
         """True when one more run would not fit in the time budget."""
-        per_run = self.rs.seconds + self.rs.warmup + POINT_OVERHEAD_S
+        per_run = settings.seconds + settings.warmup + POINT_OVERHEAD_S
         left = self.settings["budget_s"] - (time.monotonic() - self.t0)
         return per_run > left
 
@@ -122,7 +133,7 @@ class Run:
                 bed.up(self.procs)
                 echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
                                         [BUILD / "bench/linux_echo", "--port", runner.ECHO_PORT])
-                if not bed.wait_listening(runner.ECHO_PORT, echo):
+                if not bed.wait_listening(runner.ECHO_PORT, echo, 1):
                     raise beds.BedError("echo server not listening: %s" % echo.log_tail())
                 bed.echo = echo
                 rec[stack] = bed.record([echo])
@@ -137,15 +148,46 @@ class Run:
                     pass
         return up
 
-    def alive_check(self, bed):
-        """A function telling what of bed's server side has died, or None."""
+    def alive_check(self, bed, servers):
+        """A function telling what of bed's server side (its services and
+        the given server programs) has died, or None."""
         def check():
-            dead = [p for p in [s.proc for s in bed.services] + [bed.echo] if not p.alive()]
+            dead = [p for p in [s.proc for s in bed.services] + servers if not p.alive()]
             if dead:
                 return "exited: %s" % "; ".join("%s (status %s): %s" % (
                     p.name, p.p.returncode, p.log_tail(300)) for p in dead)
             return None
         return check
+
+    def bench_settings(self, bench):
+        """Measured and warm-up seconds for bench's points: the command
+        line's, else the quick ones, else the bench's own or the full run's."""
+        if self.args.seconds or self.args.warmup is not None or self.args.quick:
+            return self.rs
+        return runner.Settings(bench.seconds or self.rs.seconds,
+                               bench.warmup if bench.warmup is not None else self.rs.warmup,
+                               self.rs.connect_seconds)
+
+    def run_one(self, bed, bench, params):
+        """One point on one bed: against the bed's echo server, or (pipe) a
+        pipe_server started for this point alone."""
+        settings = self.bench_settings(bench)
+        if bench.workload != "pipe":
+            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                    self.alive_check(bed, [bed.echo]), bed.echo,
+                                    runner.ECHO_PORT)
+        self.pipe_port += 1
+        before = bed.listeners()
+        server = bed.start_server(self.procs, "%s-%s-pipe" % (bed.setup, bed.stack),
+                                  runner.server_argv(str(BUILD), bench, params, self.pipe_port))
+        try:
+            if not bed.wait_listening(self.pipe_port, server, before + 1):
+                return {"error": "pipe_server not listening: %s" % server.log_tail(300)}
+            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                    self.alive_check(bed, [bed.echo, server]), server,
+                                    self.pipe_port)
+        finally:
+            self.procs.stop(server)
 
     def run_setup(self, setup, benches):
         up = self.setup_up(setup)
@@ -155,6 +197,8 @@ class Run:
                          "setup_title": beds.SETUP_TITLES[b.setup], "title": b.title,
                          "param": b.param, "param_title": b.param_title, "points": []}
                 self.doc["benchmarks"].append(entry)
+                bs = self.bench_settings(b)
+                entry["settings"] = bs.as_dict()
                 for v in points.values(b, self.args.quick):
                     params = points.point_params(b, v)
                     pt = {"value": v, "params": params}
@@ -164,12 +208,11 @@ class Run:
                         if bed is None:
                             res = {"error": "set-up failed: %s"
                                    % self.doc["setups"][setup][stack].get("error")}
-                        elif self.over_budget():
+                        elif self.over_budget(bs):
                             res = {"error": "not run: the %d s time budget is spent"
                                    % self.settings["budget_s"]}
                         else:
-                            res = runner.run_point(bed, b, params, self.rs, self.procs,
-                                                   str(BUILD), self.alive_check(bed))
+                            res = self.run_one(bed, b, params)
                         pt[stack] = res
                         if res.get("error"):
                             self.doc["failed"].append("%s %s=%s %s: %s" % (
@@ -231,7 +274,7 @@ def main():
                                  epilog="\n".join(__doc__.split("\n")[2:]))
     ap.add_argument("--quick", action="store_true",
                     help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
-    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short) "
+    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe) "
                     "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
     ap.add_argument("--out", help="output directory (default: docs/benchmarks for a full "
                     "run, else /tmp/slipstream-bench)")

@@ -274,17 +274,25 @@ class Bed:
         """{service name: counters} (Slipstream), for deltas around a run."""
         return {s.name: s.counters() for s in self.services}
 
-    def wait_listening(self, port, proc, timeout=15.0):
+    def listeners(self):
+        """Listening ports of the server side's service (Slipstream), else 0."""
+        if self.stack != "slipstream":
+            return 0
+        return self.services[0].stats().get("gauges", {}).get("listeners", 0)
+
+    def wait_listening(self, port, proc, listeners, timeout=15.0):
         """Until the server side listens on port (False: proc died or time
-        ran out).  Asked of the service or of the server namespace's
-        kernel, not by connecting: a connection would be one more for the
-        first point, and the both-ends client namespace has no kernel stack."""
+        ran out).  Asked of the server namespace's kernel (Linux) or of the
+        service (Slipstream: until it has `listeners` listening ports; it
+        names no ports), not by connecting: a connection would be one more
+        for the first point, and the both-ends client namespace has no
+        kernel stack."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not proc.alive():
                 return False
             if self.stack == "slipstream":
-                if self.services[0].stats().get("gauges", {}).get("listeners", 0) > 0:
+                if self.listeners() >= listeners:
                     return True
             else:
                 r = testbed.run(testbed.ns_cmd(self.server_ns, [

@@ -2,8 +2,9 @@
 matplotlib the suite still writes the JSON and the markdown, and says so.
 
 One figure per benchmark, three panels over its varied parameter:
-throughput (both stacks), latency (p50 solid, p99 dashed) and CPU per
-request, each with the Slipstream/Linux ratio written at every point.
+throughput (both stacks), latency (p50 solid, p99 dashed; Gbit/s for
+pipelined RPC) and CPU per request, each with the Slipstream/Linux ratio
+written at every point.
 Failed points are left out of the lines and marked "failed" on the axis.
 """
 
@@ -65,10 +66,15 @@ def bench_figure(bench, path):
 
     points = bench["points"]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    _panel(axes[0], points, "rps", "requests/s")
-    _panel(axes[1], points, "p50_us", "latency µs (p50 solid, p99 dashed)", log_y=True,
-           extra="p99_us")
-    _panel(axes[2], points, "cpu_us_per_req", "CPU µs per request (whole machine)")
+    if bench["workload"] == "pipe":
+        _panel(axes[0], points, "rps", "messages/s")
+        _panel(axes[1], points, "gbps", "Gbit/s")
+        _panel(axes[2], points, "cpu_us_per_req", "CPU µs per message (whole machine)")
+    else:
+        _panel(axes[0], points, "rps", "requests/s")
+        _panel(axes[1], points, "p50_us", "latency µs (p50 solid, p99 dashed)", log_y=True,
+               extra="p99_us")
+        _panel(axes[2], points, "cpu_us_per_req", "CPU µs per request (whole machine)")
     for ax in axes:
         ax.set_xscale("log", base=2)
         ax.set_xlabel(bench["param_title"])

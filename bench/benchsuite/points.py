@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 
 RPC_SIZE = 64
 SHORT_CONNS = 1024
+PIPE_CONNS = 100
 
 
 @dataclass(frozen=True)
 class Bench:
     name: str            # WORKLOAD-SETUP
-    workload: str        # rpc | short
+    workload: str        # rpc | short | pipe
     setup: str           # server | both
     title: str
     param: str           # the varied parameter's key in a point
@@ -24,6 +25,8 @@ class Bench:
     full: tuple
     quick: tuple
     fixed: dict = field(default_factory=dict)   # parameters every point shares
+    seconds: int = None  # measured / warm-up seconds of a full run, if not the
+    warmup: int = None   # suite's defaults (pipelined points are steady sooner)
 
 
 def _rpc(setup, quick):
@@ -41,10 +44,23 @@ def _short(setup, quick):
                  {"size": RPC_SIZE, "conns": SHORT_CONNS})
 
 
+def _pipe(mode, work, quick):
+    what = "receive-only" if mode == "recv" else "send-only"
+    return Bench("pipe-%s%d" % (mode, work), "pipe", "server",
+                 "Pipelined RPC, %s server, %d cycles of work per message, %d connections"
+                 % (what, work, PIPE_CONNS),
+                 "size", "message bytes", (32, 64, 256, 1024, 2048), quick,
+                 {"mode": mode, "work": work, "conns": PIPE_CONNS}, seconds=4, warmup=1)
+
+
 # In the order they run (grouped by set-up: each set-up is one pair of beds).
 BENCHES = [
     _rpc("server", (1, 1024)),
     _short("server", (1, 16)),
+    _pipe("recv", 250, (64,)),
+    _pipe("recv", 1000, ()),
+    _pipe("send", 250, (64,)),
+    _pipe("send", 1000, ()),
     _rpc("both", (1024,)),
     _short("both", (16,)),
 ]
@@ -55,11 +71,12 @@ class SelectError(ValueError):
     pass
 
 
-def select(only=None):
+def select(only=None, quick=False):
     """The benchmarks named in only (a list of names: a benchmark "rpc-server",
-    a workload "rpc", or a set-up "server"/"both"), all if None; in run order."""
+    a workload "rpc", or a set-up "server"/"both"), all if None; in run
+    order; with quick, those that have quick points."""
     if not only:
-        return list(BENCHES)
+        return [b for b in BENCHES if values(b, quick)]
     picked = set()
     for name in only:
         hits = [b for b in BENCHES if name in (b.name, b.workload, b.setup)]
@@ -69,7 +86,7 @@ def select(only=None):
                                   name, ", ".join(b.name for b in BENCHES),
                                   ", ".join(sorted({b.workload for b in BENCHES}))))
         picked.update(b.name for b in hits)
-    return [b for b in BENCHES if b.name in picked]
+    return [b for b in BENCHES if b.name in picked and values(b, quick)]
 
 
 def values(bench, quick):

@@ -56,7 +56,7 @@ def cpu_cell(res):
 
 def point_ratios(s, l):
     """The ratios recorded in the JSON for one point."""
-    keys = ("rps", "cps", "p50_us", "p99_us", "cpu_us_per_req", "server_cpu_us_per_req")
+    keys = ("rps", "cps", "gbps", "p50_us", "p99_us", "cpu_us_per_req", "server_cpu_us_per_req")
     out = {k: ratio(get(s, k), get(l, k)) for k in keys}
     out["busy_cores"] = ratio(get(s, "cpu") and s["cpu"]["busy_cores"],
                               get(l, "cpu") and l["cpu"]["busy_cores"])
@@ -72,36 +72,45 @@ def _failed(res):
     return "**FAILED**: %s" % res.get("error", "not run") if res else "not run"
 
 
+def _columns(workload, setup):
+    """[(header, cell(s, l))] of a benchmark's table after its parameter."""
+    unit = "msgs" if workload == "pipe" else "req"
+
+    def rate(stack):
+        return lambda s, l: (lambda r: fmt_num(get(r, "rps")) if ok(r) else _failed(r))(
+            s if stack == "s" else l)
+
+    cols = [("%s/s Slipstream" % unit, rate("s")), ("%s/s Linux" % unit, rate("l")),
+            ("ratio", lambda s, l: fmt_ratio(ratio(get(s, "rps"), get(l, "rps"))))]
+    if workload == "short":
+        cols.append(("conns/s S / L (ratio)", lambda s, l: pair(get(s, "cps"), get(l, "cps"))))
+    if workload == "pipe":
+        cols.append(("Gbit/s S / L (ratio)", lambda s, l: pair(get(s, "gbps"), get(l, "gbps"), 2)))
+    else:
+        cols += [("p50 µs S / L (ratio)", lambda s, l: pair(get(s, "p50_us"), get(l, "p50_us"))),
+                 ("p99 µs S / L (ratio)", lambda s, l: pair(get(s, "p99_us"), get(l, "p99_us")))]
+    cols += [("CPU busy S, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(s)),
+             ("CPU busy L, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(l)),
+             ("CPU µs/%s S / L (ratio)" % unit,
+              lambda s, l: pair(get(s, "cpu_us_per_req"), get(l, "cpu_us_per_req")))]
+    if setup == "server":
+        cols.append(("server CPU µs/%s S / L (ratio)" % unit,
+                     lambda s, l: pair(get(s, "server_cpu_us_per_req"),
+                                       get(l, "server_cpu_us_per_req"))))
+    return cols
+
+
 def bench_table(bench, points):
     """The markdown table of one benchmark.  points: [{"value", "slipstream",
-    "linux"}]."""
-    short = bench["workload"] == "short"
-    server = bench["setup"] == "server"
-    head = [bench["param_title"], "req/s Slipstream", "req/s Linux", "ratio"]
-    if short:
-        head.append("conns/s S / L (ratio)")
-    head += ["p50 µs S / L (ratio)", "p99 µs S / L (ratio)",
-             "CPU busy S, cores (cpu0 + cpu1)", "CPU busy L, cores (cpu0 + cpu1)",
-             "CPU µs/req S / L (ratio)"]
-    if server:
-        head.append("server CPU µs/req S / L (ratio)")
+    "linux"}]; a point marked * ran while other processes took CPU."""
+    cols = _columns(bench["workload"], bench["setup"])
+    head = [bench["param_title"]] + [h for h, _ in cols]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
     for p in points:
         s, l = p.get("slipstream") or {}, p.get("linux") or {}
         mark = "*" if contended(s) or contended(l) else ""
-        cells = [str(p["value"]) + mark]
-        cells += [fmt_num(get(s, "rps")) if ok(s) else _failed(s),
-                  fmt_num(get(l, "rps")) if ok(l) else _failed(l),
-                  fmt_ratio(ratio(get(s, "rps"), get(l, "rps")))]
-        if short:
-            cells.append(pair(get(s, "cps"), get(l, "cps")))
-        cells += [pair(get(s, "p50_us"), get(l, "p50_us")),
-                  pair(get(s, "p99_us"), get(l, "p99_us")),
-                  cpu_cell(s), cpu_cell(l),
-                  pair(get(s, "cpu_us_per_req"), get(l, "cpu_us_per_req"))]
-        if server:
-            cells.append(pair(get(s, "server_cpu_us_per_req"), get(l, "server_cpu_us_per_req")))
+        cells = [str(p["value"]) + mark] + [f(s, l) for _, f in cols]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
         if mark:
             notes.append("%s: other processes took %.1f / %.1f CPU-s during the Slipstream / "
@@ -127,9 +136,8 @@ def markdown(doc):
                                      " (with uncommitted changes)" if m["git_dirty"] else ""),
            "- load average before %s, after %s" % (" ".join(doc["loadavg_before"]),
                                                   " ".join(doc.get("loadavg_after") or [])),
-           "- settings: %s s measured per point after %s s warm-up; connections must be "
-           "up within %s s; one run per point, Slipstream then Linux back to back" % (
-               doc["settings"]["seconds"], doc["settings"]["warmup"],
+           "- settings: connections must be up within %s s; one run per point, Slipstream "
+           "then Linux back to back; measured and warm-up seconds with each benchmark" % (
                doc["settings"]["connect_seconds"]),
            "- descriptor limit of every program: %s (soft, hard)" % (doc.get("nofile"),),
            "",
@@ -148,8 +156,13 @@ def markdown(doc):
                     out.append("  - **set-up FAILED**: %s" % rec["error"])
         out.append("")
     for b in doc["benchmarks"]:
-        out += ["## %s (%s)" % (b["title"], b["setup_title"]), "", "`%s`" % b["name"], "",
-                bench_table(b, b["points"]), ""]
+        st = b.get("settings") or doc["settings"]
+        out += ["## %s (%s)" % (b["title"], b["setup_title"]), "",
+                "`%s`: %s s measured per point after %s s warm-up%s." % (
+                    b["name"], st["seconds"], st["warmup"],
+                    "; messages counted where they arrive (the server for a receive-only "
+                    "server, the client for a send-only one)" if b["workload"] == "pipe"
+                    else ""), "", bench_table(b, b["points"]), ""]
     if doc.get("failed"):
         out += ["## Failed points", ""] + ["- %s" % f for f in doc["failed"]] + [""]
     if doc.get("warnings"):

@@ -5,13 +5,14 @@ anything did.  A failed point is recorded with its reason and no numbers.
 
 import json
 import os
-import subprocess
+import signal
 import time
 
 from . import cpu
 from . import procs as procmod
 
 ECHO_PORT = 7000
+PIPE_PORT = 7100        # + the point's index: a fresh port for each pipe_server
 
 
 class Settings:
@@ -37,16 +38,50 @@ def last_json(text):
     return None
 
 
-def client_argv(build, bench, params, settings, server_ip):
-    """The linux_rpc command line of a point (rpc and short workloads)."""
-    argv = [os.path.join(build, "bench", "linux_rpc"),
-            "--connect", "%s:%d" % (server_ip, ECHO_PORT),
-            "--conns", params["conns"], "--size", params["size"],
-            "--seconds", settings.seconds, "--warmup", settings.warmup,
-            "--connect-seconds", settings.connect_seconds, "--phases"]
+def client_argv(build, bench, params, settings, server_ip, port):
+    """The client command line of a point: linux_rpc (rpc, short) or
+    pipe_client (pipe: it sends to a receive-only server, receives from a
+    send-only one)."""
+    common = ["--connect", "%s:%d" % (server_ip, port), "--conns", params["conns"],
+              "--seconds", settings.seconds, "--warmup", settings.warmup,
+              "--connect-seconds", settings.connect_seconds, "--phases"]
+    if bench.workload == "pipe":
+        mode = "send" if params["mode"] == "recv" else "recv"
+        return [str(a) for a in [os.path.join(build, "bench", "pipe_client"), "--mode", mode]
+                + common]
+    argv = [os.path.join(build, "bench", "linux_rpc"), "--size", params["size"]] + common
     if bench.workload == "short":
         argv += ["--rpcs-per-conn", params["rpcs_per_conn"]]
     return [str(a) for a in argv]
+
+
+def server_argv(build, bench, params, port):
+    """The server of a point: linux_echo for rpc and short (one for all
+    points), pipe_server with the point's mode, size and work for pipe."""
+    if bench.workload == "pipe":
+        return [os.path.join(build, "bench", "pipe_server"), "--port", str(port),
+                "--mode", params["mode"], "--size", str(params["size"]),
+                "--work", str(params["work"])]
+    return [os.path.join(build, "bench", "linux_echo"), "--port", str(port)]
+
+
+def pipe_rate(params, client, server_log):
+    """Messages/s of a pipelined point, counted where the data arrives: by
+    pipe_server for a receive-only server (its counter lines at the start
+    and end of the window, printed on SIGUSR1), by the client for a
+    send-only one.  Returns (messages/s, how it was counted) or (None, why)."""
+    if params["mode"] == "send":
+        if not client.get("seconds"):
+            return None, "no measured time"
+        return client["bytes"] / params["size"] / client["seconds"], "client received"
+    lines = [last_json(l) for l in server_log.splitlines() if l.startswith('{"msgs"')]
+    if len(lines) < 2:
+        return None, "pipe_server printed %d counter lines, not 2" % len(lines)
+    a, b = lines[0], lines[1]
+    secs = (b["t_ns"] - a["t_ns"]) / 1e9
+    if secs <= 0:
+        return None, "server counter lines out of order"
+    return (b["msgs"] - a["msgs"]) / secs, "server received"
 
 
 def counter_delta(before, after):
@@ -61,8 +96,8 @@ def counter_delta(before, after):
 
 
 def derive(res, setup):
-    """Figures computed from the raw result: CPU per request, the server
-    CPU's share where the server side has a CPU of its own."""
+    """Figures computed from the raw result: CPU per request (or message),
+    the server CPU's share where the server side has a CPU of its own."""
     c = res.get("cpu")
     rps = res.get("rps") or 0
     if not c or not rps:
@@ -77,25 +112,35 @@ def derive(res, setup):
         res["cpu_us_per_conn"] = 1e6 * c["busy_cores"] / res["cps"]
 
 
-def run_point(bed, bench, params, settings, procs, build, servers_alive):
-    """Run one point on one bed; returns the result dict.  It has "error"
-    (a string) when the point failed; then no figure in it is to be used."""
+def run_point(bed, bench, params, settings, procs, build, alive, server, port):
+    """Run one point on one bed against its server (a Proc listening on
+    port); returns the result dict.  It has "error" (a string) when the
+    point failed; then no figure in it is to be used.  alive() says what of
+    the server side has died, or None."""
     ns, argv, cpus, env = bed.client_argv(client_argv(build, bench, params, settings,
-                                                      bed.server_ip))
+                                                      bed.server_ip, port))
     timeout = settings.connect_seconds + settings.warmup + settings.seconds + 30
     res = {"stack": bed.stack, "params": params,
-           "client_argv": " ".join(procmod.wrap(ns, argv, cpus))}
-    dead = servers_alive()
+           "client_argv": " ".join(procmod.wrap(ns, argv, cpus)),
+           "server_argv": " ".join(str(a) for a in server.p.args)}
+    dead = alive()
     if dead:
         res["error"] = dead
         return res
     marks = {}
+    signal_server = bench.workload == "pipe" and params["mode"] == "recv"
+
+    def on_phase(word):
+        if word in marks:
+            return
+        marks[word] = (cpu.snapshot(), cpu.softnet())
+        if signal_server:
+            os.kill(server.pid, signal.SIGUSR1)     # pipe_server prints its counters
+
     k0, l0 = bed.counters(), bed.link_stats()
     f0 = cpu.process_ticks(procs.pids() | {os.getpid()})
     t0 = time.monotonic()
-    rc, out, err = procmod.run_client(ns, argv, cpus, env, timeout,
-                                      on_phase=lambda w: marks.setdefault(w, (cpu.snapshot(),
-                                                                               cpu.softnet())))
+    rc, out, err = procmod.run_client(ns, argv, cpus, env, timeout, on_phase=on_phase)
     res["wall_s"] = time.monotonic() - t0
     f1 = cpu.process_ticks(procs.pids() | {os.getpid()})
     res["foreign_cpu_s"], res["foreign_top"] = cpu.foreign_cpu(f0, f1)
@@ -105,9 +150,21 @@ def run_point(bed, bench, params, settings, procs, build, servers_alive):
     got = last_json(out)
     if got:
         res.update(got)
+        res.pop("error", None)          # the client's own error: below, worded
     if "measure" in marks and "end" in marks:
         res["cpu"] = cpu.delta(marks["measure"][0], marks["end"][0])
         res["softnet"] = cpu.softnet_delta(marks["measure"][1], marks["end"][1])
+    rate_error = None
+    if got and bench.workload == "pipe" and not got.get("error"):
+        if signal_server:
+            time.sleep(0.3)                         # the end line, flushed
+        rate, how = pipe_rate(params, got, server.log_tail(1 << 16))
+        if rate is not None:
+            res["rps"], res["counted_by"] = rate, how
+            res["gbps"] = rate * params["size"] * 8 / 1e9
+            res["requests"] = int(rate * got.get("seconds", 0))
+        else:
+            rate_error = "pipelined rate: %s" % how
     # What went wrong, most specific first.
     if rc == "timeout":
         res["error"] = "client did not finish within %d s" % timeout
@@ -120,13 +177,15 @@ def run_point(bed, bench, params, settings, procs, build, servers_alive):
                 got["connected"], params["conns"], settings.connect_seconds)
     elif rc != 0:
         res["error"] = "client exit %s: %s" % (rc, err.strip()[-300:])
+    elif rate_error:
+        res["error"] = rate_error
     elif "cpu" not in res:
         res["error"] = "no CPU window (the client printed no phase lines)"
-    elif not got.get("requests"):
-        res["error"] = "no request answered in the measured time"
+    elif not res.get("requests"):
+        res["error"] = "nothing answered in the measured time"
     if res.get("error"):
         res["client_stderr"] = err.strip()[-1000:]
-        dead = servers_alive()
+        dead = alive()
         if dead:
             res["error"] += "; " + dead
     derive(res, bench.setup)

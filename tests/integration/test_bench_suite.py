@@ -119,3 +119,16 @@ def test_plots_are_optional(monkeypatch):
     from benchsuite import plots
     monkeypatch.setitem(sys.modules, "matplotlib", None)     # import fails
     assert "matplotlib" in (plots.available() or "")
+
+
+def test_pipe_rate_counts_where_messages_arrive():
+    log = ('pipe_server: listening on port 7101\n'
+           '{"msgs":1000,"bytes":64000,"t_ns":1000000000,"conns":100,"errors":0}\n'
+           '{"msgs":5000,"bytes":320000,"t_ns":3000000000,"conns":100,"errors":0}\n'
+           '{"msgs":5100,"bytes":326400,"t_ns":3100000000,"conns":0,"errors":0}\n')
+    rate, how = runner.pipe_rate({"mode": "recv", "size": 64}, {"seconds": 2.0}, log)
+    assert rate == pytest.approx(2000.0) and how == "server received"
+    rate, how = runner.pipe_rate({"mode": "send", "size": 64},
+                                 {"seconds": 2.0, "bytes": 64 * 3000}, "")
+    assert rate == pytest.approx(1500.0) and how == "client received"
+    assert runner.pipe_rate({"mode": "recv", "size": 64}, {"seconds": 2.0}, "")[0] is None
