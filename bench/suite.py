@@ -107,7 +107,8 @@ class Run:
             "mode": "quick" if args.quick else "full" if not args.only else "selection",
             "machine": machine.facts(REPO), "loadavg_before": machine.loadavg(),
             "nofile": list(procmod.nofile_limit()),
-            "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"]),
+            "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
+                             napi=args.napi),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -128,7 +129,8 @@ class Run:
         self.doc["setups"][setup] = rec
         up = {}
         for stack in beds.STACKS:
-            bed = beds.Bed(stack, setup, "%s%s%s" % (self.args.prefix, setup[0], stack[0]), BUILD)
+            bed = beds.Bed(stack, setup, "%s%s%s" % (self.args.prefix, setup[0], stack[0]), BUILD,
+                           napi=self.args.napi)
             try:
                 bed.up(self.procs)
                 echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
@@ -282,6 +284,10 @@ def main():
     ap.add_argument("--warmup", type=int, help="warm-up seconds per point")
     ap.add_argument("--prefix", default="ssb", help="test-bed name prefix (<= 7 characters)")
     ap.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
+    ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
+                    help="where the kernel receives for a service's veth (XDP + AF_XDP "
+                    "copy): a NAPI thread pinned to the service's CPU (default), or "
+                    "softirq on the sending CPU")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("suite.py: run as root (network namespaces)")

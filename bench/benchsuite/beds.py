@@ -81,6 +81,11 @@ CLIENT_SYSCTLS = {"net.ipv4.ip_local_port_range": "1024 65535", "net.ipv4.tcp_tw
 SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535"}
 
 
+# Where the kernel receives for a service's veth end (XDP program, copy into
+# the AF_XDP socket): "thread" = threaded NAPI, its thread pinned to the
+# service's CPU; "softirq" = the default, NAPI in softirq on whichever CPU
+# sent the frame into the veth (the peer's).
+NAPI_MODES = ("thread", "softirq")
 SETTLE_TIMEOUT = 5.0        # seconds to wait for a point's connections to go
 
 
@@ -148,8 +153,9 @@ def affinity(pid):
 class Service:
     """One slipstreamd on one veth end of a test bed."""
 
-    def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name):
+    def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True):
         self.build, self.ns, self.iface, self.cpu = Path(build), ns, iface, cpu
+        self.napi_thread = napi_thread
         self.ctl_path, self.name = ctl_path, name
         eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu),
                "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % iface]
@@ -172,7 +178,8 @@ class Service:
         else:
             raise BedError("slipstreamd %s not answering after %.0f s: %s"
                            % (self.name, timeout, self.proc.log_tail()))
-        self.napi = napi_thread_pin(self.ns, self.iface, self.cpu)
+        if self.napi_thread:
+            self.napi = napi_thread_pin(self.ns, self.iface, self.cpu)
         return self
 
     def stats(self):
@@ -193,9 +200,10 @@ class Bed:
     """One stack in one set-up: a test bed, the service(s) if Slipstream,
     and how to start the server and the client."""
 
-    def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream"):
-        assert stack in STACKS and setup in SETUPS
+    def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread"):
+        assert stack in STACKS and setup in SETUPS and napi in NAPI_MODES
         self.stack, self.setup, self.build = stack, setup, Path(build)
+        self.napi = napi
         self.tb = testbed.Testbed(prefix=prefix, peers=1)
         self.server_ns, self.client_ns = self.tb.svc_ns, testbed.peer_ns_name(prefix, 1)
         self.server_iface, self.client_iface = self.tb.svc_iface, testbed.peer_iface_name(prefix, 1)
@@ -231,7 +239,7 @@ class Bed:
         os.makedirs(self.ctl_dir, exist_ok=True)
         svc = Service(self.build, self.server_ns, self.server_iface, self.tb.service_cidr,
                       CLIENT_IP, self.server_cpu, "%s/%s-a.sock" % (self.ctl_dir, self.tb.prefix),
-                      "%s-slipstreamd-server" % self.setup)
+                      "%s-slipstreamd-server" % self.setup, self.napi == "thread")
         self.services.append(svc.start(procs))
         if self.setup == "server":
             rps(self.client_ns, self.client_iface, self.client_cpu)
@@ -242,7 +250,7 @@ class Bed:
         cli = Service(self.build, self.client_ns, self.client_iface,
                       "%s/%d" % (CLIENT_IP, testbed.PREFIX_LEN), SERVER_IP, self.client_cpu,
                       "%s/%s-b.sock" % (self.ctl_dir, self.tb.prefix),
-                      "%s-slipstreamd-client" % self.setup)
+                      "%s-slipstreamd-client" % self.setup, self.napi == "thread")
         self.services.append(cli.start(procs))
         return self
 
@@ -358,16 +366,24 @@ class Bed:
                 return ("%s; server: the program (one thread) pinned to CPU 1 and its kernel "
                         "receive work on CPU 1 (RPS on the server veth)" % client)
             return ("%s; server: slipstreamd pinned to CPU 1 (taskset -c 1, EAL -l 1: fast "
-                    "path = main lcore, control thread and EAL threads on CPU 1), the veth's "
-                    "NAPI thread (XDP + AF_XDP receive copy) pinned to CPU 1, the program under "
-                    "`slipstream run` (one thread) pinned to CPU 1" % client)
+                    "path = main lcore, control thread and EAL threads on CPU 1), %s, the "
+                    "program under `slipstream run` (one thread) pinned to CPU 1"
+                    % (client, self._napi_words("CPU 1")))
         if self.stack == "linux":
             return ("client and server programs (one thread each) in two namespaces over the "
                     "veth, nothing pinned, no RPS: the scheduler places programs and softirq")
         return ("two slipstreamd instances, one per veth end: the server's pinned to CPU 1 "
                 "(taskset -c 1, EAL -l 1) with the server program under `slipstream run` on "
                 "CPU 1, the client's pinned to CPU 0 (EAL -l 0) with the client under "
-                "`slipstream run` on CPU 0; each veth end's NAPI thread on its service's CPU")
+                "`slipstream run` on CPU 0; for each veth end, %s"
+                % self._napi_words("its service's CPU"))
+
+    def _napi_words(self, where):
+        if self.napi == "thread":
+            return ("the veth's NAPI (XDP program + AF_XDP receive copy) as a thread pinned "
+                    "to %s (threaded NAPI)" % where)
+        return ("the veth's NAPI (XDP program + AF_XDP receive copy) in softirq on the CPU "
+                "that sent the frame (the peer's)")
 
     def record(self, servers=()):
         """Facts for the JSON: layout, settings, every thread's CPUs."""
@@ -380,6 +396,7 @@ class Bed:
             threads[p.name] = affinity(p.pid)
         return {"layout": self.layout(), "prefix": self.tb.prefix,
                 "server_cpu": self.server_cpu, "client_cpu": self.client_cpu,
+                "napi": self.napi if self.stack == "slipstream" else None,
                 "service_args": SERVICE_ARGS if self.stack == "slipstream" else None,
                 "service_argv": [" ".join(str(a) for a in s.argv) for s in self.services],
                 "app_conns": APP_CONNS if self.stack == "slipstream" else None,
