@@ -294,6 +294,12 @@ int main(int argc, char **argv)
 			int fd = evs[i].data.fd;
 			uint32_t e = evs[i].events;
 
+			/* A batch can take long (100 connections x 16 reads x
+			 * 2048 messages x the work): answer SIGUSR1 within it. */
+			if (report) {
+				report = 0;
+				print_counters(&s);
+			}
 			if (fd == s.lfd) {
 				on_accept(&s);
 				continue;

@@ -65,6 +65,17 @@ def server_argv(build, bench, params, port):
     return [os.path.join(build, "bench", "linux_echo"), "--port", str(port)]
 
 
+def server_lines(server, n, timeout=5.0):
+    """Wait until pipe_server has printed n counter lines (it prints them
+    between two batches of work), at most timeout s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.log_tail(1 << 16).count('{"msgs"') >= n:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def pipe_rate(params, client, server_log):
     """Messages/s of a pipelined point, counted where the data arrives: by
     pipe_server for a receive-only server (its counter lines at the start
@@ -157,7 +168,7 @@ def run_point(bed, bench, params, settings, procs, build, alive, server, port):
     rate_error = None
     if got and bench.workload == "pipe" and not got.get("error"):
         if signal_server:
-            time.sleep(0.3)                         # the end line, flushed
+            server_lines(server, 2)                 # the end line, once printed
         rate, how = pipe_rate(params, got, server.log_tail(1 << 16))
         if rate is not None:
             res["rps"], res["counted_by"] = rate, how
@@ -175,6 +186,9 @@ def run_point(bed, bench, params, settings, procs, build, alive, server, port):
         if got["error"] == "ETIMEDOUT" and got.get("connected") is not None:
             res["error"] += " (%d of %d connections up after %d s)" % (
                 got["connected"], params["conns"], settings.connect_seconds)
+        elif got["error"] == "EADDRNOTAVAIL":
+            res["error"] += " (connect() found no free local port: the client's " \
+                            "ephemeral ports ran out)"
     elif rc != 0:
         res["error"] = "client exit %s: %s" % (rc, err.strip()[-300:])
     elif rate_error:
