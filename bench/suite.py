@@ -304,10 +304,18 @@ def main():
     run = Run(args)
     print("suite.py: %s, %d s per point (+%d s warm-up); results to %s; logs in %s"
           % (run.doc["mode"], run.rs.seconds, run.rs.warmup, args.out, run.logdir), flush=True)
+    interrupted = False
     try:
         run.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        run.doc["failed"].append("interrupted (SIGINT): the run stopped early; points not "
+                                 "listed were not run")
     finally:
         run.write()
+    if interrupted:
+        print("suite.py: interrupted; partial results in %s" % args.out, file=sys.stderr)
+        return 130
     print("\n" + report.markdown(run.doc))
     print("suite.py: %.0f s; wrote %s/results.{json,md}%s" % (
         run.doc["elapsed_s"], args.out,
