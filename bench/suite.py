@@ -270,6 +270,22 @@ class Run:
         (out / "results.md").write_text(report.markdown(self.doc) + "\n")
 
 
+def render(path, out, no_plots):
+    """--render: the markdown and the figures of an earlier run, from its JSON."""
+    doc = json.loads(Path(path).read_text())
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    why = "--no-plots" if no_plots else plots.available()
+    if why:
+        print("suite.py: WARNING: no plots (%s)" % why, file=sys.stderr)
+    else:
+        for b in doc["benchmarks"]:
+            plots.bench_figure(b, out / ("%s.png" % b["name"]))
+    (out / "results.md").write_text(report.markdown(doc) + "\n")
+    print("suite.py: wrote %s/results.md%s from %s" % (out, "" if why else " and PNGs", path))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -284,11 +300,16 @@ def main():
     ap.add_argument("--warmup", type=int, help="warm-up seconds per point")
     ap.add_argument("--prefix", default="ssb", help="test-bed name prefix (<= 7 characters)")
     ap.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
+    ap.add_argument("--render", metavar="JSON",
+                    help="run nothing: write results.md and the PNGs again from a "
+                    "results.json (to --out, default the JSON's directory)")
     ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
                     help="where the kernel receives for a service's veth (XDP + AF_XDP "
                     "copy): a NAPI thread pinned to the service's CPU (default), or "
                     "softirq on the sending CPU")
     args = ap.parse_args()
+    if args.render:
+        return render(args.render, args.out or str(Path(args.render).parent), args.no_plots)
     if os.geteuid() != 0:
         sys.exit("suite.py: run as root (network namespaces)")
     if len(args.prefix) > 7:

@@ -41,13 +41,13 @@ def _panel(ax, points, key, ylabel, log_y=False, extra=None):
             xs2, ys2 = _series(points, stack, extra)
             ax.plot(xs2, ys2, "s--", color=COLORS[stack], alpha=0.6,
                     label=LABELS[stack] + " p99")
-    for p in points:
+    for i, p in enumerate(points):
         s, l = p.get("slipstream") or {}, p.get("linux") or {}
         if s.get("error") or l.get("error"):
-            ax.annotate("failed: %s" % ("S" if s.get("error") else "") +
-                        ("L" if l.get("error") else ""), (p["value"], 0),
-                        xycoords=("data", "axes fraction"), xytext=(0, 4),
-                        textcoords="offset points", ha="center", fontsize=7, color="red")
+            who = " + ".join(n for n, r in (("Slipstream", s), ("Linux", l)) if r.get("error"))
+            ax.annotate("%s failed" % who, (p["value"], 0), xycoords=("data", "axes fraction"),
+                        xytext=(0, 4), textcoords="offset points", fontsize=7, color="red",
+                        ha="right" if i == len(points) - 1 else "center")
         elif s.get(key) and l.get(key):
             ax.annotate("%.2f×" % (s[key] / l[key]), (p["value"], max(s[key], l[key])),
                         xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
