@@ -23,10 +23,26 @@
  * Every request carries a different pattern (connection index and sequence
  * number), so a misordered or stale reply is caught too.
  *
- * Phases: connect all K (10 s limit), --warmup seconds not counted, then
- * --seconds measured.  One JSON line, same fields as ss-rpc:
+ * Phases: connect all K (--connect-seconds, default 10; a connection that
+ * is up starts its requests at once), --warmup seconds not counted, then
+ * --seconds measured.  One JSON line, the fields of ss-rpc and more:
  *   {"conns":K,"size":S,"seconds":t,"requests":n,"rps":x,
- *    "p50_us":a,"p99_us":b,"error":null|"EBADMSG"|"ECONNRESET"|...}
+ *    "p50_us":a,"p99_us":b,"rpcs_per_conn":N,"conns_done":c,"cps":y,
+ *    "connect_s":c,"connected":n,"error":null|"EBADMSG"|"ECONNRESET"|...}
+ * connect_s: how long the K connections took to come up; connected: how
+ * many did (K unless the limit ran out: error ETIMEDOUT).
+ *
+ * --rpcs-per-conn N (short-lived connections): after the N-th reply a
+ * connection is closed (by us, gracefully) and a new one opened in its
+ * place, so K connections are open or opening at any time; conns_done and
+ * cps count the connections that finished their N requests in the measured
+ * time.  A request's latency is from its send, so the first request of a
+ * connection does not include the handshake.  0 (the default): connections
+ * live for the whole run.
+ *
+ * --phases writes "phase measure" and "phase end" lines on stderr (flushed)
+ * when the measured time starts and ends, so a caller can sample CPU
+ * counters over exactly that window.
  * Exit status 1 on any mismatch (EBADMSG), connection error or timeout.
  * Latencies: log-linear histogram, 16 sub-buckets per power of two of
  * nanoseconds (under 6.25% error), the scheme ss-rpc uses.
@@ -34,7 +50,6 @@
 
 #define EV_BATCH 256
 #define MAX_SIZE 65536
-#define CONNECT_LIMIT_NS (10ull * 1000000000u)
 
 struct rpc_conn {
 	int fd;
@@ -42,6 +57,7 @@ struct rpc_conn {
 	uint32_t seq;           /* sequence number of the request in flight */
 	int connected;
 	int want_out;           /* EPOLLOUT is in the watched set */
+	uint64_t done;          /* replies on this connection (--rpcs-per-conn) */
 	uint64_t sent_at;       /* ns, request start */
 	size_t sent, got;       /* bytes of the request sent, of the reply received */
 	uint8_t *req;           /* the request in flight */
@@ -126,6 +142,8 @@ static int conn_open(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = rc };
 	int one = 1;
 
+	rc->connected = rc->want_out = 0;
+	rc->done = 0;
 	rc->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	if (rc->fd < 0)
 		return errno;
@@ -136,11 +154,29 @@ static int conn_open(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, rc->fd, &ev) < 0 ? errno : 0;
 }
 
+/* --rpcs-per-conn: close a connection that has had its N replies and open
+ * its successor in the same slot; 0 or an errno. */
+static int conn_renew(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
+{
+	close(rc->fd);  /* also takes it out of the epoll set */
+	rc->fd = -1;
+	return conn_open(rc, ep, to);
+}
+
+static void phase(int on, const char *what)
+{
+	if (on) {
+		fprintf(stderr, "phase %s\n", what);
+		fflush(stderr);
+	}
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: linux_rpc --connect IP:PORT [--conns K] [--size BYTES] [--seconds T]\n"
-		"                 [--warmup S]\n");
+		"                 [--warmup S] [--rpcs-per-conn N] [--connect-seconds S]\n"
+		"                 [--phases]\n");
 	exit(2);
 }
 
@@ -152,6 +188,9 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'z' },
 		{ "seconds", required_argument, NULL, 'T' },
 		{ "warmup", required_argument, NULL, 'W' },
+		{ "rpcs-per-conn", required_argument, NULL, 'N' },
+		{ "phases", no_argument, NULL, 'P' },
+		{ "connect-seconds", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -160,9 +199,10 @@ int main(int argc, char **argv)
 	struct epoll_event evs[EV_BATCH];
 	struct rpc_conn *rcs;
 	static uint8_t buf[MAX_SIZE];
-	uint64_t k = 1, size = 64, seconds = 10, warmup = 1;
-	uint64_t requests = 0, opened = 0, t_start = 0, t_end, t_measure = 0;
-	int ep, error = 0, opt, have_peer = 0;
+	uint64_t k = 1, size = 64, seconds = 10, warmup = 1, per_conn = 0, connect_limit = 10;
+	uint64_t t_begin;
+	uint64_t requests = 0, opened = 0, t_start = 0, t_end, t_measure = 0, conns_done = 0;
+	int ep, error = 0, opt, have_peer = 0, phases = 0;
 
 	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -187,6 +227,17 @@ int main(int argc, char **argv)
 			if (parse_range(optarg, 0, 86400, &warmup) < 0)
 				usage();
 			break;
+		case 'N':
+			if (parse_range(optarg, 0, UINT32_MAX, &per_conn) < 0)
+				usage();
+			break;
+		case 'P':
+			phases = 1;
+			break;
+		case 'c':
+			if (parse_range(optarg, 1, 3600, &connect_limit) < 0)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -208,7 +259,8 @@ int main(int argc, char **argv)
 		rcs[i].req = malloc(size);
 		error = rcs[i].req ? conn_open(&rcs[i], ep, &to) : ENOMEM;
 	}
-	t_end = now_ns() + CONNECT_LIMIT_NS;
+	t_begin = now_ns();
+	t_end = t_begin + connect_limit * 1000000000u;
 	while (!stop && !error) {
 		int n = epoll_wait(ep, evs, EV_BATCH, 100);
 		uint64_t now = now_ns();
@@ -225,7 +277,8 @@ int main(int argc, char **argv)
 				t_measure = now;
 				t_end = now + seconds * 1000000000u;
 				memset(hist, 0, sizeof(hist));
-				requests = 0;
+				requests = conns_done = 0;
+				phase(phases, "measure");
 				continue;
 			}
 			break;
@@ -244,6 +297,7 @@ int main(int argc, char **argv)
 					break;
 				}
 				rc->connected = 1;
+				rc->want_out = 0;
 				if (++opened == k) {
 					t_start = now_ns();
 					t_end = t_start + warmup * 1000000000u;
@@ -258,6 +312,11 @@ int main(int argc, char **argv)
 			if (!error && done) {
 				lat_add(hist, now_ns() - rc->sent_at);
 				requests++;
+				if (per_conn && ++rc->done == per_conn) {
+					conns_done++;
+					error = conn_renew(rc, ep, &to);
+					continue;       /* a new connection: EPOLLOUT watched */
+				}
 				error = req_start(rc, size);
 			}
 			if (!error) {
@@ -279,12 +338,19 @@ int main(int argc, char **argv)
 	double secs = t_measure ? (double)(now_ns() - t_measure) / 1e9 : 0;
 	const char *en = error ? strerrorname_np(error) : NULL;
 
+	phase(phases && t_measure, "end");
 	printf("{\"conns\":%lu,\"size\":%lu,\"seconds\":%.3f,\"requests\":%llu,"
-	       "\"rps\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"error\":%s%s%s}\n",
+	       "\"rps\":%.1f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"rpcs_per_conn\":%llu,"
+	       "\"conns_done\":%llu,\"cps\":%.1f,\"connect_s\":%.3f,\"connected\":%llu,"
+	       "\"error\":%s%s%s}\n",
 	       (unsigned long)k, (unsigned long)size, secs, (unsigned long long)requests,
 	       secs > 0 ? (double)requests / secs : 0.0,
 	       (double)lat_pct(hist, requests, 0.50) / 1000.0,
 	       (double)lat_pct(hist, requests, 0.99) / 1000.0,
+	       (unsigned long long)per_conn, (unsigned long long)conns_done,
+	       secs > 0 ? (double)conns_done / secs : 0.0,
+	       t_start ? (double)(t_start - t_begin) / 1e9 : (double)(now_ns() - t_begin) / 1e9,
+	       (unsigned long long)(opened < k ? opened : k),
 	       en ? "\"" : "", en ? en : "null", en ? "\"" : "");
 	fflush(stdout);
 	for (unsigned long i = 0; i < k; i++) {

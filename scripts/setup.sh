@@ -19,6 +19,8 @@ PKGS=(
 	# test bed and integration tests
 	python3 python3-pytest python3-scapy iproute2 nftables ethtool iputils-ping
 	tcpdump procps
+	# bench/suite.py's figures (the suite writes JSON and markdown without it)
+	python3-matplotlib
 	# real programs run under `slipstream run` and their Linux clients
 	redis-server redis-tools
 	# tests/integration/test_posix_apps.py and bench/apps_compare.py

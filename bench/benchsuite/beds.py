@@ -1,0 +1,405 @@
+"""The set-ups, for each stack: where the client and the server run, on
+which CPUs, and what the kernel is told so that each side's work stays on
+its side.
+
+Every set-up is one test bed of two namespaces joined by one veth pair,
+no switch (tools/slipstream_tools/testbed.py, one peer):
+
+    [P-svc]  P-sv0 <==veth==> P-p1  [P-peer1]
+    server side, 198.18.0.1       client side, 198.18.0.2
+
+The test bed turns checksum offload, TSO, GSO and GRO off on both veth
+ends, for Linux as for Slipstream.
+
+server-side  ("server"): the client is Linux, in P-peer1, pinned to CPU 0.
+    The whole server side is pinned to CPU 1:
+    Linux       the server program in P-svc (198.18.0.1 on P-sv0, the
+                kernel's), taskset -c 1; RPS on P-sv0 sends the kernel's
+                receive work for it to CPU 1.
+    Slipstream  slipstreamd in P-svc on P-sv0 (AF_XDP), taskset -c 1 and
+                EAL -l 1 (fast path, control thread and EAL threads all on
+                CPU 1); the same server program under `slipstream run`,
+                taskset -c 1; the veth's NAPI (where the kernel runs the XDP
+                program and copies received frames to the AF_XDP socket) in
+                a thread of its own (threaded NAPI), pinned to CPU 1.
+    Both: RPS on P-p1 sends the client's kernel receive work to CPU 0.
+    What is left on the wrong side: a sender's veth transmit runs on the
+    sender's CPU (that is where the kernel does it, as a NIC's DMA would).
+
+both ends  ("both"): client and server both on the stack under test.
+    Linux       client in P-peer1, server in P-svc, two kernels' worth of
+                namespaces over the veth; nothing pinned, no RPS: the
+                scheduler places everything.
+    Slipstream  two service instances, one per namespace, each on its end
+                of the veth (AF_XDP on both ends; P-p1 has no kernel
+                address): the server's service (198.18.0.1) in P-svc pinned
+                to CPU 1, the client's (198.18.0.2) in P-peer1 pinned to
+                CPU 0, each with its veth end's NAPI thread on its CPU; the
+                server program under `slipstream run` of the first, pinned
+                to CPU 1, the client under `slipstream run` of the second,
+                pinned to CPU 0.  Segments cross a wire (the veth), as
+                between two machines, not the service's loopback path.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from . import procs as procmod
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+from slipstream_tools import ctl, testbed  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+CLI = REPO / "tools" / "slipstream"
+SERVER_IP = testbed.SERVICE_IP           # 198.18.0.1
+CLIENT_IP = testbed.peer_ip(1)           # 198.18.0.2
+SETUPS = ("server", "both")
+STACKS = ("slipstream", "linux")
+SETUP_TITLES = {"server": "server-side", "both": "both ends"}
+
+# Service options for the benchmarks (beyond the defaults of slipstreamd --help):
+#   --max-app-conns  room for 16384 connections plus listeners in one program
+#   --time-wait-ms   1 s: the short-lived points open thousands of
+#                    connections a second, and a 60 s TIME_WAIT would run the
+#                    client's service out of ports (Linux's client has
+#                    net.ipv4.tcp_tw_reuse = 1 instead; see client_sysctls)
+SERVICE_ARGS = ["--max-app-conns", "32768", "--time-wait-ms", "1000"]
+# Connection slots and per-connection ring size of a program under
+# `slipstream run` (SLIPSTREAM_CONNS, SLIPSTREAM_BUF).
+APP_CONNS = 17408
+APP_BUF = 65536
+# Client namespace, both stacks: every port, and TIME_WAIT ports reused for
+# new connections (timestamps make that safe), so short-lived connections
+# do not run out.  Server namespace: room in the accept queue.
+CLIENT_SYSCTLS = {"net.ipv4.ip_local_port_range": "1024 65535", "net.ipv4.tcp_tw_reuse": "1"}
+SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog": "65535"}
+
+
+# Where the kernel receives for a service's veth end (XDP program, copy into
+# the AF_XDP socket): "thread" = threaded NAPI, its thread pinned to the
+# service's CPU; "softirq" = the default, NAPI in softirq on whichever CPU
+# sent the frame into the veth (the peer's).
+NAPI_MODES = ("thread", "softirq")
+SETTLE_TIMEOUT = 5.0        # seconds to wait for a point's connections to go
+
+
+class BedError(Exception):
+    pass
+
+
+def _sysctls(ns, values):
+    for k, v in values.items():
+        testbed.run(testbed.ns_cmd(ns, ["sysctl", "-q", "-w", "%s=%s" % (k, v)]))
+
+
+def _sh(ns, script):
+    """A shell line inside ns (sysfs writes: `ip netns exec` mounts the
+    namespace's own /sys)."""
+    testbed.run(testbed.ns_cmd(ns, ["sh", "-c", script]))
+
+
+def rps(ns, iface, cpu):
+    """Receive packet steering: the kernel's receive work for iface on cpu."""
+    _sh(ns, "echo %x > /sys/class/net/%s/queues/rx-0/rps_cpus" % (1 << cpu, iface))
+
+
+def napi_thread_pin(ns, iface, cpu):
+    """Threaded NAPI on iface, its kernel thread(s) pinned to cpu.  veth has
+    NAPI only while an XDP program is attached, so call this once the
+    service is up.  Returns the pinned threads' pids (empty: not possible)."""
+    try:
+        _sh(ns, "echo 1 > /sys/class/net/%s/threaded" % iface)
+    except testbed.TestbedError:
+        return []
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            comm = (d / "comm").read_text().strip()
+        except OSError:
+            continue
+        # Named napi/<iface>-<napi id>, cut at 15 characters.
+        if comm.startswith(("napi/%s-" % iface)[:15]):
+            testbed.run(["taskset", "-p", "-c", str(cpu), d.name], check=False)
+            pids.append(int(d.name))
+    return pids
+
+
+def affinity(pid):
+    """{"name[tid]": "allowed CPUs"} of every thread of pid."""
+    out = {}
+    try:
+        tasks = sorted(Path("/proc/%d/task" % pid).iterdir(), key=lambda p: int(p.name))
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("Cpus_allowed_list:"):
+                    out["%s[%s]" % (name, task.name)] = line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+    return out
+
+
+class Service:
+    """One slipstreamd on one veth end of a test bed."""
+
+    def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True):
+        self.build, self.ns, self.iface, self.cpu = Path(build), ns, iface, cpu
+        self.napi_thread = napi_thread
+        self.ctl_path, self.name = ctl_path, name
+        eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu),
+               "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % iface]
+        self.argv = [self.build / "src/service/slipstreamd", "--ip", cidr, "--gateway", gateway,
+                     "--ctl", ctl_path] + SERVICE_ARGS + ["--"] + eal
+        self.proc = None
+        self.napi = []
+
+    def start(self, procs, timeout=30.0):
+        self.proc = procs.start(self.name, self.ns, self.argv, cpus=self.cpu)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.proc.alive():
+                raise BedError("slipstreamd %s exited: %s" % (self.name, self.proc.log_tail()))
+            try:
+                ctl.ctl_query("stats", self.ctl_path, timeout=2.0)
+                break
+            except ctl.CtlError:
+                time.sleep(0.2)
+        else:
+            raise BedError("slipstreamd %s not answering after %.0f s: %s"
+                           % (self.name, timeout, self.proc.log_tail()))
+        if self.napi_thread:
+            self.napi = napi_thread_pin(self.ns, self.iface, self.cpu)
+        return self
+
+    def stats(self):
+        try:
+            return ctl.ctl_query("stats", self.ctl_path, timeout=5.0)
+        except ctl.CtlError as e:
+            return {"error": str(e)}
+
+    def counters(self):
+        """The counters, with the port's own ("nic") as nic_*."""
+        st = self.stats()
+        c = dict(st.get("counters", {}))
+        c.update({"nic_" + k: v for k, v in st.get("nic", {}).items()})
+        return c
+
+
+class Bed:
+    """One stack in one set-up: a test bed, the service(s) if Slipstream,
+    and how to start the server and the client."""
+
+    def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread"):
+        assert stack in STACKS and setup in SETUPS and napi in NAPI_MODES
+        self.stack, self.setup, self.build = stack, setup, Path(build)
+        self.napi = napi
+        self.tb = testbed.Testbed(prefix=prefix, peers=1)
+        self.server_ns, self.client_ns = self.tb.svc_ns, testbed.peer_ns_name(prefix, 1)
+        self.server_iface, self.client_iface = self.tb.svc_iface, testbed.peer_iface_name(prefix, 1)
+        self.services = []          # [server's, client's (both ends only)]
+        self.echo = None            # the echo server's Proc, once started
+        self.ctl_dir = ctl_dir
+        self.pinned = setup == "server" or stack == "slipstream"
+        # CPUs: server side on 1, client on 0, where pinned; None floats.
+        self.server_cpu = 1 if self.pinned else None
+        self.client_cpu = 0 if self.pinned else None
+
+    @property
+    def name(self):
+        return "%s/%s" % (self.stack, self.setup)
+
+    @property
+    def server_ip(self):
+        return SERVER_IP
+
+    # -- life cycle
+
+    def up(self, procs):
+        self.tb.up()
+        _sysctls(self.client_ns, CLIENT_SYSCTLS)
+        _sysctls(self.server_ns, SERVER_SYSCTLS)
+        if self.stack == "linux":
+            testbed.run(["ip", "-n", self.server_ns, "addr", "add",
+                         "%s/%d" % (SERVER_IP, testbed.PREFIX_LEN), "dev", self.server_iface])
+            if self.setup == "server":
+                rps(self.server_ns, self.server_iface, self.server_cpu)
+                rps(self.client_ns, self.client_iface, self.client_cpu)
+            return self
+        os.makedirs(self.ctl_dir, exist_ok=True)
+        svc = Service(self.build, self.server_ns, self.server_iface, self.tb.service_cidr,
+                      CLIENT_IP, self.server_cpu, "%s/%s-a.sock" % (self.ctl_dir, self.tb.prefix),
+                      "%s-slipstreamd-server" % self.setup, self.napi == "thread")
+        self.services.append(svc.start(procs))
+        if self.setup == "server":
+            rps(self.client_ns, self.client_iface, self.client_cpu)
+            return self
+        # Both ends: the client's own service on the other veth end, which
+        # the kernel must leave alone (no address).
+        testbed.run(["ip", "-n", self.client_ns, "addr", "flush", "dev", self.client_iface])
+        cli = Service(self.build, self.client_ns, self.client_iface,
+                      "%s/%d" % (CLIENT_IP, testbed.PREFIX_LEN), SERVER_IP, self.client_cpu,
+                      "%s/%s-b.sock" % (self.ctl_dir, self.tb.prefix),
+                      "%s-slipstreamd-client" % self.setup, self.napi == "thread")
+        self.services.append(cli.start(procs))
+        return self
+
+    def down(self):
+        self.tb.down()
+
+    # -- programs
+
+    def _under_slipstream(self, svc, argv):
+        return [PYTHON, CLI, "run", "--strict", "--sock", svc.ctl_path, "--conns", APP_CONNS,
+                "--buf", APP_BUF, "--"] + list(argv)
+
+    def env(self):
+        return dict(os.environ, SLIPSTREAM_BUILD=str(self.build))
+
+    def start_server(self, procs, name, argv):
+        """A server program on the server side of this bed."""
+        if self.stack == "slipstream":
+            argv = self._under_slipstream(self.services[0], argv)
+        return procs.start(name, self.server_ns, argv, cpus=self.server_cpu, env=self.env())
+
+    def client_argv(self, argv):
+        """(namespace, argv, cpus, env) for a client program."""
+        if self.stack == "slipstream" and self.setup == "both":
+            argv = self._under_slipstream(self.services[1], argv)
+        return self.client_ns, argv, self.client_cpu, self.env()
+
+    def counters(self):
+        """{service name: counters} (Slipstream), for deltas around a run."""
+        return {s.name: s.counters() for s in self.services}
+
+    def listeners(self):
+        """Listening ports of the server side's service (Slipstream), else 0."""
+        if self.stack != "slipstream":
+            return 0
+        return self.services[0].stats().get("gauges", {}).get("listeners", 0)
+
+    def wait_listening(self, port, proc, listeners, timeout=15.0):
+        """Until the server side listens on port (False: proc died or time
+        ran out).  Asked of the server namespace's kernel (Linux) or of the
+        service (Slipstream: until it has `listeners` listening ports; it
+        names no ports), not by connecting: a connection would be one more
+        for the first point, and the both-ends client namespace has no
+        kernel stack."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                return False
+            if self.stack == "slipstream":
+                if self.listeners() >= listeners:
+                    return True
+            else:
+                r = testbed.run(testbed.ns_cmd(self.server_ns, [
+                    "ss", "-Htln", "sport = :%d" % port]), check=False)
+                if r.stdout.strip():
+                    return True
+            time.sleep(0.1)
+        return False
+
+    # -- between points
+
+    def busy_conns(self):
+        """Connections still open on the server side (listeners and
+        TIME_WAIT left out): what a finished point leaves to drain."""
+        if self.stack == "slipstream":
+            st = self.services[0].stats()
+            return st.get("gauges", {}).get("app_conns", 0)
+        r = testbed.run(testbed.ns_cmd(self.server_ns, ["ss", "-Htan"]), check=False)
+        return sum(1 for line in r.stdout.splitlines()
+                   if line.split() and line.split()[0] not in ("LISTEN", "TIME-WAIT"))
+
+    def settle(self, timeout=SETTLE_TIMEOUT, stall=1.0):
+        """Wait until the last point's connections are gone, so the next
+        point starts from an idle server: until none is left, none has gone
+        for `stall` s (an idle connection whose peer's reset was lost stays
+        open for good), or timeout s.  Returns how many are still open."""
+        t0 = time.monotonic()
+        last, since = None, t0
+        while True:
+            left = self.busy_conns()
+            now = time.monotonic()
+            if left != last:
+                last, since = left, now
+            if not left or now - since >= stall or now - t0 >= timeout:
+                return left
+            time.sleep(0.1)
+
+    def link_stats(self):
+        """{"server veth": {rx_dropped, tx_dropped, rx_packets, tx_packets},
+        "client veth": {...}}: where the kernel dropped frames (a full veth
+        ring toward an XDP program, a full backlog) shows here."""
+        out = {}
+        for side, ns, iface in (("server veth", self.server_ns, self.server_iface),
+                                ("client veth", self.client_ns, self.client_iface)):
+            r = testbed.run(["ip", "-s", "-j", "-n", ns, "link", "show", "dev", iface],
+                            check=False)
+            try:
+                st = json.loads(r.stdout)[0]["stats64"]
+            except (ValueError, IndexError, KeyError):
+                continue
+            out[side] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
+                         for k in ("packets", "dropped")}
+        return out
+
+    # -- the record
+
+    def layout(self):
+        """The thread/core layout of this stack in this set-up, in words."""
+        if self.setup == "server":
+            client = "client: Linux (linux_rpc, one thread) in the client namespace, pinned to CPU 0, " \
+                     "its kernel receive work on CPU 0 (RPS)"
+            if self.stack == "linux":
+                return ("%s; server: the program (one thread) pinned to CPU 1 and its kernel "
+                        "receive work on CPU 1 (RPS on the server veth)" % client)
+            return ("%s; server: slipstreamd pinned to CPU 1 (taskset -c 1, EAL -l 1: fast "
+                    "path = main lcore, control thread and EAL threads on CPU 1), %s, the "
+                    "program under `slipstream run` (one thread) pinned to CPU 1"
+                    % (client, self._napi_words("CPU 1")))
+        if self.stack == "linux":
+            return ("client and server programs (one thread each) in two namespaces over the "
+                    "veth, nothing pinned, no RPS: the scheduler places programs and softirq")
+        return ("two slipstreamd instances, one per veth end: the server's pinned to CPU 1 "
+                "(taskset -c 1, EAL -l 1) with the server program under `slipstream run` on "
+                "CPU 1, the client's pinned to CPU 0 (EAL -l 0) with the client under "
+                "`slipstream run` on CPU 0; for each veth end, %s"
+                % self._napi_words("its service's CPU"))
+
+    def _napi_words(self, where):
+        if self.napi == "thread":
+            return ("the veth's NAPI (XDP program + AF_XDP receive copy) as a thread pinned "
+                    "to %s (threaded NAPI)" % where)
+        return ("the veth's NAPI (XDP program + AF_XDP receive copy) in softirq on the CPU "
+                "that sent the frame (the peer's)")
+
+    def record(self, servers=()):
+        """Facts for the JSON: layout, settings, every thread's CPUs."""
+        threads = {}
+        for s in self.services:
+            if s.proc:
+                threads[s.name] = affinity(s.proc.pid)
+                threads[s.name + " napi threads"] = {str(p): affinity(p) for p in s.napi}
+        for p in servers:
+            threads[p.name] = affinity(p.pid)
+        return {"layout": self.layout(), "prefix": self.tb.prefix,
+                "server_cpu": self.server_cpu, "client_cpu": self.client_cpu,
+                "napi": self.napi if self.stack == "slipstream" else None,
+                "service_args": SERVICE_ARGS if self.stack == "slipstream" else None,
+                "service_argv": [" ".join(str(a) for a in s.argv) for s in self.services],
+                "app_conns": APP_CONNS if self.stack == "slipstream" else None,
+                "app_buf": APP_BUF if self.stack == "slipstream" else None,
+                "client_sysctls": CLIENT_SYSCTLS, "server_sysctls": SERVER_SYSCTLS,
+                "threads": threads}

@@ -1,0 +1,87 @@
+"""PNG figures of a run (matplotlib, headless).  Optional: without
+matplotlib the suite still writes the JSON and the markdown, and says so.
+
+One figure per benchmark, three panels over its varied parameter:
+throughput (both stacks), latency (p50 solid, p99 dashed; Gbit/s for
+pipelined RPC) and CPU per request, each with the Slipstream/Linux ratio
+written at every point.
+Failed points are left out of the lines and marked "failed" on the axis.
+"""
+
+COLORS = {"slipstream": "tab:blue", "linux": "tab:orange"}
+LABELS = {"slipstream": "Slipstream", "linux": "Linux"}
+
+
+def available():
+    """None if matplotlib can be used, else why not."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except Exception as e:          # ImportError, or a broken backend
+        return "%s: %s" % (type(e).__name__, e)
+    return None
+
+
+def _series(points, stack, key):
+    xs, ys = [], []
+    for p in points:
+        r = p.get(stack) or {}
+        if not r.get("error") and r.get(key) is not None:
+            xs.append(p["value"])
+            ys.append(r[key])
+    return xs, ys
+
+
+def _panel(ax, points, key, ylabel, log_y=False, extra=None):
+    for stack in ("slipstream", "linux"):
+        xs, ys = _series(points, stack, key)
+        ax.plot(xs, ys, "o-", color=COLORS[stack], label=LABELS[stack])
+        if extra:
+            xs2, ys2 = _series(points, stack, extra)
+            ax.plot(xs2, ys2, "s--", color=COLORS[stack], alpha=0.6,
+                    label=LABELS[stack] + " p99")
+    for i, p in enumerate(points):
+        s, l = p.get("slipstream") or {}, p.get("linux") or {}
+        if s.get("error") or l.get("error"):
+            who = " + ".join(n for n, r in (("Slipstream", s), ("Linux", l)) if r.get("error"))
+            ax.annotate("%s failed" % who, (p["value"], 0), xycoords=("data", "axes fraction"),
+                        xytext=(0, 4), textcoords="offset points", fontsize=7, color="red",
+                        ha="right" if i == len(points) - 1 else "center")
+        elif s.get(key) and l.get(key):
+            ax.annotate("%.2f×" % (s[key] / l[key]), (p["value"], max(s[key], l[key])),
+                        xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_ylabel(ylabel)
+    if log_y:
+        ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def bench_figure(bench, path):
+    """Write one benchmark's PNG to path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = bench["points"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    if bench["workload"] == "pipe":
+        _panel(axes[0], points, "rps", "messages/s")
+        _panel(axes[1], points, "gbps", "Gbit/s")
+        _panel(axes[2], points, "cpu_us_per_req", "CPU µs per message (whole machine)")
+    else:
+        _panel(axes[0], points, "rps", "requests/s")
+        _panel(axes[1], points, "p50_us", "latency µs (p50 solid, p99 dashed)", log_y=True,
+               extra="p99_us")
+        _panel(axes[2], points, "cpu_us_per_req", "CPU µs per request (whole machine)")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(bench["param_title"])
+        ax.set_xticks([p["value"] for p in points])
+        ax.set_xticklabels([str(p["value"]) for p in points])
+    fig.suptitle("%s — %s (%s)" % (bench["name"], bench["title"], bench["setup_title"]),
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

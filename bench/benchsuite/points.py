@@ -1,0 +1,100 @@
+"""The benchmarks and their points: what bench/suite.py can run.
+
+A benchmark is one workload in one set-up ("server" = server-side, "both" =
+both ends; see beds.py), named WORKLOAD-SETUP (rpc-server, short-both, ...).
+It has one varied parameter; each value is a point, run once on Slipstream
+and right after on Linux, so outside load disturbs both sides of a ratio
+alike.  --quick runs the quick values only.
+"""
+
+from dataclasses import dataclass, field
+
+RPC_SIZE = 64
+SHORT_CONNS = 1024
+PIPE_CONNS = 100
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str            # WORKLOAD-SETUP
+    workload: str        # rpc | short | pipe
+    setup: str           # server | both
+    title: str
+    param: str           # the varied parameter's key in a point
+    param_title: str
+    full: tuple
+    quick: tuple
+    fixed: dict = field(default_factory=dict)   # parameters every point shares
+    seconds: int = None  # measured / warm-up seconds of a full run, if not the
+    warmup: int = None   # suite's defaults (pipelined points are steady sooner)
+
+
+def _rpc(setup, quick):
+    return Bench("rpc-" + setup, "rpc", setup,
+                 "RPC echo, %d-byte messages, one request in flight per connection" % RPC_SIZE,
+                 "conns", "connections", (1, 64, 1024, 4096, 16384), quick,
+                 {"size": RPC_SIZE})
+
+
+def _short(setup, quick):
+    return Bench("short-" + setup, "short", setup,
+                 "Short-lived connections: %d at a time, each N %d-byte RPCs then closed "
+                 "by the client" % (SHORT_CONNS, RPC_SIZE),
+                 "rpcs_per_conn", "RPCs per connection", (1, 4, 16, 64, 256), quick,
+                 {"size": RPC_SIZE, "conns": SHORT_CONNS})
+
+
+def _pipe(mode, work, quick):
+    what = "receive-only" if mode == "recv" else "send-only"
+    return Bench("pipe-%s%d" % (mode, work), "pipe", "server",
+                 "Pipelined RPC, %s server, %d cycles of work per message, %d connections"
+                 % (what, work, PIPE_CONNS),
+                 "size", "message bytes", (32, 64, 256, 1024, 2048), quick,
+                 {"mode": mode, "work": work, "conns": PIPE_CONNS}, seconds=4, warmup=1)
+
+
+# In the order they run (grouped by set-up: each set-up is one pair of beds).
+BENCHES = [
+    _rpc("server", (1, 1024)),
+    _short("server", (1, 16)),
+    _pipe("recv", 250, (64,)),
+    _pipe("recv", 1000, ()),
+    _pipe("send", 250, (64,)),
+    _pipe("send", 1000, ()),
+    _rpc("both", (1024,)),
+    _short("both", (16,)),
+]
+BY_NAME = {b.name: b for b in BENCHES}
+
+
+class SelectError(ValueError):
+    pass
+
+
+def select(only=None, quick=False):
+    """The benchmarks named in only (a list of names: a benchmark "rpc-server",
+    a workload "rpc", or a set-up "server"/"both"), all if None; in run
+    order; with quick, those that have quick points."""
+    if not only:
+        return [b for b in BENCHES if values(b, quick)]
+    picked = set()
+    for name in only:
+        hits = [b for b in BENCHES if name in (b.name, b.workload, b.setup)]
+        if not hits:
+            raise SelectError("unknown benchmark %r (have: %s; or a workload: %s; or a "
+                              "set-up: server, both)" % (
+                                  name, ", ".join(b.name for b in BENCHES),
+                                  ", ".join(sorted({b.workload for b in BENCHES}))))
+        picked.update(b.name for b in hits)
+    return [b for b in BENCHES if b.name in picked and values(b, quick)]
+
+
+def values(bench, quick):
+    return bench.quick if quick else bench.full
+
+
+def point_params(bench, value):
+    """The full parameter set of one point."""
+    p = dict(bench.fixed)
+    p[bench.param] = value
+    return p

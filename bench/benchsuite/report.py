@@ -1,0 +1,170 @@
+"""Ratios, number formats and the markdown report (pure: dicts in, text out).
+
+Every figure is Slipstream / Linux from the same run.  A failed point
+shows "FAILED" and its reason, never a number.
+"""
+
+import math
+
+STACK_TITLES = {"slipstream": "Slipstream", "linux": "Linux"}
+
+
+def ratio(s, l):
+    """s / l, or None when either is missing or l is 0."""
+    if s is None or l is None or not l:
+        return None
+    return s / l
+
+
+def fmt_num(x, digits=None):
+    """A number for a table: thousands separated, fewer decimals as it grows;
+    "–" for None or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if digits is None:
+        ax = abs(x)
+        digits = 0 if ax >= 100 else 1 if ax >= 10 else 2
+    return "{:,.{d}f}".format(x, d=digits)
+
+
+def fmt_ratio(r):
+    return "–" if r is None else "%.2f" % r
+
+
+def pair(s, l, digits=None):
+    """ "S / L (ratio)" """
+    return "%s / %s (%s)" % (fmt_num(s, digits), fmt_num(l, digits), fmt_ratio(ratio(s, l)))
+
+
+def ok(res):
+    return bool(res) and not res.get("error")
+
+
+def get(res, key):
+    """A figure of a result, None if the point failed or lacks it."""
+    return res.get(key) if ok(res) else None
+
+
+def cpu_cell(res):
+    """ "1.95 (0.98 + 0.97)": cores busy, then each CPU's share."""
+    if not ok(res) or not res.get("cpu"):
+        return "–"
+    c = res["cpu"]
+    cpus = sorted((k for k in c if k.startswith("cpu") and k != "cpu"), key=lambda k: int(k[3:]))
+    return "%.2f (%s)" % (c["busy_cores"], " + ".join("%.2f" % c[k]["busy"] for k in cpus))
+
+
+def point_ratios(s, l):
+    """The ratios recorded in the JSON for one point."""
+    keys = ("rps", "cps", "gbps", "p50_us", "p99_us", "cpu_us_per_req", "server_cpu_us_per_req")
+    out = {k: ratio(get(s, k), get(l, k)) for k in keys}
+    out["busy_cores"] = ratio(get(s, "cpu") and s["cpu"]["busy_cores"],
+                              get(l, "cpu") and l["cpu"]["busy_cores"])
+    return out
+
+
+def contended(res, limit=0.5):
+    """True when other people's processes took >= limit CPU-s in the run."""
+    return bool(res) and (res.get("foreign_cpu_s") or 0) >= limit
+
+
+def _failed(res):
+    return "**FAILED**: %s" % res.get("error", "not run") if res else "not run"
+
+
+def _columns(workload, setup):
+    """[(header, cell(s, l))] of a benchmark's table after its parameter."""
+    unit = "msgs" if workload == "pipe" else "req"
+
+    def rate(stack):
+        return lambda s, l: (lambda r: fmt_num(get(r, "rps")) if ok(r) else _failed(r))(
+            s if stack == "s" else l)
+
+    cols = [("%s/s Slipstream" % unit, rate("s")), ("%s/s Linux" % unit, rate("l")),
+            ("ratio", lambda s, l: fmt_ratio(ratio(get(s, "rps"), get(l, "rps"))))]
+    if workload == "short":
+        cols.append(("conns/s S / L (ratio)", lambda s, l: pair(get(s, "cps"), get(l, "cps"))))
+    if workload == "pipe":
+        cols.append(("Gbit/s S / L (ratio)", lambda s, l: pair(get(s, "gbps"), get(l, "gbps"), 2)))
+    else:
+        cols += [("p50 µs S / L (ratio)", lambda s, l: pair(get(s, "p50_us"), get(l, "p50_us"))),
+                 ("p99 µs S / L (ratio)", lambda s, l: pair(get(s, "p99_us"), get(l, "p99_us")))]
+    cols += [("CPU busy S, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(s)),
+             ("CPU busy L, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(l)),
+             ("CPU µs/%s S / L (ratio)" % unit,
+              lambda s, l: pair(get(s, "cpu_us_per_req"), get(l, "cpu_us_per_req")))]
+    if setup == "server":
+        cols.append(("server CPU µs/%s S / L (ratio)" % unit,
+                     lambda s, l: pair(get(s, "server_cpu_us_per_req"),
+                                       get(l, "server_cpu_us_per_req"))))
+    return cols
+
+
+def bench_table(bench, points):
+    """The markdown table of one benchmark.  points: [{"value", "slipstream",
+    "linux"}]; a point marked * ran while other processes took CPU."""
+    cols = _columns(bench["workload"], bench["setup"])
+    head = [bench["param_title"]] + [h for h, _ in cols]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
+    for p in points:
+        s, l = p.get("slipstream") or {}, p.get("linux") or {}
+        mark = "*" if contended(s) or contended(l) else ""
+        cells = [str(p["value"]) + mark] + [f(s, l) for _, f in cols]
+        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        if mark:
+            notes.append("%s: other processes took %.1f / %.1f CPU-s during the Slipstream / "
+                         "Linux run (%s)" % (p["value"], s.get("foreign_cpu_s") or 0,
+                                             l.get("foreign_cpu_s") or 0,
+                                             ", ".join((s.get("foreign_top") or [])[:3] +
+                                                       (l.get("foreign_top") or [])[:3])))
+    text = "\n".join(rows)
+    if notes:
+        text += "\n\n\\* contended: " + "; ".join(notes)
+    return text
+
+
+def markdown(doc):
+    """The whole results page from the JSON document of a run."""
+    m = doc["machine"]
+    out = ["# Slipstream vs Linux: benchmark results", "",
+           "Generated by `%s` (%s)." % (doc["command"], doc["mode"]), "",
+           "- date: %s; elapsed %.0f s" % (m["date_utc"], doc.get("elapsed_s") or 0),
+           "- machine: %s vCPUs (%s), %s GiB, kernel %s, Debian %s, DPDK %s" % (
+               m["cpus"], m["cpu_model"], m["memory_gib"], m["kernel"], m["os"], m["dpdk"]),
+           "- build: commit %s%s" % ((m["git_commit"] or "?")[:12],
+                                     " (with uncommitted changes)" if m["git_dirty"] else ""),
+           "- load average before %s, after %s" % (" ".join(doc["loadavg_before"]),
+                                                  " ".join(doc.get("loadavg_after") or [])),
+           "- settings: connections must be up within %s s; one run per point, Slipstream "
+           "then Linux back to back; measured and warm-up seconds with each benchmark" % (
+               doc["settings"]["connect_seconds"]),
+           "- descriptor limit of every program: %s (soft, hard)" % (doc.get("nofile"),),
+           "",
+           "Ratios are Slipstream / Linux.  CPU busy is the whole machine from "
+           "/proc/stat over the measured window (client, server, service and kernel "
+           "together), in cores of %s, with each CPU's share; CPU µs/req is busy time "
+           "per request.  In the server-side set-up CPU 1 is the whole server side, so "
+           "\"server CPU µs/req\" is CPU 1's busy time per request." % m["cpus"], ""]
+    for setup, stacks in doc["setups"].items():
+        out += ["## Layout: %s" % stacks["title"], ""]
+        for stack in ("slipstream", "linux"):
+            rec = stacks.get(stack)
+            if rec:
+                out.append("- **%s**: %s" % (STACK_TITLES[stack], rec.get("layout", "–")))
+                if rec.get("error"):
+                    out.append("  - **set-up FAILED**: %s" % rec["error"])
+        out.append("")
+    for b in doc["benchmarks"]:
+        st = b.get("settings") or doc["settings"]
+        out += ["## %s (%s)" % (b["title"], b["setup_title"]), "",
+                "`%s`: %s s measured per point after %s s warm-up%s." % (
+                    b["name"], st["seconds"], st["warmup"],
+                    "; messages counted where they arrive (the server for a receive-only "
+                    "server, the client for a send-only one)" if b["workload"] == "pipe"
+                    else ""), "", bench_table(b, b["points"]), ""]
+    if doc.get("failed"):
+        out += ["## Failed points", ""] + ["- %s" % f for f in doc["failed"]] + [""]
+    if doc.get("warnings"):
+        out += ["## Warnings", ""] + ["- %s" % w for w in doc["warnings"]] + [""]
+    return "\n".join(out)

@@ -1,0 +1,348 @@
+#!/usr/bin/python3
+"""suite.py - the benchmark suite of issue 5: Slipstream against Linux, every
+point measured on both stacks in the same run and reported as a ratio too.
+
+    /usr/bin/python3 bench/suite.py                  # everything, <= 20 min
+    /usr/bin/python3 bench/suite.py --quick          # a reduced set, <= 2 min
+    /usr/bin/python3 bench/suite.py --only rpc-server,short   # a selection
+
+Run as root (network namespaces), under the shared test-bed lock when
+others use the machine: flock /tmp/ss-bed.lock /usr/bin/python3 bench/suite.py
+
+Benchmarks (bench/benchsuite/points.py), each in two set-ups
+(bench/benchsuite/beds.py: "server" = server-side, a Linux client on CPU 0
+against a server side pinned to CPU 1; "both" = both ends on the stack
+under test):
+  rpc-*    RPC echo, 64-byte messages, one request in flight per
+           connection, 1 / 64 / 1024 / 4096 / 16384 connections
+  short-*  short-lived connections, 1024 at a time, 1 / 4 / 16 / 64 / 256
+           RPCs per connection, each closed by the client
+  pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
+           (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
+           1024 / 2048-byte messages, 250 or 1000 cycles of work per message
+The servers are plain epoll programs on Linux sockets, unmodified: on Linux
+as they are, on Slipstream under `slipstream run`: bench/linux_echo (rpc,
+short) and bench/pipe_server (pipe).  The clients check every byte:
+bench/linux_rpc (every echo) and bench/pipe_client (the patterned stream),
+on Linux, or under `slipstream run` for both ends.
+
+Output (--out; default docs/benchmarks/ for a full run, else
+/tmp/slipstream-bench/): results.json (everything, raw), results.md (the
+tables and the layout of each stack), one PNG per benchmark (if matplotlib
+imports; else a warning).  A point that fails is reported as failed, with
+its reason, in all three.  Exit status 1 if any point failed.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+sys.dont_write_bytecode = True
+
+from benchsuite import beds, cpu, machine, plots, points, report, runner  # noqa: E402
+from benchsuite import procs as procmod  # noqa: E402
+
+BUILD = Path(os.environ.get("SLIPSTREAM_BUILD") or REPO / "build")
+FULL = {"seconds": 8, "warmup": 2, "connect_seconds": 20, "budget_s": 20 * 60}
+QUICK = {"seconds": 2, "warmup": 1, "connect_seconds": 10, "budget_s": 2 * 60}
+# Room a point needs beyond its measured and warm-up time (connecting,
+# starting, settling), for the budget check.
+POINT_OVERHEAD_S = 2.0
+
+
+def check_build():
+    need = [BUILD / "src/service/slipstreamd", BUILD / "src/preload/libslipstream-preload.so"]
+    need += [BUILD / "bench" / p for p in ("linux_echo", "linux_rpc", "pipe_server",
+                                            "pipe_client")]
+    missing = [str(p) for p in need if not p.exists()]
+    if missing:
+        sys.exit("suite.py: not built: %s (run scripts/setup.sh, or set SLIPSTREAM_BUILD)"
+                 % ", ".join(missing))
+
+
+def summary(res):
+    if res.get("error"):
+        return "FAILED: %s" % res["error"]
+    if res.get("gbps") is not None and res.get("p50_us") is None:      # pipelined
+        line = "%s msgs/s, %.2f Gbit/s" % (report.fmt_num(res.get("rps")), res["gbps"])
+    else:
+        line = "%s req/s" % report.fmt_num(res.get("rps"))
+        if res.get("cps"):
+            line += ", %s conns/s" % report.fmt_num(res["cps"])
+        line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
+                                       report.fmt_num(res.get("p99_us")))
+    line += ", CPU %.2f cores (%s)" % (res["cpu"]["busy_cores"], " + ".join(
+        "%.2f" % b for b in cpu.per_cpu_busy(res["cpu"])))
+    if report.contended(res):
+        line += " [contended: %.1f CPU-s of others: %s]" % (
+            res["foreign_cpu_s"], ", ".join(res["foreign_top"][:3]))
+    return line
+
+
+class Run:
+    """One invocation: the plan, the beds of the current set-up, the document."""
+
+    def __init__(self, args):
+        self.args = args
+        self.settings = QUICK if args.quick else FULL
+        self.rs = runner.Settings(args.seconds or self.settings["seconds"],
+                                  args.warmup if args.warmup is not None
+                                  else self.settings["warmup"],
+                                  self.settings["connect_seconds"])
+        self.benches = points.select(args.only.split(",") if args.only else None, args.quick)
+        self.pipe_port = runner.PIPE_PORT
+        self.logdir = Path("/tmp/slipstream-bench-logs")
+        shutil.rmtree(self.logdir, ignore_errors=True)
+        self.procs = procmod.ProcSet(self.logdir)
+        self.t0 = time.monotonic()
+        self.doc = {
+            "suite": "bench/suite.py", "argv": sys.argv,
+            "command": "/usr/bin/python3 bench/suite.py" + "".join(" " + a for a in sys.argv[1:]),
+            "mode": "quick" if args.quick else "full" if not args.only else "selection",
+            "machine": machine.facts(REPO), "loadavg_before": machine.loadavg(),
+            "nofile": list(procmod.nofile_limit()),
+            "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
+                             napi=args.napi),
+            "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
+        }
+
+    # -- the plan
+
+    def over_budget(self, settings):
+        """True when one more run would not fit in the time budget."""
+        per_run = settings.seconds + settings.warmup + POINT_OVERHEAD_S
+        left = self.settings["budget_s"] - (time.monotonic() - self.t0)
+        return per_run > left
+
+    # -- one set-up
+
+    def setup_up(self, setup):
+        """The beds of a set-up, each with its echo server; a bed that fails
+        to come up is recorded with its error."""
+        rec = {"title": beds.SETUP_TITLES[setup]}
+        self.doc["setups"][setup] = rec
+        up = {}
+        for stack in beds.STACKS:
+            bed = beds.Bed(stack, setup, "%s%s%s" % (self.args.prefix, setup[0], stack[0]), BUILD,
+                           napi=self.args.napi)
+            try:
+                bed.up(self.procs)
+                echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
+                                        [BUILD / "bench/linux_echo", "--port", runner.ECHO_PORT])
+                if not bed.wait_listening(runner.ECHO_PORT, echo, 1):
+                    raise beds.BedError("echo server not listening: %s" % echo.log_tail())
+                bed.echo = echo
+                rec[stack] = bed.record([echo])
+                up[stack] = bed
+            except Exception as e:          # noqa: BLE001 - recorded, then reported
+                rec[stack] = {"layout": bed.layout(), "error": "%s: %s" % (type(e).__name__, e)}
+                self.doc["failed"].append("%s/%s set-up: %s" % (stack, setup, e))
+                print("%s/%s: set-up FAILED: %s" % (stack, setup, e), flush=True)
+                try:
+                    bed.down()
+                except Exception:           # noqa: BLE001
+                    pass
+        return up
+
+    def alive_check(self, bed, servers):
+        """A function telling what of bed's server side (its services and
+        the given server programs) has died, or None."""
+        def check():
+            dead = [p for p in [s.proc for s in bed.services] + servers if not p.alive()]
+            if dead:
+                return "exited: %s" % "; ".join("%s (status %s): %s" % (
+                    p.name, p.p.returncode, p.log_tail(300)) for p in dead)
+            return None
+        return check
+
+    def bench_settings(self, bench):
+        """Measured and warm-up seconds for bench's points: the command
+        line's, else the quick ones, else the bench's own or the full run's."""
+        if self.args.seconds or self.args.warmup is not None or self.args.quick:
+            return self.rs
+        return runner.Settings(bench.seconds or self.rs.seconds,
+                               bench.warmup if bench.warmup is not None else self.rs.warmup,
+                               self.rs.connect_seconds)
+
+    def run_one(self, bed, bench, params):
+        """One point on one bed: against the bed's echo server, or (pipe) a
+        pipe_server started for this point alone."""
+        settings = self.bench_settings(bench)
+        if bench.workload != "pipe":
+            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                    self.alive_check(bed, [bed.echo]), bed.echo,
+                                    runner.ECHO_PORT)
+        self.pipe_port += 1
+        before = bed.listeners()
+        server = bed.start_server(self.procs, "%s-%s-pipe" % (bed.setup, bed.stack),
+                                  runner.server_argv(str(BUILD), bench, params, self.pipe_port))
+        try:
+            if not bed.wait_listening(self.pipe_port, server, before + 1):
+                return {"error": "pipe_server not listening: %s" % server.log_tail(300)}
+            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                    self.alive_check(bed, [bed.echo, server]), server,
+                                    self.pipe_port)
+        finally:
+            self.procs.stop(server)
+
+    def run_setup(self, setup, benches):
+        up = self.setup_up(setup)
+        try:
+            for b in benches:
+                entry = {"name": b.name, "workload": b.workload, "setup": b.setup,
+                         "setup_title": beds.SETUP_TITLES[b.setup], "title": b.title,
+                         "param": b.param, "param_title": b.param_title, "points": []}
+                self.doc["benchmarks"].append(entry)
+                bs = self.bench_settings(b)
+                entry["settings"] = bs.as_dict()
+                for v in points.values(b, self.args.quick):
+                    params = points.point_params(b, v)
+                    pt = {"value": v, "params": params}
+                    entry["points"].append(pt)
+                    for stack in beds.STACKS:
+                        bed = up.get(stack)
+                        if bed is None:
+                            res = {"error": "set-up failed: %s"
+                                   % self.doc["setups"][setup][stack].get("error")}
+                        elif self.over_budget(bs):
+                            res = {"error": "not run: the %d s time budget is spent"
+                                   % self.settings["budget_s"]}
+                        else:
+                            res = self.run_one(bed, b, params)
+                        pt[stack] = res
+                        if res.get("error"):
+                            self.doc["failed"].append("%s %s=%s %s: %s" % (
+                                b.name, b.param, v, stack, res["error"]))
+                        print("%-12s %s=%-6s %-10s %s" % (b.name, b.param, v, stack,
+                                                          summary(res)), flush=True)
+                    pt["ratios"] = report.point_ratios(pt.get("slipstream"), pt.get("linux"))
+                    self.write(partial=True)
+        finally:
+            for bed in up.values():
+                self.doc["setups"][setup][bed.stack]["service_log_tail"] = [
+                    s.proc.log_tail(800) for s in bed.services if s.proc]
+            self.procs.stop_all()
+            for bed in up.values():
+                try:
+                    bed.down()
+                except Exception as e:      # noqa: BLE001
+                    self.doc["warnings"].append("test bed %s down: %s" % (bed.name, e))
+
+    def run(self):
+        by_setup = {}
+        for b in self.benches:
+            by_setup.setdefault(b.setup, []).append(b)
+        for setup, benches in by_setup.items():
+            self.run_setup(setup, benches)
+
+    # -- output
+
+    def write(self, partial=False):
+        out = Path(self.args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.doc["elapsed_s"] = time.monotonic() - self.t0
+        self.doc["partial"] = partial
+        (out / "results.json").write_text(json.dumps(self.doc, indent=1) + "\n")
+        if partial:
+            return
+        self.doc["loadavg_after"] = machine.loadavg()
+        why = None if self.args.no_plots else plots.available()
+        if self.args.no_plots:
+            self.doc["warnings"].append("plots not drawn (--no-plots)")
+        elif why:
+            self.doc["warnings"].append("plots not drawn: matplotlib does not import (%s); "
+                                        "install python3-matplotlib" % why)
+            print("suite.py: WARNING: no plots: matplotlib does not import (%s)" % why,
+                  file=sys.stderr)
+        else:
+            for b in self.doc["benchmarks"]:
+                try:
+                    plots.bench_figure(b, out / ("%s.png" % b["name"]))
+                except Exception as e:      # noqa: BLE001 - a figure must not lose the data
+                    self.doc["warnings"].append("plot %s: %s" % (b["name"], e))
+        (out / "results.json").write_text(json.dumps(self.doc, indent=1) + "\n")
+        (out / "results.md").write_text(report.markdown(self.doc) + "\n")
+
+
+def render(path, out, no_plots):
+    """--render: the markdown and the figures of an earlier run, from its JSON."""
+    doc = json.loads(Path(path).read_text())
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    why = "--no-plots" if no_plots else plots.available()
+    if why:
+        print("suite.py: WARNING: no plots (%s)" % why, file=sys.stderr)
+    else:
+        for b in doc["benchmarks"]:
+            plots.bench_figure(b, out / ("%s.png" % b["name"]))
+    (out / "results.md").write_text(report.markdown(doc) + "\n")
+    print("suite.py: wrote %s/results.md%s from %s" % (out, "" if why else " and PNGs", path))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[2:]))
+    ap.add_argument("--quick", action="store_true",
+                    help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
+    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe) "
+                    "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
+    ap.add_argument("--out", help="output directory (default: docs/benchmarks for a full "
+                    "run, else /tmp/slipstream-bench)")
+    ap.add_argument("--seconds", type=int, help="measured seconds per point")
+    ap.add_argument("--warmup", type=int, help="warm-up seconds per point")
+    ap.add_argument("--prefix", default="ssb", help="test-bed name prefix (<= 7 characters)")
+    ap.add_argument("--no-plots", action="store_true", help="JSON and markdown only")
+    ap.add_argument("--render", metavar="JSON",
+                    help="run nothing: write results.md and the PNGs again from a "
+                    "results.json (to --out, default the JSON's directory)")
+    ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
+                    help="where the kernel receives for a service's veth (XDP + AF_XDP "
+                    "copy): a NAPI thread pinned to the service's CPU (default), or "
+                    "softirq on the sending CPU")
+    args = ap.parse_args()
+    if args.render:
+        return render(args.render, args.out or str(Path(args.render).parent), args.no_plots)
+    if os.geteuid() != 0:
+        sys.exit("suite.py: run as root (network namespaces)")
+    if len(args.prefix) > 7:
+        sys.exit("suite.py: --prefix: at most 7 characters")
+    try:
+        points.select(args.only.split(",") if args.only else None)
+    except points.SelectError as e:
+        sys.exit("suite.py: %s" % e)
+    check_build()
+    if args.out is None:
+        full = not args.quick and not args.only
+        args.out = str(REPO / "docs/benchmarks") if full else "/tmp/slipstream-bench"
+    run = Run(args)
+    print("suite.py: %s, %d s per point (+%d s warm-up); results to %s; logs in %s"
+          % (run.doc["mode"], run.rs.seconds, run.rs.warmup, args.out, run.logdir), flush=True)
+    interrupted = False
+    try:
+        run.run()
+    except KeyboardInterrupt:
+        interrupted = True
+        run.doc["failed"].append("interrupted (SIGINT): the run stopped early; points not "
+                                 "listed were not run")
+    finally:
+        run.write()
+    if interrupted:
+        print("suite.py: interrupted; partial results in %s" % args.out, file=sys.stderr)
+        return 130
+    print("\n" + report.markdown(run.doc))
+    print("suite.py: %.0f s; wrote %s/results.{json,md}%s" % (
+        run.doc["elapsed_s"], args.out,
+        "" if any("plots" in w for w in run.doc["warnings"]) else " and PNGs"))
+    return 1 if run.doc["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
