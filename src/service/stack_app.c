@@ -111,6 +111,14 @@ void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx
 	ev->local_port = port;
 }
 
+void stack_post_publish(struct ss_app *a, uint16_t ctx)
+{
+	struct ss_app_ctx *cx = &a->ctx[ctx];
+
+	/* kick stays set: publish_events() wakes a sleeper as usual. */
+	__atomic_store_n(&cx->arx->prod, cx->arx_prod, __ATOMIC_RELEASE);
+}
+
 void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t joined,
 			  uint32_t held)
 {

@@ -112,6 +112,11 @@ void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, ui
  * now (another member listened): LISTEN with SS_EVF_MEMBER, @a's cookie. */
 void stack_post_listen_member(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t id,
 			      uint32_t backlog, uint16_t port, uint64_t cookie);
+/* stack_post_publish - make @a's events on @ctx visible now, not at the
+ * end of the round: a change another process caused, which that process
+ * may tell @a about as soon as it sees its own answer (fork: listen() in
+ * one process, then "go" to the other over a pipe). */
+void stack_post_publish(struct ss_app *a, uint16_t ctx);
 void stack_post_adopted(struct ss_stack *s, struct ss_sconn *sc, uint8_t flags);
 
 #endif

@@ -179,6 +179,7 @@ void stack_cmd_listen(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 			continue;
 		stack_post_listen_member(s, m->app, m->ctx, (uint32_t)li, l->backlog, l->port,
 					 m->cookie);
+		stack_post_publish(m->app, m->ctx); /* before the caller sees its answer */
 	}
 }
 
@@ -211,9 +212,12 @@ int stack_cmd_listen_stop(struct ss_stack *s, struct ss_app *a, uint32_t li, uin
 	for (unsigned i = 0; i < l->n_members; i++) {
 		struct ss_lmember *m = &l->m[i];
 		m->armed = m->listened = false;
-		if (app_usable(m->app))
-			stack_post_port(s, m->app, m->ctx, SS_EV_LISTEN_STOPPED, li, 0, release, l->port,
-					m->cookie);
+		if (!app_usable(m->app))
+			continue;
+		stack_post_port(s, m->app, m->ctx, SS_EV_LISTEN_STOPPED, li, 0, release, l->port,
+				m->cookie);
+		if (m->app != a)
+			stack_post_publish(m->app, m->ctx); /* before the caller sees its answer */
 	}
 	while (release && l->state != SS_LST_FREE)
 		member_leave(s, li, l->m[l->n_members - 1].app);
@@ -317,6 +321,17 @@ unsigned stack_listeners_inherit(struct ss_stack *s, struct ss_app *parent, stru
 		}
 		member_add(l, child, ctx, l->m[k].cookie);
 		joined++;
+		/* The child's copy of the socket is as the parent's was at
+		 * fork(); the entry may have changed since (the parent listened
+		 * or stopped before this INHERIT came): say how it is now, as a
+		 * member is told when it changes (before INHERITED, so the
+		 * child's first use sees it). */
+		if (l->state == SS_LST_LISTEN)
+			stack_post_listen_member(s, child, ctx, i, l->backlog, l->port,
+						 l->m[k].cookie);
+		else
+			stack_post_port(s, child, ctx, SS_EV_LISTEN_STOPPED, i, 0, 0, l->port,
+					l->m[k].cookie);
 	}
 	return joined;
 }

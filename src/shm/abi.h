@@ -81,7 +81,12 @@
  * attach reply), then sends SS_CMD_INHERIT.  The service answers
  * SS_EV_INHERITED once the child is a member of every port entry the
  * parent is a member of and holds a reference to every connection the
- * parent holds.  A port entry lives while it has members.  New
+ * parent holds; before it, for each port entry joined, the entry's state
+ * now (the parent may have listened or stopped since fork()): SS_EV_LISTEN
+ * with SS_EVF_MEMBER if it listens, else SS_EV_LISTEN_STOPPED, each with
+ * the child's cookie for the entry.  Events a member's LISTEN or
+ * LISTEN_STOP causes for the other members are visible to them before the
+ * caller's own answer.  A port entry lives while it has members.  New
  * connections of a listener go to its members that asked for them
  * (SS_CMD_LISTEN_ARM: the member accepts or polls the listener), in turn;
  * to the oldest member while none has.  A connection lives on while any

@@ -114,13 +114,25 @@ static inline struct aconn accept_one(struct sh *h, struct cl *c, struct sh_peer
 
 static inline void inherit_ok(struct sh *h, struct cl *c, uint32_t joined, uint32_t held, int line)
 {
+	struct ss_shm_ev ev;
+	uint32_t states = 0;
+	bool got;
+
 	cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_INHERIT });
 	sh_pump(h, 4);
-	struct ss_shm_ev ev = ev_expect(c, SS_EV_INHERITED, line);
-	if (ev.error != 0 || ev.arg != joined || ev.arg2 != held) {
+	/* First each joined port entry's state as it is now (LISTEN as a
+	 * member, or LISTEN_STOPPED), then INHERITED. */
+	while ((got = cl_ev(c, &ev)) &&
+	       ((ev.type == SS_EV_LISTEN && (ev.flags & SS_EVF_MEMBER)) ||
+		ev.type == SS_EV_LISTEN_STOPPED))
+		states++;
+	check_count++;
+	if (!got || ev.type != SS_EV_INHERITED || ev.error != 0 || ev.arg != joined ||
+	    ev.arg2 != held || states != joined) {
 		check_fail_(__FILE__, line, "INHERITED");
-		fprintf(stderr, "    error %u joined %u held %u, want 0 %u %u\n", ev.error, ev.arg,
-			ev.arg2, joined, held);
+		fprintf(stderr, "    got %d type %u error %u joined %u held %u states %u, want %u 0 %u %u %u\n",
+			got, got ? ev.type : 0, got ? ev.error : 0, got ? ev.arg : 0,
+			got ? ev.arg2 : 0, states, SS_EV_INHERITED, joined, held, joined);
 	}
 }
 #define INHERIT_OK(h, c, joined, held) inherit_ok((h), (c), (joined), (held), __LINE__)

@@ -719,8 +719,10 @@ static void entry_match(int fd, struct ssp_file *f, void *arg)
 	if (m->s || f->type != SSP_F_SOCK)
 		return;
 	s = SSP_CONTAINER(f, struct ssp_sock, f);
-	if (__atomic_load_n(&s->cx, __ATOMIC_ACQUIRE) == m->cx && s->state == SSP_S_NEW &&
-	    s->has_entry && s->entry == m->entry)
+	if (__atomic_load_n(&s->cx, __ATOMIC_ACQUIRE) != m->cx)
+		return;
+	if ((s->state == SSP_S_NEW && s->has_entry && s->entry == m->entry) ||
+	    (s->state == SSP_S_LISTEN && s->listener == m->entry))
 		m->s = s;
 }
 
@@ -737,7 +739,16 @@ static void ev_listening_member(struct ssp_cx *cx, const struct ss_event *e)
 
 	ssp_fd_foreach(entry_match, &m);
 	s = m.s;
-	if (!s || !ssp_list_empty(&s->in_cookie) || !e->cookie)
+	if (s && s->state == SSP_S_LISTEN && e->cookie && s->cookie != e->cookie) {
+		/* Listening already, as the parent was at fork(), which has
+		 * listened again since under a new cookie: the service names
+		 * our copy by that one now (a forked child's INHERIT). */
+		ssp_list_del(&s->in_cookie);
+		s->cookie = e->cookie;
+		ssp_list_add_tail(&cx->cookies, &s->in_cookie);
+		return;
+	}
+	if (!s || s->state != SSP_S_NEW || !ssp_list_empty(&s->in_cookie) || !e->cookie)
 		return;
 	s->state = SSP_S_LISTEN;
 	s->listener = e->listener;
