@@ -13,6 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "util.h"
+
 /*
  * One thread, one level-triggered epoll set, non-blocking sockets.
  * Per connection: read up to BUF_SIZE bytes, write them back; what the
@@ -60,19 +62,11 @@ static int fd_nonblock(int fd)
 
 static struct echo_conn *conn_get(struct echo_server *s, int fd)
 {
-	if ((size_t)fd >= s->n_conns) {
-		size_t n = s->n_conns ? s->n_conns : 1024;
-		struct echo_conn *c;
+	void *t = s->conns;
 
-		while (n <= (size_t)fd)
-			n *= 2;
-		c = realloc(s->conns, n * sizeof(*c));
-		if (!c)
-			return NULL;
-		memset(c + s->n_conns, 0, (n - s->n_conns) * sizeof(*c));
-		s->conns = c;
-		s->n_conns = n;
-	}
+	if (fd_table_grow(&t, &s->n_conns, sizeof(*s->conns), fd) != 0)
+		return NULL;
+	s->conns = t;
 	return &s->conns[fd];
 }
 

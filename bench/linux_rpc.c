@@ -163,14 +163,6 @@ static int conn_renew(struct rpc_conn *rc, int ep, const struct sockaddr_in *to)
 	return conn_open(rc, ep, to);
 }
 
-static void phase(int on, const char *what)
-{
-	if (on) {
-		fprintf(stderr, "phase %s\n", what);
-		fflush(stderr);
-	}
-}
-
 static void usage(void)
 {
 	fprintf(stderr,

@@ -88,14 +88,6 @@ static int conn_io(struct cconn *c, int send_mode, uint8_t *buf, uint64_t *moved
 	return 0;
 }
 
-static void phase(int on, const char *what)
-{
-	if (on) {
-		fprintf(stderr, "phase %s\n", what);
-		fflush(stderr);
-	}
-}
-
 static void usage(void)
 {
 	fprintf(stderr,

@@ -85,19 +85,11 @@ static void print_counters(const struct pserver *s)
 
 static struct pconn *conn_get(struct pserver *s, int fd)
 {
-	if ((size_t)fd >= s->n_conns) {
-		size_t n = s->n_conns ? s->n_conns : 1024;
-		struct pconn *c;
+	void *t = s->conns;
 
-		while (n <= (size_t)fd)
-			n *= 2;
-		c = realloc(s->conns, n * sizeof(*c));
-		if (!c)
-			return NULL;
-		memset(c + s->n_conns, 0, (n - s->n_conns) * sizeof(*c));
-		s->conns = c;
-		s->n_conns = n;
-	}
+	if (fd_table_grow(&t, &s->n_conns, sizeof(*s->conns), fd) != 0)
+		return NULL;
+	s->conns = t;
 	return &s->conns[fd];
 }
 

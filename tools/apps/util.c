@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -155,4 +156,32 @@ double now_seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void phase(int on, const char *what)
+{
+	if (on) {
+		fprintf(stderr, "phase %s\n", what);
+		fflush(stderr);
+	}
+}
+
+int fd_table_grow(void **tab, size_t *n, size_t elem, int fd)
+{
+	size_t m = *n ? *n : 1024;
+	void *t;
+
+	if (fd < 0)
+		return -1;
+	if ((size_t)fd < *n)
+		return 0;
+	while (m <= (size_t)fd)
+		m *= 2;
+	t = realloc(*tab, m * elem);
+	if (!t)
+		return -1;
+	memset((char *)t + *n * elem, 0, (m - *n) * elem);
+	*tab = t;
+	*n = m;
+	return 0;
 }

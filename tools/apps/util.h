@@ -33,4 +33,15 @@ void lat_add(uint64_t hist[LAT_BUCKETS], uint64_t value);
 /* The value at fraction @pct (0..1) of @total samples, or 0 if empty. */
 uint64_t lat_pct(const uint64_t hist[LAT_BUCKETS], uint64_t total, double pct);
 
+/* "phase WHAT" on stderr (flushed) when @on: lets a driving script see
+ * where a load program is (--phases). */
+void phase(int on, const char *what);
+
+/*
+ * Grows the array *@tab of *@n elements of @elem bytes, indexed by file
+ * descriptor, so that index @fd exists (doubling from 1024, new entries
+ * zeroed).  0, or -1 when out of memory (nothing changed).
+ */
+int fd_table_grow(void **tab, size_t *n, size_t elem, int fd);
+
 #endif /* SS_APPS_UTIL_H */
