@@ -135,15 +135,18 @@ static void find_wait_fds(struct ss_nic *nic)
 
 	nic->wait_mode = SS_NIC_WAIT_TIMED;
 	for (unsigned q = 0; q < SS_NIC_MAX_QUEUES; q++)
-		nic->wait_fd[q] = -1;
+		nic->wait_fd[q] = nic->xsk_fd[q] = -1;
 	if (found != nic->nb_queues) {
 		if (found)
 			SS_WARN("port %u: %u packet sockets for %u queues; not sleeping on them",
 				nic->port_id, found, nic->nb_queues);
 		return;
 	}
-	for (unsigned q = 0; q < nic->nb_queues; q++)
+	for (unsigned q = 0; q < nic->nb_queues; q++) {
 		nic->wait_fd[q] = fds[q];
+		if (packet_socket_domain(fds[q]) == AF_XDP)
+			nic->xsk_fd[q] = fds[q];
+	}
 	nic->wait_mode = SS_NIC_WAIT_SOCKET;
 }
 
@@ -178,7 +181,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	memset(nic, 0, sizeof(*nic));
 	nic->port_id = port;
 	for (unsigned q = 0; q < SS_NIC_MAX_QUEUES; q++)
-		nic->wait_fd[q] = -1;
+		nic->wait_fd[q] = nic->xsk_fd[q] = -1;
 
 	if (!rte_eth_dev_is_valid_port(port)) {
 		SS_ERR("port %u does not exist (%u ports found; give a device with "
@@ -192,6 +195,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		return rc;
 	}
 	snprintf(nic->driver, sizeof(nic->driver), "%s", info.driver_name);
+	nic->ifindex = (int)info.if_index;
 	rte_eth_dev_get_name_by_port(port, nic->name);
 	read_caps(&info, &nic->caps);
 
