@@ -76,6 +76,8 @@ static void reply_below(const struct ss_nic *nic, struct sbuf *b)
 		if (nic->xsk_fd[q] >= 0 && ss_xsk_stats_add(nic->xsk_fd[q], &xs) == 0)
 			have_xsk = true;
 	if (have_xsk)
+		sb_printf(b, ", \"xsk_umem_outside_mbufs\": %u", nic->umem_outside);
+	if (have_xsk)
 		sb_printf(b, ", \"xsk_rx_dropped\": %llu, \"xsk_rx_ring_full\": %llu, "
 			  "\"xsk_fill_ring_empty\": %llu, \"xsk_rx_invalid_descs\": %llu, "
 			  "\"xsk_tx_invalid_descs\": %llu",
