@@ -95,7 +95,9 @@ class Run:
                                   args.warmup if args.warmup is not None
                                   else self.settings["warmup"],
                                   self.settings["connect_seconds"])
-        self.benches = points.select(args.only.split(",") if args.only else None, args.quick)
+        self.values = points.parse_values(args.values)
+        self.benches = points.select(args.only.split(",") if args.only else None, args.quick,
+                                     self.values)
         self.pipe_port = runner.PIPE_PORT
         self.logdir = Path("/tmp/slipstream-bench-logs")
         shutil.rmtree(self.logdir, ignore_errors=True)
@@ -108,7 +110,7 @@ class Run:
             "machine": machine.facts(REPO), "loadavg_before": machine.loadavg(),
             "nofile": list(procmod.nofile_limit()),
             "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
-                             napi=args.napi),
+                             napi=args.napi, service_args=args.service_args),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -130,7 +132,11 @@ class Run:
         up = {}
         for stack in beds.STACKS:
             bed = beds.Bed(stack, setup, "%s%s%s" % (self.args.prefix, setup[0], stack[0]), BUILD,
-                           napi=self.args.napi)
+                           napi=self.args.napi,
+                           service_args=(self.args.service_args or "").split(),
+                           veth_sysfs=dict(kv.split("=", 1)
+                                           for kv in (self.args.veth_sysfs or "").split()),
+                           qdisc=self.args.qdisc)
             try:
                 bed.up(self.procs)
                 echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
@@ -201,7 +207,7 @@ class Run:
                 self.doc["benchmarks"].append(entry)
                 bs = self.bench_settings(b)
                 entry["settings"] = bs.as_dict()
-                for v in points.values(b, self.args.quick):
+                for v in points.values(b, self.args.quick, self.values):
                     params = points.point_params(b, v)
                     pt = {"value": v, "params": params}
                     entry["points"].append(pt)
@@ -294,6 +300,8 @@ def main():
                     help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
     ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe) "
                     "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
+    ap.add_argument("--values", help="comma-separated points: only these values of each "
+                    "selected benchmark's parameter (e.g. --only rpc-server --values 64,4096)")
     ap.add_argument("--out", help="output directory (default: docs/benchmarks for a full "
                     "run, else /tmp/slipstream-bench)")
     ap.add_argument("--seconds", type=int, help="measured seconds per point")
@@ -303,6 +311,15 @@ def main():
     ap.add_argument("--render", metavar="JSON",
                     help="run nothing: write results.md and the PNGs again from a "
                     "results.json (to --out, default the JSON's directory)")
+    ap.add_argument("--service-args", metavar="ARGS",
+                    help="more slipstreamd options for every service, one string "
+                    "(e.g. \"--rx-desc 4096\"); recorded in the JSON")
+    ap.add_argument("--veth-sysfs", metavar="KEY=VALUE ...",
+                    help="sysfs settings for a service's veth end, one string (e.g. "
+                    "\"napi_defer_hard_irqs=2 gro_flush_timeout=50000\"); recorded in the JSON")
+    ap.add_argument("--qdisc", metavar="QDISC",
+                    help="root qdisc of both veth ends, both stacks (default: the veth's "
+                    "noqueue), e.g. \"pfifo limit 10000\"; recorded in the JSON")
     ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
                     help="where the kernel receives for a service's veth (XDP + AF_XDP "
                     "copy): a NAPI thread pinned to the service's CPU (default), or "
@@ -315,7 +332,9 @@ def main():
     if len(args.prefix) > 7:
         sys.exit("suite.py: --prefix: at most 7 characters")
     try:
-        points.select(args.only.split(",") if args.only else None)
+        if not points.select(args.only.split(",") if args.only else None, args.quick,
+                             points.parse_values(args.values)):
+            raise points.SelectError("no point selected (--only, --values, --quick)")
     except points.SelectError as e:
         sys.exit("suite.py: %s" % e)
     check_build()

@@ -85,7 +85,13 @@ SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog":
 # the AF_XDP socket): "thread" = threaded NAPI, its thread pinned to the
 # service's CPU; "softirq" = the default, NAPI in softirq on whichever CPU
 # sent the frame into the veth (the peer's).
-NAPI_MODES = ("thread", "softirq")
+# "thread-fifo" = "thread" with the NAPI thread at SCHED_FIFO priority
+# NAPI_FIFO_PRIO: it preempts the programs on its CPU as soon as it is woken,
+# as the receive softirq does for Linux's own server (and a NIC interrupt's
+# NAPI for a service on real hardware); at normal priority it waits behind
+# the fast path and the program for up to a scheduler slice.
+NAPI_MODES = ("thread", "thread-fifo", "softirq")
+NAPI_FIFO_PRIO = 50
 SETTLE_TIMEOUT = 5.0        # seconds to wait for a point's connections to go
 
 
@@ -109,10 +115,11 @@ def rps(ns, iface, cpu):
     _sh(ns, "echo %x > /sys/class/net/%s/queues/rx-0/rps_cpus" % (1 << cpu, iface))
 
 
-def napi_thread_pin(ns, iface, cpu):
-    """Threaded NAPI on iface, its kernel thread(s) pinned to cpu.  veth has
-    NAPI only while an XDP program is attached, so call this once the
-    service is up.  Returns the pinned threads' pids (empty: not possible)."""
+def napi_thread_pin(ns, iface, cpu, fifo_prio=None):
+    """Threaded NAPI on iface, its kernel thread(s) pinned to cpu (and with
+    fifo_prio, at that SCHED_FIFO priority).  veth has NAPI only while an
+    XDP program is attached, so call this once the service is up.  Returns
+    the pinned threads' pids (empty: not possible)."""
     try:
         _sh(ns, "echo 1 > /sys/class/net/%s/threaded" % iface)
     except testbed.TestbedError:
@@ -128,8 +135,29 @@ def napi_thread_pin(ns, iface, cpu):
         # Named napi/<iface>-<napi id>, cut at 15 characters.
         if comm.startswith(("napi/%s-" % iface)[:15]):
             testbed.run(["taskset", "-p", "-c", str(cpu), d.name], check=False)
+            if fifo_prio:
+                testbed.run(["chrt", "-f", "-p", str(fifo_prio), d.name], check=False)
             pids.append(int(d.name))
     return pids
+
+
+def sysfs_set(ns, iface, settings):
+    """Writes /sys/class/net/IFACE/KEY = VALUE in ns for each of settings
+    ({key: value}, e.g. napi_defer_hard_irqs, gro_flush_timeout)."""
+    for k, v in settings.items():
+        _sh(ns, "echo %s > /sys/class/net/%s/%s" % (v, iface, k))
+
+
+def sched_policy(pid):
+    """"SCHED_FIFO 50", "SCHED_OTHER 0", ... of pid, or None."""
+    try:
+        pol = os.sched_getscheduler(pid)
+        prio = os.sched_getparam(pid).sched_priority
+    except OSError:
+        return None
+    names = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR",
+             os.SCHED_BATCH: "SCHED_BATCH", os.SCHED_IDLE: "SCHED_IDLE"}
+    return "%s %d" % (names.get(pol, str(pol)), prio)
 
 
 def affinity(pid):
@@ -153,14 +181,16 @@ def affinity(pid):
 class Service:
     """One slipstreamd on one veth end of a test bed."""
 
-    def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True):
+    def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True,
+                 extra_args=(), napi_fifo_prio=None):
         self.build, self.ns, self.iface, self.cpu = Path(build), ns, iface, cpu
         self.napi_thread = napi_thread
+        self.napi_fifo_prio = napi_fifo_prio
         self.ctl_path, self.name = ctl_path, name
         eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu),
                "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % iface]
         self.argv = [self.build / "src/service/slipstreamd", "--ip", cidr, "--gateway", gateway,
-                     "--ctl", ctl_path] + SERVICE_ARGS + ["--"] + eal
+                     "--ctl", ctl_path] + SERVICE_ARGS + list(extra_args) + ["--"] + eal
         self.proc = None
         self.napi = []
 
@@ -179,7 +209,7 @@ class Service:
             raise BedError("slipstreamd %s not answering after %.0f s: %s"
                            % (self.name, timeout, self.proc.log_tail()))
         if self.napi_thread:
-            self.napi = napi_thread_pin(self.ns, self.iface, self.cpu)
+            self.napi = napi_thread_pin(self.ns, self.iface, self.cpu, self.napi_fifo_prio)
         return self
 
     def stats(self):
@@ -200,10 +230,14 @@ class Bed:
     """One stack in one set-up: a test bed, the service(s) if Slipstream,
     and how to start the server and the client."""
 
-    def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread"):
+    def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread",
+                 service_args=(), veth_sysfs=None, qdisc=None):
         assert stack in STACKS and setup in SETUPS and napi in NAPI_MODES
         self.stack, self.setup, self.build = stack, setup, Path(build)
         self.napi = napi
+        self.service_args = list(service_args)   # --service-args: beyond SERVICE_ARGS
+        self.veth_sysfs = dict(veth_sysfs or {})  # --veth-sysfs: a service's veth end
+        self.qdisc = qdisc                        # --qdisc: root qdisc of both veth ends
         self.tb = testbed.Testbed(prefix=prefix, peers=1)
         self.server_ns, self.client_ns = self.tb.svc_ns, testbed.peer_ns_name(prefix, 1)
         self.server_iface, self.client_iface = self.tb.svc_iface, testbed.peer_iface_name(prefix, 1)
@@ -227,6 +261,11 @@ class Bed:
 
     def up(self, procs):
         self.tb.up()
+        if self.qdisc:
+            for ns, iface in ((self.client_ns, self.client_iface),
+                              (self.server_ns, self.server_iface)):
+                testbed.run(["tc", "-n", ns, "qdisc", "replace", "dev", iface, "root"]
+                            + self.qdisc.split())
         _sysctls(self.client_ns, CLIENT_SYSCTLS)
         _sysctls(self.server_ns, SERVER_SYSCTLS)
         if self.stack == "linux":
@@ -239,8 +278,10 @@ class Bed:
         os.makedirs(self.ctl_dir, exist_ok=True)
         svc = Service(self.build, self.server_ns, self.server_iface, self.tb.service_cidr,
                       CLIENT_IP, self.server_cpu, "%s/%s-a.sock" % (self.ctl_dir, self.tb.prefix),
-                      "%s-slipstreamd-server" % self.setup, self.napi == "thread")
+                      "%s-slipstreamd-server" % self.setup, self.napi != "softirq",
+                      self.service_args, self._napi_fifo_prio())
         self.services.append(svc.start(procs))
+        sysfs_set(self.server_ns, self.server_iface, self.veth_sysfs)
         if self.setup == "server":
             rps(self.client_ns, self.client_iface, self.client_cpu)
             return self
@@ -250,8 +291,10 @@ class Bed:
         cli = Service(self.build, self.client_ns, self.client_iface,
                       "%s/%d" % (CLIENT_IP, testbed.PREFIX_LEN), SERVER_IP, self.client_cpu,
                       "%s/%s-b.sock" % (self.ctl_dir, self.tb.prefix),
-                      "%s-slipstreamd-client" % self.setup, self.napi == "thread")
+                      "%s-slipstreamd-client" % self.setup, self.napi != "softirq",
+                      self.service_args, self._napi_fifo_prio())
         self.services.append(cli.start(procs))
+        sysfs_set(self.client_ns, self.client_iface, self.veth_sysfs)
         return self
 
     def down(self):
@@ -353,6 +396,14 @@ class Bed:
                 continue
             out[side] = {"%s_%s" % (d, k): st[d][k] for d in ("rx", "tx")
                          for k in ("packets", "dropped")}
+            if self.qdisc:
+                # Its drops, and requeues: packets the veth handed back
+                # (NETDEV_TX_BUSY) because its peer's ring was full.
+                try:
+                    q = testbed.qdisc_root_stats(ns, iface)
+                    out[side].update({"qdisc_drops": q["drops"], "qdisc_requeues": q["requeues"]})
+                except testbed.TestbedError:
+                    pass
         return out
 
     # -- the record
@@ -378,10 +429,17 @@ class Bed:
                 "`slipstream run` on CPU 0; for each veth end, %s"
                 % self._napi_words("its service's CPU"))
 
+    def _napi_fifo_prio(self):
+        return NAPI_FIFO_PRIO if self.napi == "thread-fifo" else None
+
     def _napi_words(self, where):
         if self.napi == "thread":
             return ("the veth's NAPI (XDP program + AF_XDP receive copy) as a thread pinned "
                     "to %s (threaded NAPI)" % where)
+        if self.napi == "thread-fifo":
+            return ("the veth's NAPI (XDP program + AF_XDP receive copy) as a thread pinned "
+                    "to %s at SCHED_FIFO %d (threaded NAPI that preempts the programs on its "
+                    "CPU, as a receive softirq does)" % (where, NAPI_FIFO_PRIO))
         return ("the veth's NAPI (XDP program + AF_XDP receive copy) in softirq on the CPU "
                 "that sent the frame (the peer's)")
 
@@ -391,14 +449,18 @@ class Bed:
         for s in self.services:
             if s.proc:
                 threads[s.name] = affinity(s.proc.pid)
-                threads[s.name + " napi threads"] = {str(p): affinity(p) for p in s.napi}
+                threads[s.name + " napi threads"] = {
+                    str(p): dict(affinity(p), sched=sched_policy(p)) for p in s.napi}
         for p in servers:
             threads[p.name] = affinity(p.pid)
         return {"layout": self.layout(), "prefix": self.tb.prefix,
                 "server_cpu": self.server_cpu, "client_cpu": self.client_cpu,
                 "napi": self.napi if self.stack == "slipstream" else None,
-                "service_args": SERVICE_ARGS if self.stack == "slipstream" else None,
+                "service_args": SERVICE_ARGS + self.service_args
+                if self.stack == "slipstream" else None,
                 "service_argv": [" ".join(str(a) for a in s.argv) for s in self.services],
+                "veth_sysfs": self.veth_sysfs if self.stack == "slipstream" else None,
+                "qdisc": self.qdisc,
                 "app_conns": APP_CONNS if self.stack == "slipstream" else None,
                 "app_buf": APP_BUF if self.stack == "slipstream" else None,
                 "client_sysctls": CLIENT_SYSCTLS, "server_sysctls": SERVER_SYSCTLS,

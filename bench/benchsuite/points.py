@@ -71,12 +71,23 @@ class SelectError(ValueError):
     pass
 
 
-def select(only=None, quick=False):
+def parse_values(text):
+    """--values: "64,4096" -> (64, 4096); None or "" -> None (every value)."""
+    if not text:
+        return None
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise SelectError("--values: expected comma-separated integers, got %r" % text) from None
+
+
+def select(only=None, quick=False, only_values=None):
     """The benchmarks named in only (a list of names: a benchmark "rpc-server",
     a workload "rpc", or a set-up "server"/"both"), all if None; in run
-    order; with quick, those that have quick points."""
+    order; with quick, those that have quick points; with only_values,
+    those that have one of these points."""
     if not only:
-        return [b for b in BENCHES if values(b, quick)]
+        return [b for b in BENCHES if values(b, quick, only_values)]
     picked = set()
     for name in only:
         hits = [b for b in BENCHES if name in (b.name, b.workload, b.setup)]
@@ -86,11 +97,16 @@ def select(only=None, quick=False):
                                   name, ", ".join(b.name for b in BENCHES),
                                   ", ".join(sorted({b.workload for b in BENCHES}))))
         picked.update(b.name for b in hits)
-    return [b for b in BENCHES if b.name in picked and values(b, quick)]
+    return [b for b in BENCHES if b.name in picked and values(b, quick, only_values)]
 
 
-def values(bench, quick):
-    return bench.quick if quick else bench.full
+def values(bench, quick, only_values=None):
+    """The points of bench to run: its quick or full values, or of those
+    the ones in only_values (--values)."""
+    vals = bench.quick if quick else bench.full
+    if only_values is not None:
+        vals = tuple(v for v in vals if v in only_values)
+    return vals
 
 
 def point_params(bench, value):

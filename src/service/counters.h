@@ -31,6 +31,9 @@
 	X(arp_cache_evict)                                                    \
 	X(fp_wakeups)                                                         \
 	X(fp_sleeps)                                                          \
+	X(fp_rx_gap_100us)                                                    \
+	X(fp_rx_gap_1ms)                                                      \
+	X(fp_rx_gap_10ms)                                                     \
 	X(drop_eth_truncated)                                                 \
 	X(drop_eth_not_for_us)                                                \
 	X(drop_eth_unsupported_type)                                          \

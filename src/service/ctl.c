@@ -18,6 +18,7 @@
 
 #include "service/log.h"
 #include <rte_ethdev.h>
+#include "service/nic_stats.h"
 #include "service/stack.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
@@ -62,6 +63,39 @@ static void fmt_mac(const uint8_t m[6], char out[18])
 	snprintf(out, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
 }
 
+/*
+ * The drops DPDK's counters do not separate (nic_stats.h): each AF_XDP
+ * socket's own statistics, and the link under the port with its veth peer.
+ */
+static void reply_below(const struct ss_nic *nic, struct sbuf *b)
+{
+	struct ss_xsk_stats xs;
+	bool have_xsk = false;
+	memset(&xs, 0, sizeof(xs));
+	for (unsigned q = 0; q < nic->nb_queues; q++)
+		if (nic->xsk_fd[q] >= 0 && ss_xsk_stats_add(nic->xsk_fd[q], &xs) == 0)
+			have_xsk = true;
+	if (have_xsk)
+		sb_printf(b, ", \"xsk_umem_outside_mbufs\": %u", nic->umem_outside);
+	if (have_xsk)
+		sb_printf(b, ", \"xsk_rx_dropped\": %llu, \"xsk_rx_ring_full\": %llu, "
+			  "\"xsk_fill_ring_empty\": %llu, \"xsk_rx_invalid_descs\": %llu, "
+			  "\"xsk_tx_invalid_descs\": %llu",
+			  (unsigned long long)xs.rx_dropped, (unsigned long long)xs.rx_ring_full,
+			  (unsigned long long)xs.rx_fill_empty,
+			  (unsigned long long)xs.rx_invalid_descs,
+			  (unsigned long long)xs.tx_invalid_descs);
+	struct ss_link_drops ld;
+	ss_link_drops_read(nic->ifindex, &ld);
+	if (ld.ok)
+		sb_printf(b, ", \"link_rx_dropped\": %llu, \"link_tx_dropped\": %llu",
+			  (unsigned long long)ld.own.rx_dropped,
+			  (unsigned long long)ld.own.tx_dropped);
+	if (ld.peer_ok)
+		sb_printf(b, ", \"link_peer_tx_dropped\": %llu",
+			  (unsigned long long)ld.peer.tx_dropped);
+}
+
 static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 {
 	const struct ss_config *cfg = ctl->cfg;
@@ -91,11 +125,14 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 	/* Drops below us: the port's own counters (frames the NIC or the
 	 * kernel socket behind the PMD could not hand over). */
 	struct rte_eth_stats es;
-	if (rte_eth_stats_get(nic->port_id, &es) == 0)
+	if (rte_eth_stats_get(nic->port_id, &es) == 0) {
 		sb_printf(b, "\"nic\": {\"rx_missed\": %llu, \"rx_errors\": %llu, "
-			  "\"rx_nombuf\": %llu, \"tx_errors\": %llu}, ",
+			  "\"rx_nombuf\": %llu, \"tx_errors\": %llu",
 			  (unsigned long long)es.imissed, (unsigned long long)es.ierrors,
 			  (unsigned long long)es.rx_nombuf, (unsigned long long)es.oerrors);
+		reply_below(nic, b);
+		sb_printf(b, "}, ");
+	}
 	if (ctl->stack) {
 		struct ss_stack_gauges g;
 		ss_stack_gauges(ctl->stack, &g);

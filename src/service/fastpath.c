@@ -193,6 +193,23 @@ static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_wakeups);
 }
 
+/*
+ * How long the RX queue went unpolled while the thread was awake: the
+ * previous round's own work (commands, timers, transmit) plus any time the
+ * thread was preempted.  Frames that arrive meanwhile wait in the rings
+ * below (nic_stats.h), which overflow if this is long.
+ */
+static void count_gap(struct ss_fastpath *fp, uint64_t gap_ns)
+{
+	if (gap_ns < 100 * 1000)
+		return;
+	ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_100us);
+	if (gap_ns >= NS_PER_MS)
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_1ms);
+	if (gap_ns >= 10 * NS_PER_MS)
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_10ms);
+}
+
 int ss_fastpath_run(void *arg)
 {
 	struct ss_fastpath *fp = arg;
@@ -206,8 +223,12 @@ int ss_fastpath_run(void *arg)
 		SS_WARN("fast path %u: timer slack: %s", fp->id, strerror(errno));
 	SS_INFO("fast path %u: serving port %u queue %u on lcore %u", fp->id, fp->port,
 		fp->queue, rte_lcore_id());
+	uint64_t last = 0; /* start of the previous round; 0 after a sleep */
 	while (!stopping(fp)) {
 		uint64_t now = now_ns();
+		if (last)
+			count_gap(fp, now - last);
+		last = now;
 		gateway_tick(fp, now);
 		if (fp->stack)
 			fp->stack->now_us = now / 1000;
@@ -224,6 +245,7 @@ int ss_fastpath_run(void *arg)
 		if (++idle >= fp->idle_polls) {
 			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
 				sleep_until_work(fp, now);
+				last = 0;
 				if (fp->stack)
 					ss_stack_woke(fp->stack);
 			}

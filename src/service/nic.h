@@ -42,6 +42,9 @@ struct ss_nic {
 	bool use_rx_ip_csum, use_rx_tcp_csum, use_tx_ip_csum, use_tx_tcp_csum;
 	enum ss_nic_wait_mode wait_mode;
 	int wait_fd[SS_NIC_MAX_QUEUES];  /* per queue, -1 if none */
+	int xsk_fd[SS_NIC_MAX_QUEUES];   /* the queue's AF_XDP socket (statistics), -1 if none */
+	int ifindex;                     /* the kernel interface under the PMD, 0 if none */
+	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
 	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
 	bool started;
 };

@@ -110,6 +110,22 @@ def test_select():
         {"size": 64, "conns": 1024, "rpcs_per_conn": 4}
 
 
+def test_select_values():
+    vals = points.parse_values("64,4096")
+    assert vals == (64, 4096)
+    assert points.parse_values(None) is None and points.parse_values("") is None
+    with pytest.raises(points.SelectError):
+        points.parse_values("64,x")
+    rpc = points.BY_NAME["rpc-server"]
+    assert points.values(rpc, False, vals) == (64, 4096)
+    assert points.values(rpc, True, vals) == ()          # quick has 1 and 1024
+    # Benchmarks without any of the values drop out (short-* has 1..256).
+    assert [b.name for b in points.select(["server"], False, (4096,))] == ["rpc-server"]
+    assert [b.name for b in points.select(None, False, (64,))] == \
+        ["rpc-server", "short-server", "pipe-recv250", "pipe-recv1000", "pipe-send250",
+         "pipe-send1000", "rpc-both", "short-both"]
+
+
 def test_last_json():
     assert runner.last_json('noise\n{"a": 1}\n{"b": 2}\n') == {"b": 2}
     assert runner.last_json("nothing") is None
