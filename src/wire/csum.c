@@ -1,36 +1,85 @@
 /* Internet checksum (RFC 1071) and incremental update (RFC 1624). */
 #include "wire/csum.h"
 
+#include <string.h>
+
 #include "wire/bytes.h"
 
 /*
- * RFC 1071 §4.1.  Words are read as big-endian 32-bit values into a 64-bit
- * accumulator; since 2^16 == 1 (mod 0xFFFF), adding a 32-bit word equals
- * adding its two 16-bit halves, and folding the high half back in
- * (end-around carry) keeps the one's-complement sum.  A non-zero sum never
- * folds to zero, so +0 and -0 stay distinct as RFC 1071 requires.
+ * RFC 1071 §4.1, eight bytes per load.  The sum is taken over the host's
+ * own reading of the bytes and turned into the big-endian reading at the
+ * end: the one's-complement sum is byte-order independent (RFC 1071 §2 B:
+ * swapping the bytes of every 16-bit word swaps the bytes of the sum).
+ * Each 8-byte load adds its two 32-bit halves into a 64-bit accumulator
+ * (no carry is lost before 2^32 additions); since 2^16 == 1 (mod 0xFFFF),
+ * folding the high half back in (end-around carry) keeps the sum.  A
+ * non-zero sum never folds to zero, so +0 and -0 stay distinct as RFC 1071
+ * requires.  Loads go through memcpy: @data needs no alignment.
  */
+static inline uint16_t csum_bswap16(uint32_t v)
+{
+	return (uint16_t)((v & 0xFF) << 8 | (v >> 8 & 0xFF));
+}
+
+static inline uint32_t csum_fold32(uint64_t acc)
+{
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	return (uint32_t)acc;
+}
+
 uint32_t ss_csum_partial(const void *data, size_t len, uint32_t sum)
 {
 	const uint8_t *p = data;
-	uint64_t acc = sum;
+	uint64_t acc = 0, acc2 = 0;
+	uint64_t v, w;
+	uint32_t h;
+	uint16_t t;
 
-	while (len >= 4) {
-		acc += ss_rd32(p);
+	while (len >= 16) {
+		memcpy(&v, p, 8);
+		memcpy(&w, p + 8, 8);
+		acc += (uint32_t)v;
+		acc2 += v >> 32;
+		acc += (uint32_t)w;
+		acc2 += w >> 32;
+		p += 16;
+		len -= 16;
+	}
+	acc += acc2;
+	if (len >= 8) {
+		memcpy(&v, p, 8);
+		acc += (uint32_t)v;
+		acc += v >> 32;
+		p += 8;
+		len -= 8;
+	}
+	if (len >= 4) {
+		memcpy(&h, p, 4);
+		acc += h;
 		p += 4;
 		len -= 4;
 	}
 	if (len >= 2) {
-		acc += ss_rd16(p);
+		memcpy(&t, p, 2);
+		acc += t;
 		p += 2;
 		len -= 2;
 	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (len)
-		acc += (uint32_t)p[0] << 8; /* pad odd byte with zero */
-
-	while (acc >> 32)
-		acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
-	return (uint32_t)acc;
+		acc += p[0]; /* pad the odd byte with zero (its high byte, read big-endian) */
+	/* Fold to 16 bits and swap to the big-endian reading, then add the
+	 * caller's (big-endian) partial sum. */
+	h = csum_fold32(acc);
+	h = (h & 0xFFFF) + (h >> 16);
+	h = (h & 0xFFFF) + (h >> 16);
+	return csum_fold32((uint64_t)csum_bswap16(h) + sum);
+#else
+	if (len)
+		acc += (uint32_t)p[0] << 8;
+	return csum_fold32(acc + sum);
+#endif
 }
 
 uint16_t ss_csum_fold(uint32_t sum)
