@@ -755,8 +755,11 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_tcp_conn *c = &sc->tcp;
 	uint8_t ev = c->events;
 
-	sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
-	conn_stats_drain(s, &c->st);
+	if (c->st_new) {
+		c->st_new = 0;
+		sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
+		conn_stats_drain(s, &c->st);
+	}
 	if (!ev)
 		return;
 	if ((ev & SS_TCP_EV_CONNECTED) && sc->listener) {
