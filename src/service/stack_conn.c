@@ -705,6 +705,15 @@ void stack_timers_run(struct ss_stack *s)
 				arp_timeout(s, sc);
 				continue;
 			}
+			/* Lazy arming (conn_sync_timer) lets a timer fire after
+			 * its deadline went away or moved later (the delayed ACK
+			 * rode on the reply, an ACK pushed the RTO back): then
+			 * nothing is due, and it only goes back on the wheel. */
+			uint64_t d = ss_tcp_next_deadline(&sc->tcp);
+			if (d > s->now_us) {
+				ss_timer_arm(&s->wheel, &sc->timer, d);
+				continue;
+			}
 			ss_tcp_timer(&sc->tcp, s->now_us);
 			stack_conn_dirty(s, sc);
 		}
