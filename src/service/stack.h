@@ -179,6 +179,9 @@ struct ss_stack {
 	uint32_t n_active;
 	unsigned fp_index;       /* this thread's sleeping flag in the status page */
 	bool draining;           /* carrying out an owner's commands before a move */
+	bool publish;            /* events posted (or waiting for room) since the
+				  * last publish_events() */
+	bool app_broken;         /* an app broke its rings since the last apps_sync() */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
 	uint64_t now_us;

@@ -460,19 +460,23 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 }
 
-void stack_cc_run(struct ss_stack *s)
+void stack_cc_run_intervals(struct ss_stack *s)
 {
 	struct ss_timer *due[64];
-	struct ss_pacer_flow *go[64];
 	unsigned n;
 
-	if (!s->ccp)
-		return;
 	do {
 		n = ss_timer_wheel_expire(&s->cc_wheel, s->now_us, due, 64);
 		for (unsigned i = 0; i < n; i++)
 			cc_interval(s, sconn_of_cc_timer(due[i]));
 	} while (n == 64);
+}
+
+void stack_cc_run_pacer(struct ss_stack *s)
+{
+	struct ss_pacer_flow *go[64];
+	unsigned n;
+
 	do {
 		n = ss_pacer_poll(&s->pacer, cc_now_ns(s), go, 64);
 		for (unsigned i = 0; i < n; i++) {

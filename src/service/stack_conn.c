@@ -691,7 +691,7 @@ static void conn_sync_timer(struct ss_stack *s, struct ss_sconn *sc)
 		ss_timer_arm(&s->wheel, &sc->timer, d);
 }
 
-void stack_timers_run(struct ss_stack *s)
+void stack_conn_timers_run(struct ss_stack *s)
 {
 	struct ss_timer *due[64];
 	unsigned n;
@@ -718,7 +718,6 @@ void stack_timers_run(struct ss_stack *s)
 			stack_conn_dirty(s, sc);
 		}
 	} while (n == 64);
-	stack_cc_run(s);
 }
 
 /* Adds the engine's per-connection counts to the thread's counters. */

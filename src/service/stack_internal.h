@@ -24,7 +24,7 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
 void stack_conns_flush(struct ss_stack *s);
-void stack_timers_run(struct ss_stack *s);
+void stack_conn_timers_run(struct ss_stack *s);
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
@@ -76,7 +76,18 @@ void stack_cc_fini(struct ss_stack *s);
 void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc);
 void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc);
 /* Due control intervals and pacer releases (marks connections dirty). */
-void stack_cc_run(struct ss_stack *s);
+void stack_cc_run_intervals(struct ss_stack *s);
+void stack_cc_run_pacer(struct ss_stack *s);
+
+static inline void stack_cc_run(struct ss_stack *s)
+{
+	if (!s->ccp)
+		return;
+	if (ss_timer_wheel_due(&s->cc_wheel, s->now_us))
+		stack_cc_run_intervals(s);
+	if (!ss_pacer_idle(&s->pacer, s->now_us * 1000))
+		stack_cc_run_pacer(s);
+}
 /* The connection leaves its application (slot released) / goes away. */
 void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc);
 void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc);
@@ -96,6 +107,14 @@ bool stack_loop_run(struct ss_stack *s);
 static inline bool stack_loop_pending(const struct ss_stack *s)
 {
 	return s->loop.head != s->loop.tail;
+}
+
+/* Due connection timers, control intervals and pacer releases. */
+static inline void stack_timers_run(struct ss_stack *s)
+{
+	if (ss_timer_wheel_due(&s->wheel, s->now_us))
+		stack_conn_timers_run(s);
+	stack_cc_run(s);
 }
 
 /* stack_app.c */
