@@ -127,7 +127,8 @@ void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, 
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(dst, r->base + off, first);
-	memcpy((uint8_t *)dst + first, r->base, len - first);
+	if (len > first) /* wraps */
+		memcpy((uint8_t *)dst + first, r->base, len - first);
 }
 
 void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len)
@@ -136,7 +137,8 @@ void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(r->base + off, src, first);
-	memcpy(r->base, (const uint8_t *)src + first, len - first);
+	if (len > first) /* wraps */
+		memcpy(r->base, (const uint8_t *)src + first, len - first);
 }
 
 uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c)
