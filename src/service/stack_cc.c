@@ -245,7 +245,11 @@ static void cc_publish(struct ss_sconn *sc)
 	in->pacing_rate = rate;
 	in->bytes_acked = sc->cc.bytes_acked;
 	in->bytes_received = sc->cc.bytes_received;
-	snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
+	/* Copied once: the name only changes with the algorithm (the owner's
+	 * record is new when the connection moves, cc_name then empty). */
+	if (in->cc_name[0] != sc->cc.ops->name[0] ||
+	    strncmp(in->cc_name, sc->cc.ops->name, sizeof(in->cc_name) - 1) != 0)
+		snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
 	__atomic_store_n(&in->seq, seq + 1, __ATOMIC_RELEASE);
 }
 
