@@ -829,7 +829,10 @@ void stack_conns_flush(struct ss_stack *s)
 			sc->ev_pending = 0;
 			stack_conn_release_slot(s, sc);
 		}
-		if (sc->app)
+		/* Nothing to post for an open connection without events (the
+		 * flush that sends a reply): stack_conn_post() would find so. */
+		if (sc->app && (sc->ev_pending || sc->rx_pending || sc->acked_pending ||
+				(sc->flags & SC_PENDING) || sc->tcp.f.state != SS_TCPS_ESTABLISHED))
 			stack_conn_post(s, sc); /* may release the slot (CLOSED posted) */
 		/* Back on the dirty list already (a hook above re-queued it):
 		 * freed when that list is flushed, never while on it. */
