@@ -307,7 +307,9 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 	 * (its app exited, data still going out) keeps its last owner's. */
 	if (sc->app && sc->app->cap != sc->cc.pf.group)
 		cc_regroup(s, sc, sc->app->cap);
-	if (sc->cc.paced && c->tx_budget == 0 && ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
+	/* Budget only for data waiting to go (a FIN alone needs none). */
+	if (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c) &&
+	    ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
 		c->tx_budget = cc_quantum(sc);
 }
 

@@ -326,6 +326,15 @@ int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n);
  * last advertised (RFC 9293 §3.8.6.2.2 receiver SWS avoidance). */
 int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n);
 
+/* Bytes of the transmit ring not sent yet (from snd_nxt: after a
+ * go-back-N rewind, the ones to send again too). */
+static inline uint32_t ss_tcp_tx_unsent(const struct ss_tcp_conn *c)
+{
+	uint32_t end = c->iss + 1 + c->f.tx_tail; /* sequence number after the data */
+
+	return (int32_t)(end - c->f.snd_nxt) > 0 ? end - c->f.snd_nxt : 0;
+}
+
 /* Free bytes in the transmit ring / bytes waiting in the receive ring. */
 uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c);
 uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c);
