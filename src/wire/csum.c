@@ -10,75 +10,81 @@
  * own reading of the bytes and turned into the big-endian reading at the
  * end: the one's-complement sum is byte-order independent (RFC 1071 §2 B:
  * swapping the bytes of every 16-bit word swaps the bytes of the sum).
- * Each 8-byte load adds its two 32-bit halves into a 64-bit accumulator
- * (no carry is lost before 2^32 additions); since 2^16 == 1 (mod 0xFFFF),
- * folding the high half back in (end-around carry) keeps the sum.  A
+ * 64-bit words are added with end-around carry (one's complement in 64
+ * bits is one's complement in 16: 2^16 == 1 mod 0xFFFF), then folded.  A
  * non-zero sum never folds to zero, so +0 and -0 stay distinct as RFC 1071
  * requires.  Loads go through memcpy: @data needs no alignment.
  */
+static inline uint64_t csum_add64(uint64_t acc, uint64_t v)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(acc, v, &r))
+		r++; /* end-around carry: r < v here, no second overflow */
+	return r;
+}
+
 static inline uint16_t csum_bswap16(uint32_t v)
 {
 	return (uint16_t)((v & 0xFF) << 8 | (v >> 8 & 0xFF));
 }
 
-static inline uint32_t csum_fold32(uint64_t acc)
+/* End-around fold of a 64-bit one's-complement sum to 16 bits. */
+static inline uint32_t csum_fold64(uint64_t acc)
 {
 	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
 	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	acc = (acc & 0xFFFF) + (acc >> 16);
+	acc = (acc & 0xFFFF) + (acc >> 16);
 	return (uint32_t)acc;
 }
 
 uint32_t ss_csum_partial(const void *data, size_t len, uint32_t sum)
 {
 	const uint8_t *p = data;
-	uint64_t acc = 0, acc2 = 0;
-	uint64_t v, w;
+	uint64_t acc = 0, v, w, x, y;
 	uint32_t h;
 	uint16_t t;
 
-	while (len >= 16) {
+	while (len >= 32) {
 		memcpy(&v, p, 8);
 		memcpy(&w, p + 8, 8);
-		acc += (uint32_t)v;
-		acc2 += v >> 32;
-		acc += (uint32_t)w;
-		acc2 += w >> 32;
-		p += 16;
-		len -= 16;
+		memcpy(&x, p + 16, 8);
+		memcpy(&y, p + 24, 8);
+		acc = csum_add64(acc, v);
+		acc = csum_add64(acc, w);
+		acc = csum_add64(acc, x);
+		acc = csum_add64(acc, y);
+		p += 32;
+		len -= 32;
 	}
-	acc += acc2;
-	if (len >= 8) {
+	while (len >= 8) {
 		memcpy(&v, p, 8);
-		acc += (uint32_t)v;
-		acc += v >> 32;
+		acc = csum_add64(acc, v);
 		p += 8;
 		len -= 8;
 	}
 	if (len >= 4) {
 		memcpy(&h, p, 4);
-		acc += h;
+		acc = csum_add64(acc, h);
 		p += 4;
 		len -= 4;
 	}
 	if (len >= 2) {
 		memcpy(&t, p, 2);
-		acc += t;
+		acc = csum_add64(acc, t);
 		p += 2;
 		len -= 2;
 	}
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (len)
-		acc += p[0]; /* pad the odd byte with zero (its high byte, read big-endian) */
-	/* Fold to 16 bits and swap to the big-endian reading, then add the
-	 * caller's (big-endian) partial sum. */
-	h = csum_fold32(acc);
-	h = (h & 0xFFFF) + (h >> 16);
-	h = (h & 0xFFFF) + (h >> 16);
-	return csum_fold32((uint64_t)csum_bswap16(h) + sum);
+		acc = csum_add64(acc, p[0]); /* the odd byte, zero-padded on its right */
+	/* To the big-endian reading, then the caller's (big-endian) sum. */
+	return csum_fold64((uint64_t)csum_bswap16(csum_fold64(acc)) + sum);
 #else
 	if (len)
-		acc += (uint32_t)p[0] << 8;
-	return csum_fold32(acc + sum);
+		acc = csum_add64(acc, (uint32_t)p[0] << 8);
+	return csum_fold64(csum_add64(acc, sum));
 #endif
 }
 
