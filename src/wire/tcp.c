@@ -42,6 +42,15 @@ enum ss_tcp_status ss_tcp_opts_parse(const uint8_t *opts, size_t len,
 	size_t i = 0;
 
 	memset(out, 0, sizeof(*out));
+	/* The layout of nearly every segment once timestamps are on: NOP,
+	 * NOP, TS (RFC 7323 Appendix A; Linux's tcp_parse_aligned_timestamp). */
+	if (len == 12 && opts[0] == SS_TCP_OPT_NOP && opts[1] == SS_TCP_OPT_NOP &&
+	    opts[2] == SS_TCP_OPT_TS && opts[3] == SS_TCP_OLEN_TS) {
+		out->ts_val = ss_rd32(opts + 4);
+		out->ts_ecr = ss_rd32(opts + 8);
+		out->present = SS_TCP_OPTF_TS;
+		return SS_TCP_OK;
+	}
 	while (i < len) {
 		uint8_t kind = opts[i];
 		const uint8_t *v;
