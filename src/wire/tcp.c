@@ -184,7 +184,7 @@ static unsigned tcp_sack_blocks_fit(const struct ss_tcp_opts *o, size_t used)
 	return n;
 }
 
-size_t ss_tcp_opts_len(const struct ss_tcp_opts *o)
+size_t ss_tcp_opts_len_any(const struct ss_tcp_opts *o)
 {
 	size_t n = tcp_opts_fixed_len(o);
 	unsigned blocks = tcp_sack_blocks_fit(o, n);
@@ -206,11 +206,21 @@ static uint8_t *tcp_put4(uint8_t *p, uint8_t a, uint8_t b, uint8_t c,
 size_t ss_tcp_opts_build(uint8_t *buf, size_t cap,
 			 const struct ss_tcp_opts *o)
 {
-	size_t fixed = tcp_opts_fixed_len(o);
-	unsigned blocks = tcp_sack_blocks_fit(o, fixed);
-	size_t total = blocks ? fixed + 4 + 8 * blocks : fixed;
+	size_t fixed, total;
+	unsigned blocks;
 	uint8_t *p = buf;
 
+	if (o->present == SS_TCP_OPTF_TS) { /* the common case, written at once */
+		if (cap < 12)
+			return 0;
+		tcp_put4(p, SS_TCP_OPT_NOP, SS_TCP_OPT_NOP, SS_TCP_OPT_TS, SS_TCP_OLEN_TS);
+		ss_wr32(p + 4, o->ts_val);
+		ss_wr32(p + 8, o->ts_ecr);
+		return 12;
+	}
+	fixed = tcp_opts_fixed_len(o);
+	blocks = tcp_sack_blocks_fit(o, fixed);
+	total = blocks ? fixed + 4 + 8 * blocks : fixed;
 	if (cap < total)
 		return 0;
 	if (o->present & SS_TCP_OPTF_MSS) {

@@ -132,8 +132,15 @@ bool ss_tcp_csum_ok(uint32_t src, uint32_t dst, const uint8_t *seg,
 
 /*
  * Bytes ss_tcp_opts_build() will emit for @o (a multiple of 4, <= 40).
+ * Inline for timestamps alone (nearly every segment), else
+ * ss_tcp_opts_len_any().
  */
-size_t ss_tcp_opts_len(const struct ss_tcp_opts *o);
+size_t ss_tcp_opts_len_any(const struct ss_tcp_opts *o);
+
+static inline size_t ss_tcp_opts_len(const struct ss_tcp_opts *o)
+{
+	return o->present == SS_TCP_OPTF_TS ? 12 : ss_tcp_opts_len_any(o);
+}
 
 /*
  * Emit the options present in @o in Linux order, every option 32-bit
