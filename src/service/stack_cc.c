@@ -291,7 +291,7 @@ static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_pacer_
 		stack_conn_dirty(s, sc); /* not paced any more: send at once */
 }
 
-void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 
@@ -369,7 +369,7 @@ static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, b
 	return iv;
 }
 
-void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_pacer_flow *pf = &sc->cc.pf;

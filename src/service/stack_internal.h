@@ -72,9 +72,42 @@ void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc);
 /* stack_cc.c: congestion control (control loop and pacing). */
 int stack_cc_init(struct ss_stack *s);
 void stack_cc_fini(struct ss_stack *s);
-/* Around ss_tcp_output() in the flush: budget before, charge and arm after. */
-void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc);
-void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc);
+/* Around ss_tcp_output() in the flush: budget before, charge and arm after.
+ * Inline tests for the flushes that need neither (nothing to send, nothing
+ * sent, intervals running): the _slow halves do the work. */
+void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc);
+void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc);
+
+static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+
+	/* Not started yet, a new owner's cap, or a paced flow with data and
+	 * no budget (ss_tcp_tx_unsent(): a FIN alone needs none). */
+	if (!sc->cc.ops) {
+		if (s->ccp)
+			stack_cc_before_output_slow(s, sc);
+		return;
+	}
+	if ((sc->app && sc->app->cap != sc->cc.pf.group) ||
+	    (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c)))
+		stack_cc_before_output_slow(s, sc);
+}
+
+static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+
+	if (!sc->cc.ops)
+		return;
+	if (c->cc.sent_bytes == sc->cc.charged && !c->budget_hit &&
+	    (ss_timer_armed(&sc->cc.timer) || c->f.snd_max == c->f.snd_una)) {
+		if (sc->cc.paced)
+			c->tx_budget = 0; /* what is left of a release is not kept */
+		return;
+	}
+	stack_cc_after_output_slow(s, sc);
+}
 /* Due control intervals and pacer releases (marks connections dirty). */
 void stack_cc_run_intervals(struct ss_stack *s);
 void stack_cc_run_pacer(struct ss_stack *s);
