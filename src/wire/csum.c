@@ -29,6 +29,13 @@ static inline uint16_t csum_bswap16(uint32_t v)
 	return (uint16_t)((v & 0xFF) << 8 | (v >> 8 & 0xFF));
 }
 
+/* End-around fold of a 64-bit one's-complement sum to 32 bits. */
+static inline uint32_t csum_fold_to32(uint64_t acc)
+{
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	return (uint32_t)acc + (uint32_t)(acc >> 32);
+}
+
 /* End-around fold of a 64-bit one's-complement sum to 16 bits. */
 static inline uint32_t csum_fold64(uint64_t acc)
 {
@@ -79,12 +86,16 @@ uint32_t ss_csum_partial(const void *data, size_t len, uint32_t sum)
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (len)
 		acc = csum_add64(acc, p[0]); /* the odd byte, zero-padded on its right */
-	/* To the big-endian reading, then the caller's (big-endian) sum. */
-	return csum_fold64((uint64_t)csum_bswap16(csum_fold64(acc)) + sum);
+	/* To 32 bits, then each 16-bit half to the big-endian reading (the
+	 * halves are a sum of 16-bit words like any other), then the
+	 * caller's (big-endian) sum. */
+	h = csum_fold_to32(acc);
+	h = (h & 0x00FF00FFu) << 8 | (h >> 8 & 0x00FF00FFu);
+	return csum_fold_to32((uint64_t)h + sum);
 #else
 	if (len)
 		acc = csum_add64(acc, (uint32_t)p[0] << 8);
-	return csum_fold64(csum_add64(acc, sum));
+	return csum_fold_to32(csum_add64(acc, sum));
 #endif
 }
 
@@ -117,19 +128,28 @@ uint16_t ss_csum_ipv4_header(const void *hdr, size_t hdr_len)
 }
 
 /* RFC 9293 §3.1 (TCP pseudo-header), RFC 768 (UDP): same layout. */
-uint32_t ss_csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
-			     uint16_t l4_len)
+static inline uint32_t csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
+					uint16_t l4_len)
 {
 	return (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) +
 	       proto + l4_len;
 }
 
+uint32_t ss_csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
+			     uint16_t l4_len)
+{
+	return csum_pseudo_ipv4(src, dst, proto, l4_len);
+}
+
 uint16_t ss_csum_l4_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
 			 const void *l4, size_t l4_len)
 {
-	uint32_t sum = ss_csum_pseudo_ipv4(src, dst, proto, (uint16_t)l4_len);
+	uint32_t sum = csum_pseudo_ipv4(src, dst, proto, (uint16_t)l4_len);
 
-	return ss_csum_fold(ss_csum_partial(l4, l4_len, sum));
+	sum = ss_csum_partial(l4, l4_len, sum);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
 }
 
 /*
