@@ -142,11 +142,15 @@ static inline bool stack_loop_pending(const struct ss_stack *s)
 	return s->loop.head != s->loop.tail;
 }
 
-/* Due connection timers, control intervals and pacer releases. */
+void stack_delack_run(struct ss_stack *s);
+
+/* Due connection timers, delayed ACKs, control intervals and pacer releases. */
 static inline void stack_timers_run(struct ss_stack *s)
 {
 	if (ss_timer_wheel_due(&s->wheel, s->now_us))
 		stack_conn_timers_run(s);
+	if (s->delack_q.next->deadline_us <= s->now_us) /* the sentinel's: UINT64_MAX */
+		stack_delack_run(s);
 	stack_cc_run(s);
 }
 

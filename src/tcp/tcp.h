@@ -384,9 +384,13 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
  */
 void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp);
 
-/* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2), or
- * 0 when none is armed. */
+/* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2,
+ * delayed ACK), or 0 when none is armed. */
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
+/* The same without the delayed ACK, for callers that keep conn->
+ * delack_deadline_us apart (it is always set to now + delack_us, so a
+ * FIFO keeps those in order). */
+uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c);
 
 /* Run the timers due at @now_us: RTO retransmission (go-back-N from
  * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,
