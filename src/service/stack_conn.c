@@ -68,15 +68,10 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 		return -1;
 	}
 	uint8_t *l3 = buf + SS_ETH_HDR_LEN, *l4 = l3 + SS_IPV4_HDR_MIN;
-	struct ss_tcp h = seg->hdr;
-	if (seg->len) {
-		h.payload = l4 + l4_hdr;
+	if (seg->len)
 		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + l4_hdr, seg->len);
-	} else {
-		h.payload = NULL;
-	}
-	h.payload_len = seg->len;
-	size_t n = ss_tcp_build(l4, cap - hdrs, &h, c->local_ip, c->remote_ip);
+	size_t n = ss_tcp_build_in_place(l4, cap - hdrs, &seg->hdr, seg->len, c->local_ip,
+					 c->remote_ip);
 	if (n == 0) {
 		frame_put(s, loop, handle, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
@@ -85,7 +80,7 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	struct ss_ipv4 ip = {
 		.total_len = (uint16_t)(SS_IPV4_HDR_MIN + n),
 		.id = s->ip_id++,
-		.tos = h.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
+		.tos = seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
 		.frag = IP_DF,
 		.ttl = TTL,
 		.proto = SS_IPPROTO_TCP,

@@ -263,19 +263,27 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 		    uint32_t src_ip, uint32_t dst_ip)
 {
 	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
-	size_t len;
 
 	if (cap < hdr_len || h->payload_len > cap - hdr_len ||
 	    h->payload_len > 0xFFFF - hdr_len)
 		return 0;
-	len = hdr_len + h->payload_len;
-
 	/* Payload first: it may already be in @buf, even where the header
-	 * goes; memmove copes with the overlap.  Already in place (the
-	 * service copies it there from the transmit ring): nothing to move. */
+	 * goes; memmove copes with the overlap.  Already in place: nothing
+	 * to move. */
 	if (h->payload_len && h->payload != buf + hdr_len)
 		memmove(buf + hdr_len, h->payload, h->payload_len);
+	return ss_tcp_build_in_place(buf, cap, h, h->payload_len, src_ip, dst_ip);
+}
 
+size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip)
+{
+	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
+	size_t len;
+
+	if (cap < hdr_len || payload_len > cap - hdr_len || payload_len > 0xFFFF - hdr_len)
+		return 0;
+	len = hdr_len + payload_len;
 	ss_wr16(buf, h->sport);
 	ss_wr16(buf + 2, h->dport);
 	ss_wr32(buf + 4, h->seq);

@@ -172,4 +172,13 @@ size_t ss_tcp_opts_build(uint8_t *buf, size_t cap,
 size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 		    uint32_t src_ip, uint32_t dst_ip);
 
+/*
+ * As ss_tcp_build(), for @payload_len bytes of payload already in place at
+ * @buf + the header length (20 + ss_tcp_opts_len(&h->opts)): h->payload and
+ * h->payload_len are not read, nothing is copied.  Returns the segment
+ * length, or 0 if @cap is too small or the segment would exceed 65535 bytes.
+ */
+size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip);
+
 #endif /* SS_WIRE_TCP_H */
