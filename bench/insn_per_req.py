@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Requests per connection: enough virtual time after the warm-up for the
 # congestion-control intervals and timers to come as often as they do.
 DEFAULT_REQUESTS = {1: 2000, 64: 200, 1024: 20}
+CLONE = re.compile(r"(\.(isra|constprop|part|lto_priv|cold)\.\d+)+$")
 LINE = re.compile(r"^\s*([\d,]+)\s+(?:\(\s*[\d.]+%\)\s+)?(.*?):(\S+) \[(.*)\]\s*$")
 
 
@@ -50,6 +51,8 @@ def annotate(path, inclusive):
         if not m:
             continue
         ir, fn = int(m.group(1).replace(",", "")), m.group(3)
+        # gcc's clones (LTO, IPA) keep the name: foo.isra.0, foo.constprop.0.isra.0
+        fn = CLONE.sub("", fn)
         costs[fn] = costs.get(fn, 0) + ir
     return total, costs
 
