@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh - install every dependency from Debian 12 (apt-get) and build Slipstream.
 # Idempotent: packages already present are not reinstalled, build dirs are reused.
-#   build/      release-ish build (gcc, -O2 -g): slipstreamd, unit tests
+#   build/      release-ish build (gcc, -O2 -g): slipstreamd (its fast path linked with
+#               LTO, meson option fastpath_lto), unit tests
 #   build-san/  clang + ASan + UBSan: unit tests and the libFuzzer harnesses
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."

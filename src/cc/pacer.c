@@ -459,6 +459,10 @@ unsigned ss_pacer_poll(struct ss_pacer *p, uint64_t now_ns, struct ss_pacer_flow
 
 	if (target < p->now_tick)
 		target = p->now_tick; /* the clock went back: serve what was due */
+	if (p->n_queued == 0) {
+		p->now_tick = target; /* the common poll: nothing waits */
+		return 0;
+	}
 	while (n < max) {
 		uint64_t hi = target, t, slot;
 		struct ss_pacer_ent *e;

@@ -197,4 +197,20 @@ unsigned ss_pacer_poll(struct ss_pacer *p, uint64_t now_ns, struct ss_pacer_flow
  * nothing is queued), for a sleep timeout.  Cost O(n_slots / 64). */
 uint64_t ss_pacer_next_ns(const struct ss_pacer *p);
 
+/*
+ * True when nothing is queued (ss_pacer_poll() would return nothing): the
+ * pacer's clock moves to @now_ns as a poll would move it.  Inline, for
+ * callers that poll on every round.
+ */
+static inline bool ss_pacer_idle(struct ss_pacer *p, uint64_t now_ns)
+{
+	uint64_t tick = now_ns / p->slot_ns;
+
+	if (p->n_queued)
+		return false;
+	if (tick > p->now_tick)
+		p->now_tick = tick;
+	return true;
+}
+
 #endif /* SS_CC_PACER_H */

@@ -74,7 +74,9 @@ struct ss_sconn_cc {
 
 struct ss_sconn {
 	struct ss_tcp_conn tcp;  /* engine state; its hot part first */
-	struct ss_timer timer;
+	struct ss_timer timer;   /* on the stack's wheel: every deadline but ... */
+	struct ss_timer delack;  /* ... the delayed ACK's, on s->delack_q (a
+				  * list node: armed, deadline_us) */
 	struct ss_flow_key key;
 	struct ss_app *app;      /* NULL once the slot is released */
 	uint32_t slot, gen;      /* the application's handle */
@@ -179,8 +181,15 @@ struct ss_stack {
 	uint32_t n_active;
 	unsigned fp_index;       /* this thread's sleeping flag in the status page */
 	bool draining;           /* carrying out an owner's commands before a move */
+	bool publish;            /* events posted (or waiting for room) since the
+				  * last publish_events() */
+	bool app_broken;         /* an app broke its rings since the last apps_sync() */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
+	/* Delayed ACKs due, in deadline order: each is set to now + delack_us,
+	 * so appending keeps the order (stack_conn.c); a reply usually takes
+	 * the ACK first and the entry goes without ever touching the wheel. */
+	struct ss_timer delack_q; /* list sentinel */
 	uint64_t now_us;
 	uint16_t ip_id;
 	uint32_t n_flows;        /* gauge: live connections (any state) */

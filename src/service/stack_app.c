@@ -35,6 +35,7 @@ static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 	if (a->broken)
 		return;
 	a->broken = true;
+	s->app_broken = true;
 	ss_ctr_inc(s->ctr, SS_CTR_app_bad_ring);
 	SS_WARN("app %u: corrupted queue indices: disconnecting it", a->id);
 	uint64_t one = 1;
@@ -49,6 +50,7 @@ static struct ss_shm_ev *post_one(struct ss_stack *s, struct ss_app *a, uint16_t
 {
 	struct ss_app_ctx *cx = &a->ctx[ctx];
 	int64_t fr = arx_free(a, cx);
+	s->publish = true;
 	if (fr < 0) {
 		app_mark_broken(s, a);
 		return NULL;
@@ -241,6 +243,7 @@ bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 		return true;
 	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
 	int64_t fr = arx_free(a, cx);
+	s->publish = true; /* posted now, or waits on the pending list */
 	if (fr < 0) {
 		app_mark_broken(s, a);
 		return false;
@@ -527,13 +530,11 @@ static void app_teardown(struct ss_stack *s, struct ss_app *a)
 static void apps_sync(struct ss_stack *s)
 {
 	uint32_t gen = __atomic_load_n(&s->reg->gen, __ATOMIC_ACQUIRE);
-	bool broken = false;
 
-	for (uint32_t i = 0; i < s->n_active; i++)
-		broken |= s->active[i]->broken;
-	if (gen == s->reg_gen && !broken)
+	if (gen == s->reg_gen && !s->app_broken)
 		return;
 	s->reg_gen = gen;
+	s->app_broken = false;
 	s->n_active = 0;
 	for (uint32_t i = 0; i < s->reg->lim.max_apps; i++) {
 		struct ss_app *a = &s->reg->apps[i];
@@ -557,22 +558,35 @@ bool ss_stack_round(struct ss_stack *s, uint64_t now_us)
 {
 	bool did = s->dirty != NULL;
 
+	/* Each step is skipped by an inline test when it has nothing to do:
+	 * a fast path polls often and most rounds find nothing. */
 	s->now_us = now_us;
 	if (s->reg) {
 		apps_sync(s);
 		for (uint32_t i = 0; i < s->n_active; i++) {
 			struct ss_app *a = s->active[i];
-			for (uint32_t c = 0; c < a->n_ctx && !a->broken; c++)
-				did |= take_commands(s, a, (uint16_t)c) > 0;
+			for (uint32_t c = 0; c < a->n_ctx && !a->broken; c++) {
+				struct ss_app_ctx *cx = &a->ctx[c];
+				/* Pairs with the app's store-release of prod (as
+				 * in take_commands()). */
+				if (__atomic_load_n(&cx->atx->prod, __ATOMIC_ACQUIRE) != cx->atx_cons)
+					did |= take_commands(s, a, (uint16_t)c) > 0;
+			}
 		}
 	}
-	stack_arp_poll(s);
+	if (s->arp_wait)
+		stack_arp_poll(s);
 	stack_timers_run(s);
-	did |= s->dirty != NULL;
-	stack_conns_flush(s);
-	did |= stack_loop_run(s);
-	if (s->reg)
+	if (s->dirty) {
+		did = true;
+		stack_conns_flush(s);
+	}
+	if (stack_loop_pending(s))
+		did |= stack_loop_run(s);
+	if (s->publish) {
+		s->publish = false;
 		did |= publish_events(s);
+	}
 	/* Frames still on the loopback queue, or connections that found it
 	 * full, are work for the next round. */
 	return did || stack_loop_pending(s) || s->dirty != NULL;

@@ -245,7 +245,11 @@ static void cc_publish(struct ss_sconn *sc)
 	in->pacing_rate = rate;
 	in->bytes_acked = sc->cc.bytes_acked;
 	in->bytes_received = sc->cc.bytes_received;
-	snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
+	/* Copied once: the name only changes with the algorithm (the owner's
+	 * record is new when the connection moves, cc_name then empty). */
+	if (in->cc_name[0] != sc->cc.ops->name[0] ||
+	    strncmp(in->cc_name, sc->cc.ops->name, sizeof(in->cc_name) - 1) != 0)
+		snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
 	__atomic_store_n(&in->seq, seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -287,7 +291,7 @@ static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_pacer_
 		stack_conn_dirty(s, sc); /* not paced any more: send at once */
 }
 
-void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 
@@ -303,7 +307,9 @@ void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 	 * (its app exited, data still going out) keeps its last owner's. */
 	if (sc->app && sc->app->cap != sc->cc.pf.group)
 		cc_regroup(s, sc, sc->app->cap);
-	if (sc->cc.paced && c->tx_budget == 0 && ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
+	/* Budget only for data waiting to go (a FIN alone needs none). */
+	if (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c) &&
+	    ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
 		c->tx_budget = cc_quantum(sc);
 }
 
@@ -363,7 +369,7 @@ static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, b
 	return iv;
 }
 
-void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_pacer_flow *pf = &sc->cc.pf;
@@ -460,19 +466,23 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 }
 
-void stack_cc_run(struct ss_stack *s)
+void stack_cc_run_intervals(struct ss_stack *s)
 {
 	struct ss_timer *due[64];
-	struct ss_pacer_flow *go[64];
 	unsigned n;
 
-	if (!s->ccp)
-		return;
 	do {
 		n = ss_timer_wheel_expire(&s->cc_wheel, s->now_us, due, 64);
 		for (unsigned i = 0; i < n; i++)
 			cc_interval(s, sconn_of_cc_timer(due[i]));
 	} while (n == 64);
+}
+
+void stack_cc_run_pacer(struct ss_stack *s)
+{
+	struct ss_pacer_flow *go[64];
+	unsigned n;
+
 	do {
 		n = ss_pacer_poll(&s->pacer, cc_now_ns(s), go, 64);
 		for (unsigned i = 0; i < n; i++) {

@@ -68,15 +68,10 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 		return -1;
 	}
 	uint8_t *l3 = buf + SS_ETH_HDR_LEN, *l4 = l3 + SS_IPV4_HDR_MIN;
-	struct ss_tcp h = seg->hdr;
-	if (seg->len) {
-		h.payload = l4 + l4_hdr;
+	if (seg->len)
 		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + l4_hdr, seg->len);
-	} else {
-		h.payload = NULL;
-	}
-	h.payload_len = seg->len;
-	size_t n = ss_tcp_build(l4, cap - hdrs, &h, c->local_ip, c->remote_ip);
+	size_t n = ss_tcp_build_in_place(l4, cap - hdrs, &seg->hdr, seg->len, c->local_ip,
+					 c->remote_ip);
 	if (n == 0) {
 		frame_put(s, loop, handle, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
@@ -85,7 +80,7 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	struct ss_ipv4 ip = {
 		.total_len = (uint16_t)(SS_IPV4_HDR_MIN + n),
 		.id = s->ip_id++,
-		.tos = h.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
+		.tos = seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
 		.frag = IP_DF,
 		.ttl = TTL,
 		.proto = SS_IPPROTO_TCP,
@@ -126,6 +121,50 @@ static void arp_request(struct ss_stack *s, uint32_t target)
 	size_t n = ss_arp_build(buf + SS_ETH_HDR_LEN, cap - SS_ETH_HDR_LEN, &req);
 	s->io.frame_send(s->io.arg, handle, SS_ETH_HDR_LEN + n);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_arp_request);
+}
+
+/* ---- the delayed-ACK queue (s->delack_q) ----------------------------------- */
+
+static void delack_unlink(struct ss_sconn *sc)
+{
+	struct ss_timer *t = &sc->delack;
+
+	if (!t->armed)
+		return;
+	t->prev->next = t->next;
+	t->next->prev = t->prev;
+	t->next = t->prev = NULL;
+	t->armed = 0;
+}
+
+/* Queued in deadline order: at the tail, unless the clock went back. */
+static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadline_us)
+{
+	struct ss_timer *t = &sc->delack, *after = s->delack_q.prev;
+
+	while (after != &s->delack_q && after->deadline_us > deadline_us)
+		after = after->prev;
+	t->deadline_us = deadline_us;
+	t->armed = 1;
+	t->prev = after;
+	t->next = after->next;
+	after->next->prev = t;
+	after->next = t;
+}
+
+/* Delayed ACKs whose time has come (the head is due: stack_timers_run()). */
+void stack_delack_run(struct ss_stack *s)
+{
+	struct ss_timer *t;
+
+	while ((t = s->delack_q.next)->deadline_us <= s->now_us) { /* the sentinel stops it */
+		struct ss_sconn *sc = (struct ss_sconn *)(void *)((uint8_t *)t -
+								   offsetof(struct ss_sconn, delack));
+
+		delack_unlink(sc);
+		ss_tcp_timer(&sc->tcp, s->now_us);
+		stack_conn_dirty(s, sc);
+	}
 }
 
 /* ---- set-up and teardown -------------------------------------------------- */
@@ -180,7 +219,10 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 	for (uint32_t i = 0; i < lim->max_flows; i++) {
 		s->conns[i].id = i;
 		ss_timer_init(&s->conns[i].timer);
+		ss_timer_init(&s->conns[i].delack);
 	}
+	s->delack_q.next = s->delack_q.prev = &s->delack_q;
+	s->delack_q.deadline_us = UINT64_MAX; /* the sentinel is never due */
 	return 0;
 fail:
 	ss_stack_fini(s);
@@ -213,6 +255,7 @@ static struct ss_sconn *conn_alloc(struct ss_stack *s)
 	memset(sc, 0, sizeof(*sc));
 	sc->id = (uint32_t)id;
 	ss_timer_init(&sc->timer);
+	ss_timer_init(&sc->delack);
 	__atomic_store_n(&s->n_flows, s->n_flows + 1, __ATOMIC_RELAXED);
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_created);
 	return sc;
@@ -235,6 +278,7 @@ static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 	if (sc->orphan_buf)
 		conn_orphan_free(s, sc);
 	ss_timer_cancel(&s->wheel, &sc->timer);
+	delack_unlink(sc);
 	stack_cc_conn_free(s, sc);
 	if (sc->flags & SC_IN_TABLE)
 		ss_flow_table_remove(&s->flows, &sc->key);
@@ -680,18 +724,23 @@ static void conn_sync_timer(struct ss_stack *s, struct ss_sconn *sc)
 {
 	if (sc->flags & SC_ARP_WAIT)
 		return;
-	uint64_t d = ss_tcp_next_deadline(&sc->tcp);
-	if (d == 0) {
-		ss_timer_cancel(&s->wheel, &sc->timer);
-		return;
+	/* The delayed ACK: queued, moved or taken off as the engine set or
+	 * cleared it (the reply carried the ACK). */
+	uint64_t dl = sc->tcp.delack_deadline_us;
+	if (dl != (sc->delack.armed ? sc->delack.deadline_us : 0)) {
+		delack_unlink(sc);
+		if (dl)
+			delack_queue(s, sc, dl);
 	}
-	/* Lazy: an earlier deadline re-arms; a later one waits for the
-	 * armed timer to fire and re-arm (ACKs then cost no wheel work). */
-	if (!ss_timer_armed(&sc->timer) || d < sc->timer.deadline_us)
+	uint64_t d = ss_tcp_next_deadline_no_delack(&sc->tcp);
+	/* Lazy: an earlier deadline re-arms; a later one, or none (an ACK
+	 * of everything stopped the RTO), waits for the armed timer to fire
+	 * and re-arm or stop (ACKs then cost no wheel work). */
+	if (d && (!ss_timer_armed(&sc->timer) || d < sc->timer.deadline_us))
 		ss_timer_arm(&s->wheel, &sc->timer, d);
 }
 
-void stack_timers_run(struct ss_stack *s)
+void stack_conn_timers_run(struct ss_stack *s)
 {
 	struct ss_timer *due[64];
 	unsigned n;
@@ -705,11 +754,21 @@ void stack_timers_run(struct ss_stack *s)
 				arp_timeout(s, sc);
 				continue;
 			}
+			/* Lazy arming (conn_sync_timer) lets a timer fire after
+			 * its deadline went away or moved later (an ACK pushed
+			 * the RTO back): then nothing is due, and it only goes
+			 * back on the wheel. */
+			uint64_t d = ss_tcp_next_deadline_no_delack(&sc->tcp);
+			if (d > s->now_us) {
+				ss_timer_arm(&s->wheel, &sc->timer, d);
+				continue;
+			}
+			if (d == 0 && sc->tcp.f.state != SS_TCPS_CLOSED)
+				continue; /* nothing armed any more */
 			ss_tcp_timer(&sc->tcp, s->now_us);
 			stack_conn_dirty(s, sc);
 		}
 	} while (n == 64);
-	stack_cc_run(s);
 }
 
 /* Adds the engine's per-connection counts to the thread's counters. */
@@ -755,8 +814,11 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_tcp_conn *c = &sc->tcp;
 	uint8_t ev = c->events;
 
-	sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
-	conn_stats_drain(s, &c->st);
+	if (c->st_new) {
+		c->st_new = 0;
+		sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
+		conn_stats_drain(s, &c->st);
+	}
 	if (!ev)
 		return;
 	if ((ev & SS_TCP_EV_CONNECTED) && sc->listener) {
@@ -818,7 +880,10 @@ void stack_conns_flush(struct ss_stack *s)
 			sc->ev_pending = 0;
 			stack_conn_release_slot(s, sc);
 		}
-		if (sc->app)
+		/* Nothing to post for an open connection without events (the
+		 * flush that sends a reply): stack_conn_post() would find so. */
+		if (sc->app && (sc->ev_pending || sc->rx_pending || sc->acked_pending ||
+				(sc->flags & SC_PENDING) || sc->tcp.f.state != SS_TCPS_ESTABLISHED))
 			stack_conn_post(s, sc); /* may release the slot (CLOSED posted) */
 		/* Back on the dirty list already (a hook above re-queued it):
 		 * freed when that list is flushed, never while on it. */
@@ -836,6 +901,8 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 		return 0; /* looped-back frames wait: no sleeping */
 	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
 
+	if (s->delack_q.next->deadline_us < t) /* the sentinel's is UINT64_MAX */
+		t = s->delack_q.next->deadline_us;
 	return c < t ? c : t;
 }
 

@@ -24,7 +24,7 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
 void stack_conns_flush(struct ss_stack *s);
-void stack_timers_run(struct ss_stack *s);
+void stack_conn_timers_run(struct ss_stack *s);
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
@@ -72,11 +72,55 @@ void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc);
 /* stack_cc.c: congestion control (control loop and pacing). */
 int stack_cc_init(struct ss_stack *s);
 void stack_cc_fini(struct ss_stack *s);
-/* Around ss_tcp_output() in the flush: budget before, charge and arm after. */
-void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc);
-void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc);
+/* Around ss_tcp_output() in the flush: budget before, charge and arm after.
+ * Inline tests for the flushes that need neither (nothing to send, nothing
+ * sent, intervals running): the _slow halves do the work. */
+void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc);
+void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc);
+
+static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+
+	/* Not started yet, a new owner's cap, or a paced flow with data and
+	 * no budget (ss_tcp_tx_unsent(): a FIN alone needs none). */
+	if (!sc->cc.ops) {
+		if (s->ccp)
+			stack_cc_before_output_slow(s, sc);
+		return;
+	}
+	if ((sc->app && sc->app->cap != sc->cc.pf.group) ||
+	    (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c)))
+		stack_cc_before_output_slow(s, sc);
+}
+
+static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_tcp_conn *c = &sc->tcp;
+
+	if (!sc->cc.ops)
+		return;
+	if (c->cc.sent_bytes == sc->cc.charged && !c->budget_hit &&
+	    (ss_timer_armed(&sc->cc.timer) || c->f.snd_max == c->f.snd_una)) {
+		if (sc->cc.paced)
+			c->tx_budget = 0; /* what is left of a release is not kept */
+		return;
+	}
+	stack_cc_after_output_slow(s, sc);
+}
 /* Due control intervals and pacer releases (marks connections dirty). */
-void stack_cc_run(struct ss_stack *s);
+void stack_cc_run_intervals(struct ss_stack *s);
+void stack_cc_run_pacer(struct ss_stack *s);
+
+static inline void stack_cc_run(struct ss_stack *s)
+{
+	if (!s->ccp)
+		return;
+	if (ss_timer_wheel_due(&s->cc_wheel, s->now_us))
+		stack_cc_run_intervals(s);
+	if (!ss_pacer_idle(&s->pacer, s->now_us * 1000))
+		stack_cc_run_pacer(s);
+}
 /* The connection leaves its application (slot released) / goes away. */
 void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc);
 void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc);
@@ -96,6 +140,18 @@ bool stack_loop_run(struct ss_stack *s);
 static inline bool stack_loop_pending(const struct ss_stack *s)
 {
 	return s->loop.head != s->loop.tail;
+}
+
+void stack_delack_run(struct ss_stack *s);
+
+/* Due connection timers, delayed ACKs, control intervals and pacer releases. */
+static inline void stack_timers_run(struct ss_stack *s)
+{
+	if (ss_timer_wheel_due(&s->wheel, s->now_us))
+		stack_conn_timers_run(s);
+	if (s->delack_q.next->deadline_us <= s->now_us) /* the sentinel's: UINT64_MAX */
+		stack_delack_run(s);
+	stack_cc_run(s);
 }
 
 /* stack_app.c */

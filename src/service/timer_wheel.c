@@ -162,6 +162,13 @@ unsigned ss_timer_wheel_expire(struct ss_timer_wheel *w, uint64_t now_us,
 		return 0;
 	}
 
+	/* Nothing armed is due before next_us, and a caller may skip the calls
+	 * while now is below it (now_tick then lags): the walk starts at
+	 * next_us's tick when that is later.  A timer armed with a past
+	 * deadline sits at the now_tick of its arming, not before next_us's
+	 * tick (next_us went down to its deadline). */
+	if (w->now_tick < w->next_us / w->tick_us)
+		w->now_tick = w->next_us / w->tick_us;
 	/* Ticks now_tick..new_tick; past one rotation every slot has been seen. */
 	n_visit = new_tick - w->now_tick + 1;
 	if (n_visit > w->n_slots)
@@ -193,7 +200,3 @@ unsigned ss_timer_wheel_expire(struct ss_timer_wheel *w, uint64_t now_us,
 	return n;
 }
 
-uint64_t ss_timer_wheel_next(const struct ss_timer_wheel *w)
-{
-	return w->next_us;
-}

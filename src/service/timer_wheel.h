@@ -91,6 +91,20 @@ unsigned ss_timer_wheel_expire(struct ss_timer_wheel *w, uint64_t now_us,
  * ahead (it is then the start of the 257th tick: an early wake-up). The
  * refresh walks at most 256 slots and the timers in them.
  */
-uint64_t ss_timer_wheel_next(const struct ss_timer_wheel *w);
+static inline uint64_t ss_timer_wheel_next(const struct ss_timer_wheel *w)
+{
+	return w->next_us;
+}
+
+/*
+ * True when ss_timer_wheel_expire(@w, @now_us, ...) may return timers:
+ * @now_us has reached ss_timer_wheel_next().  Callers that poll often may
+ * call expire only then (the wheel catches up on the ticks it did not
+ * see at the next call).
+ */
+static inline bool ss_timer_wheel_due(const struct ss_timer_wheel *w, uint64_t now_us)
+{
+	return now_us >= w->next_us;
+}
 
 #endif /* SS_SERVICE_TIMER_WHEEL_H */

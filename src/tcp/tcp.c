@@ -127,7 +127,8 @@ void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, 
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(dst, r->base + off, first);
-	memcpy((uint8_t *)dst + first, r->base, len - first);
+	if (len > first) /* wraps */
+		memcpy((uint8_t *)dst + first, r->base, len - first);
 }
 
 void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len)
@@ -136,7 +137,8 @@ void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(r->base + off, src, first);
-	memcpy(r->base, (const uint8_t *)src + first, len - first);
+	if (len > first) /* wraps */
+		memcpy(r->base, (const uint8_t *)src + first, len - first);
 }
 
 uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c)
@@ -337,10 +339,15 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
 	return 0;
 }
 
-uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
+uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c)
 {
 	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
-				      tcp_min_deadline(c->tw_deadline_us, c->delack_deadline_us));
+				      c->tw_deadline_us);
 	/* A probe only matters while the retransmission timer runs. */
 	return c->rto_deadline_us ? tcp_min_deadline(d, c->tlp_deadline_us) : d;
+}
+
+uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
+{
+	return tcp_min_deadline(ss_tcp_next_deadline_no_delack(c), c->delack_deadline_us);
 }

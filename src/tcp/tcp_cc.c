@@ -78,7 +78,7 @@ void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 		 * acked, add one SMSS back if at least one SMSS was acked, and
 		 * restart the timer for the first partial ACK. */
 		tcp_retransmit_una(c, now_us);
-		c->st.fast_retrans++;
+		tcp_st(c)->fast_retrans++;
 		if (!own)
 			return; /* the control loop owns the window */
 		f->cwnd = f->cwnd > acked ? f->cwnd - acked : 0;
@@ -158,13 +158,13 @@ void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us)
 
 	bool own = c->cc_mode == SS_TCP_CC_ENGINE;
 
-	c->st.dup_acks++;
+	tcp_st(c)->dup_acks++;
 	if (f->flags & SS_TCPF_IN_RECOVERY) {
 		/* RFC 6582 §3.2 step 4: inflate for the segment that left. */
 		if (own)
 			f->cwnd += f->mss;
 		if (sack_new && ss_seq_geq(c->sack_high, c->rexmit_mark + 3u * f->mss)) {
-			c->st.lost_rexmits++;
+			tcp_st(c)->lost_rexmits++;
 			tcp_retransmit_una(c, now_us);
 		}
 		return;
@@ -184,7 +184,7 @@ void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us)
 		return;
 	f->recover = f->snd_max;
 	f->flags |= SS_TCPF_IN_RECOVERY;
-	c->st.fast_retrans++;
+	tcp_st(c)->fast_retrans++;
 	c->cc.fast_retx++;
 	if (own)
 		f->ssthresh = tcp_cc_loss_ssthresh(f);

@@ -42,7 +42,7 @@ void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now
 		 * ECE covers exactly the marked bytes. */
 		if (c->ecn_dctcp && !c->ece_pending && f->rcv_nxt != c->last_ack_sent)
 			tcp_send_ack(c, now_us);
-		c->st.ce_segs++;
+		tcp_st(c)->ce_segs++;
 		c->ce_bytes += (uint32_t)seg->payload_len;
 		c->ece_pending = 1;
 		f->flags |= SS_TCPF_ACK_NOW;
@@ -61,9 +61,9 @@ void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now
 
 			f->ssthresh = half;
 			f->cwnd = half;
-			c->st.ecn_reductions++;
+			tcp_st(c)->ecn_reductions++;
 		} else {
-			c->st.ecn_echoes++;
+			tcp_st(c)->ecn_echoes++;
 		}
 	}
 }

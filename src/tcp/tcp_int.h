@@ -50,6 +50,13 @@ static inline uint32_t tcp_tsval(const struct ss_tcp_conn *c, uint64_t now_us)
 	return (uint32_t)(now_us / 1000) + c->ts_offset;
 }
 
+/* The counters, for a change: marks them for the caller to drain. */
+static inline struct ss_tcp_conn_stats *tcp_st(struct ss_tcp_conn *c)
+{
+	c->st_new = 1;
+	return &c->st;
+}
+
 /* Karn's rule (RFC 6298 §3): a retransmission stops the timed segment;
  * until everything sent so far is acknowledged, RTT samples come from
  * TSecr (which names the transmission an ACK answers) or not at all. */

@@ -73,7 +73,7 @@ void tcp_rx_ooo(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *data, uint32
 	while (hi < c->ooo_n && (int32_t)(c->ooo[hi].start - e) <= 0)
 		hi++;
 	if (hi == lo && c->ooo_n == SS_TCP_OOO_MAX) {
-		c->st.drop_ooo_outside++;
+		tcp_st(c)->drop_ooo_outside++;
 		return;
 	}
 	ss_tcp_ring_copy_in(&c->rx, s, data, len);

@@ -56,8 +56,8 @@ int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us)
 	c->tlp_sent = 1;
 	if (!len || (f->flags & SS_TCPF_FIN_SENT))
 		return 0;
-	c->st.tail_probes++;
-	c->st.retrans_segs++;
+	tcp_st(c)->tail_probes++;
+	tcp_st(c)->retrans_segs++;
 	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_max - len, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
 }
@@ -152,7 +152,7 @@ int tcp_send_ack(struct ss_tcp_conn *c, uint64_t now_us)
  * it against its own state. */
 int tcp_send_rst(struct ss_tcp_conn *c, uint64_t now_us)
 {
-	c->st.rst_sent++;
+	tcp_st(c)->rst_sent++;
 	return tcp_output_seg(c, c->f.snd_max, 0, SS_TCP_RST | SS_TCP_ACK, now_us);
 }
 
@@ -164,11 +164,11 @@ int tcp_send_challenge_ack(struct ss_tcp_conn *c, uint64_t now_us)
 		c->challenge_count = 0;
 	}
 	if (c->challenge_count >= c->params->challenge_ack_per_s) {
-		c->st.challenge_ack_limited++;
+		tcp_st(c)->challenge_ack_limited++;
 		return -1;
 	}
 	c->challenge_count++;
-	c->st.challenge_acks++;
+	tcp_st(c)->challenge_acks++;
 	return tcp_send_ack(c, now_us);
 }
 
@@ -230,7 +230,7 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
 		flags |= SS_TCP_FIN;
 	if (!len && !(flags & SS_TCP_FIN))
 		return 0;
-	c->st.retrans_segs++;
+	tcp_st(c)->retrans_segs++;
 	c->rexmit_mark = f->snd_max;
 	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
@@ -245,7 +245,7 @@ int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us)
 
 	if (!ss_seq_lt(f->snd_una, tcp_data_end(c)))
 		return 0;
-	c->st.persist_probes++;
+	tcp_st(c)->persist_probes++;
 	tcp_rtt_karn(c);
 	rc = tcp_output_seg(c, f->snd_una, 1, SS_TCP_ACK | SS_TCP_PSH, now_us);
 	if (rc == 0) {
@@ -296,7 +296,7 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 				/* Paced: the caller gives more budget when the
 				 * pacer lets this flow send again. */
 				c->budget_hit = 1;
-				c->st.budget_stops++;
+				tcp_st(c)->budget_stops++;
 				c->cc.rate_limited++;
 				break;
 			}
@@ -323,7 +323,7 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 		if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED)
 			c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
 		if (rexmit) {
-			c->st.retrans_segs++;
+			tcp_st(c)->retrans_segs++;
 			tcp_rtt_karn(c);
 		} else if (!(f->flags & SS_TCPF_RTT_TIMING) && len) {
 			/* RFC 6298 §3: time one segment per RTT, in microseconds
@@ -379,6 +379,6 @@ int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in)
 	memset(&s, 0, sizeof(s));
 	if (!ss_tcp_rst_reply(in, &s.hdr))
 		return 0;
-	c->st.rst_sent++;
+	tcp_st(c)->rst_sent++;
 	return c->emit(c->emit_arg, c, &s);
 }

@@ -79,11 +79,11 @@ static void tcp_input_text(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *d
 		uint32_t d = f->rcv_nxt - seq;
 
 		if (d > len) { /* cannot pass the acceptability test; be safe */
-			c->st.dup_data += len;
+			tcp_st(c)->dup_data += len;
 			f->flags |= SS_TCPF_ACK_NOW;
 			return;
 		}
-		c->st.dup_data += d;
+		tcp_st(c)->dup_data += d;
 		data += d;
 		len -= d;
 		seq = f->rcv_nxt;
@@ -95,14 +95,14 @@ static void tcp_input_text(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *d
 	if (off + (uint64_t)len > wnd) {
 		uint32_t keep = wnd > off ? wnd - off : 0;
 
-		c->st.drop_out_of_window++;
+		tcp_st(c)->drop_out_of_window++;
 		len = keep < len ? keep : len;
 		fin = false;
 		f->flags |= SS_TCPF_ACK_NOW;
 	}
 	/* RFC 1122 §4.2.2.13: nobody will read new data after close(). */
 	if (c->closed_by_app && len) {
-		c->st.data_after_close++;
+		tcp_st(c)->data_after_close++;
 		tcp_send_rst(c, now_us);
 		tcp_state_set(c, SS_TCPS_CLOSED);
 		return;
@@ -133,7 +133,7 @@ static void tcp_send_oow_ack(struct ss_tcp_conn *c, uint32_t len, uint8_t fl, ui
 {
 	if (len == 0 && !(fl & SS_TCP_SYN)) {
 		if (c->oow_ack_sent && now_us - c->last_oow_ack_us < TCP_OOW_ACK_US) {
-			c->st.oow_ack_limited++;
+			tcp_st(c)->oow_ack_limited++;
 			return;
 		}
 		c->oow_ack_sent = true;
@@ -165,9 +165,9 @@ static void tcp_input_syn_sent(struct ss_tcp_conn *c, const struct ss_tcp *seg,
 	if (seg->flags & SS_TCP_ACK) {
 		/* First: SEG.ACK =< ISS or > SND.NXT -> <SEQ=SEG.ACK><CTL=RST>. */
 		if (ss_seq_leq(seg->ack, c->iss) || ss_seq_gt(seg->ack, f->snd_max)) {
-			c->st.drop_syn_sent++;
+			tcp_st(c)->drop_syn_sent++;
 			if (seg->flags & SS_TCP_RST)
-				c->st.rst_ignored++;
+				tcp_st(c)->rst_ignored++;
 			else
 				tcp_send_rst_reply(c, seg);
 			return;
@@ -175,17 +175,17 @@ static void tcp_input_syn_sent(struct ss_tcp_conn *c, const struct ss_tcp *seg,
 		ack_ok = true;
 	}
 	if (seg->flags & SS_TCP_RST) {
-		c->st.rst_rcvd++;
+		tcp_st(c)->rst_rcvd++;
 		/* Second: a RST counts only with an acceptable ACK (RFC 5961 §3.2
 		 * leaves SYN-SENT to RFC 9293). */
 		if (ack_ok)
 			tcp_conn_drop(c, ECONNREFUSED, SS_TCP_EV_RESET);
 		else
-			c->st.rst_ignored++;
+			tcp_st(c)->rst_ignored++;
 		return;
 	}
 	if (!(seg->flags & SS_TCP_SYN)) {
-		c->st.drop_syn_sent++;
+		tcp_st(c)->drop_syn_sent++;
 		return;
 	}
 	/* Fourth: SYN. */
@@ -246,11 +246,11 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 	 * RSTs are exempt (Linux does the same: a RST may carry no TSopt). */
 	if ((f->flags & SS_TCPF_TS) && !(fl & SS_TCP_RST)) {
 		if (!(seg->opts.present & SS_TCP_OPTF_TS)) {
-			c->st.drop_no_ts++;
+			tcp_st(c)->drop_no_ts++;
 			return;
 		}
 		if (ss_seq_lt(seg->opts.ts_val, f->ts_recent)) {
-			c->st.drop_paws++;
+			tcp_st(c)->drop_paws++;
 			tcp_send_oow_ack(c, len, fl, now_us);
 			return;
 		}
@@ -264,12 +264,12 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 	    !(wnd == 0 && seq == f->rcv_nxt)) { /* zero window: still take ACK/RST */
 		if (fl & SS_TCP_RST) {
 			/* RFC 5961 §3.2: RST outside the window: drop silently. */
-			c->st.rst_rcvd++;
-			c->st.rst_ignored++;
+			tcp_st(c)->rst_rcvd++;
+			tcp_st(c)->rst_ignored++;
 			return;
 		}
 		if (fl & SS_TCP_SYN) {
-			c->st.drop_out_of_window++;
+			tcp_st(c)->drop_out_of_window++;
 			tcp_send_challenge_ack(c, now_us); /* RFC 5961 §4.2 */
 			return;
 		}
@@ -280,9 +280,9 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 			return;
 		}
 		if (len && ss_seq_leq(seq + seg_len, f->rcv_nxt))
-			c->st.dup_data += len; /* old duplicate */
+			tcp_st(c)->dup_data += len; /* old duplicate */
 		else
-			c->st.drop_out_of_window++;
+			tcp_st(c)->drop_out_of_window++;
 		if (f->state == SS_TCPS_SYN_RCVD)
 			tcp_send_syn(c, now_us);
 		else
@@ -292,7 +292,7 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 
 	/* Second: RST (RFC 5961 §3.2: exact match resets, else challenge). */
 	if (fl & SS_TCP_RST) {
-		c->st.rst_rcvd++;
+		tcp_st(c)->rst_rcvd++;
 		if (seq == f->rcv_nxt)
 			tcp_input_reset(c);
 		else
@@ -308,23 +308,23 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 
 	/* Fifth: ACK. */
 	if (!(fl & SS_TCP_ACK)) {
-		c->st.drop_no_ack++;
+		tcp_st(c)->drop_no_ack++;
 		return;
 	}
 	if (f->state == SS_TCPS_SYN_RCVD) {
 		if (!ss_seq_gt(seg->ack, f->snd_una) || ss_seq_gt(seg->ack, f->snd_max)) {
-			c->st.drop_old_ack++;
+			tcp_st(c)->drop_old_ack++;
 			tcp_send_rst_reply(c, seg);
 			return;
 		}
 	} else if (ss_seq_gt(seg->ack, f->snd_max)) {
 		/* RFC 5961 §5.2: acks data never sent. */
-		c->st.drop_future_ack++;
+		tcp_st(c)->drop_future_ack++;
 		tcp_send_challenge_ack(c, now_us);
 		return;
 	} else if (ss_seq_lt(seg->ack, f->snd_una - c->max_snd_wnd)) {
 		/* RFC 5961 §5.2: older than any window the peer could have seen. */
-		c->st.drop_old_ack++;
+		tcp_st(c)->drop_old_ack++;
 		tcp_send_challenge_ack(c, now_us);
 		return;
 	}
@@ -390,7 +390,7 @@ void tcp_input_slow(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t no
 	c->st.slow_path++;
 	/* No IPv4 segment is longer; anything else is not network input. */
 	if (seg->payload_len > 0xffff || (seg->payload_len && !seg->payload)) {
-		c->st.drop_out_of_window++;
+		tcp_st(c)->drop_out_of_window++;
 		return;
 	}
 	uint32_t len = (uint32_t)seg->payload_len;

@@ -26,7 +26,7 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 		ss_tcp_output(c, now_us);
 		return;
 	}
-	c->st.rto_fired++;
+	tcp_st(c)->rto_fired++;
 	if (f->state == SS_TCPS_SYN_SENT || f->state == SS_TCPS_SYN_RCVD) {
 		if (c->retries >= c->params->syn_retries) {
 			tcp_timer_give_up(c, now_us);
@@ -36,7 +36,7 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 		if (f->backoff < SS_TCP_BACKOFF_MAX)
 			f->backoff++;
 		tcp_rtt_karn(c);
-		c->st.retrans_segs++;
+		tcp_st(c)->retrans_segs++;
 		tcp_send_syn(c, now_us);
 		tcp_rto_arm(c, now_us);
 		return;

@@ -1,36 +1,102 @@
 /* Internet checksum (RFC 1071) and incremental update (RFC 1624). */
 #include "wire/csum.h"
 
+#include <string.h>
+
 #include "wire/bytes.h"
 
 /*
- * RFC 1071 §4.1.  Words are read as big-endian 32-bit values into a 64-bit
- * accumulator; since 2^16 == 1 (mod 0xFFFF), adding a 32-bit word equals
- * adding its two 16-bit halves, and folding the high half back in
- * (end-around carry) keeps the one's-complement sum.  A non-zero sum never
- * folds to zero, so +0 and -0 stay distinct as RFC 1071 requires.
+ * RFC 1071 §4.1, eight bytes per load.  The sum is taken over the host's
+ * own reading of the bytes and turned into the big-endian reading at the
+ * end: the one's-complement sum is byte-order independent (RFC 1071 §2 B:
+ * swapping the bytes of every 16-bit word swaps the bytes of the sum).
+ * 64-bit words are added with end-around carry (one's complement in 64
+ * bits is one's complement in 16: 2^16 == 1 mod 0xFFFF), then folded.  A
+ * non-zero sum never folds to zero, so +0 and -0 stay distinct as RFC 1071
+ * requires.  Loads go through memcpy: @data needs no alignment.
  */
+static inline uint64_t csum_add64(uint64_t acc, uint64_t v)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(acc, v, &r))
+		r++; /* end-around carry: r < v here, no second overflow */
+	return r;
+}
+
+static inline uint16_t csum_bswap16(uint32_t v)
+{
+	return (uint16_t)((v & 0xFF) << 8 | (v >> 8 & 0xFF));
+}
+
+/* End-around fold of a 64-bit one's-complement sum to 32 bits. */
+static inline uint32_t csum_fold_to32(uint64_t acc)
+{
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	return (uint32_t)acc + (uint32_t)(acc >> 32);
+}
+
+/* End-around fold of a 64-bit one's-complement sum to 16 bits. */
+static inline uint32_t csum_fold64(uint64_t acc)
+{
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
+	acc = (acc & 0xFFFF) + (acc >> 16);
+	acc = (acc & 0xFFFF) + (acc >> 16);
+	return (uint32_t)acc;
+}
+
 uint32_t ss_csum_partial(const void *data, size_t len, uint32_t sum)
 {
 	const uint8_t *p = data;
-	uint64_t acc = sum;
+	uint64_t acc = 0, v, w, x, y;
+	uint32_t h;
+	uint16_t t;
 
-	while (len >= 4) {
-		acc += ss_rd32(p);
+	while (len >= 32) {
+		memcpy(&v, p, 8);
+		memcpy(&w, p + 8, 8);
+		memcpy(&x, p + 16, 8);
+		memcpy(&y, p + 24, 8);
+		acc = csum_add64(acc, v);
+		acc = csum_add64(acc, w);
+		acc = csum_add64(acc, x);
+		acc = csum_add64(acc, y);
+		p += 32;
+		len -= 32;
+	}
+	while (len >= 8) {
+		memcpy(&v, p, 8);
+		acc = csum_add64(acc, v);
+		p += 8;
+		len -= 8;
+	}
+	if (len >= 4) {
+		memcpy(&h, p, 4);
+		acc = csum_add64(acc, h);
 		p += 4;
 		len -= 4;
 	}
 	if (len >= 2) {
-		acc += ss_rd16(p);
+		memcpy(&t, p, 2);
+		acc = csum_add64(acc, t);
 		p += 2;
 		len -= 2;
 	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	if (len)
-		acc += (uint32_t)p[0] << 8; /* pad odd byte with zero */
-
-	while (acc >> 32)
-		acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
-	return (uint32_t)acc;
+		acc = csum_add64(acc, p[0]); /* the odd byte, zero-padded on its right */
+	/* To 32 bits, then each 16-bit half to the big-endian reading (the
+	 * halves are a sum of 16-bit words like any other), then the
+	 * caller's (big-endian) sum. */
+	h = csum_fold_to32(acc);
+	h = (h & 0x00FF00FFu) << 8 | (h >> 8 & 0x00FF00FFu);
+	return csum_fold_to32((uint64_t)h + sum);
+#else
+	if (len)
+		acc = csum_add64(acc, (uint32_t)p[0] << 8);
+	return csum_fold_to32(csum_add64(acc, sum));
+#endif
 }
 
 uint16_t ss_csum_fold(uint32_t sum)
@@ -42,23 +108,48 @@ uint16_t ss_csum_fold(uint32_t sum)
 
 uint16_t ss_csum_ipv4_header(const void *hdr, size_t hdr_len)
 {
+	if (hdr_len == 20) {
+		/* The usual header, no options: five words, no loop. */
+		const uint8_t *p = hdr;
+		uint64_t a, b, acc;
+		uint32_t c;
+
+		memcpy(&a, p, 8);
+		memcpy(&b, p + 8, 8);
+		memcpy(&c, p + 16, 4);
+		acc = csum_add64(csum_add64(a, b), c);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		return (uint16_t)~csum_bswap16(csum_fold64(acc));
+#else
+		return (uint16_t)~csum_fold64(acc);
+#endif
+	}
 	return ss_csum_fold(ss_csum_partial(hdr, hdr_len, 0));
 }
 
 /* RFC 9293 §3.1 (TCP pseudo-header), RFC 768 (UDP): same layout. */
-uint32_t ss_csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
-			     uint16_t l4_len)
+static inline uint32_t csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
+					uint16_t l4_len)
 {
 	return (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) +
 	       proto + l4_len;
 }
 
+uint32_t ss_csum_pseudo_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
+			     uint16_t l4_len)
+{
+	return csum_pseudo_ipv4(src, dst, proto, l4_len);
+}
+
 uint16_t ss_csum_l4_ipv4(uint32_t src, uint32_t dst, uint8_t proto,
 			 const void *l4, size_t l4_len)
 {
-	uint32_t sum = ss_csum_pseudo_ipv4(src, dst, proto, (uint16_t)l4_len);
+	uint32_t sum = csum_pseudo_ipv4(src, dst, proto, (uint16_t)l4_len);
 
-	return ss_csum_fold(ss_csum_partial(l4, l4_len, sum));
+	sum = ss_csum_partial(l4, l4_len, sum);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
 }
 
 /*

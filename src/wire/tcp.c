@@ -42,6 +42,15 @@ enum ss_tcp_status ss_tcp_opts_parse(const uint8_t *opts, size_t len,
 	size_t i = 0;
 
 	memset(out, 0, sizeof(*out));
+	/* The layout of nearly every segment once timestamps are on: NOP,
+	 * NOP, TS (RFC 7323 Appendix A; Linux's tcp_parse_aligned_timestamp). */
+	if (len == 12 && opts[0] == SS_TCP_OPT_NOP && opts[1] == SS_TCP_OPT_NOP &&
+	    opts[2] == SS_TCP_OPT_TS && opts[3] == SS_TCP_OLEN_TS) {
+		out->ts_val = ss_rd32(opts + 4);
+		out->ts_ecr = ss_rd32(opts + 8);
+		out->present = SS_TCP_OPTF_TS;
+		return SS_TCP_OK;
+	}
 	while (i < len) {
 		uint8_t kind = opts[i];
 		const uint8_t *v;
@@ -175,7 +184,7 @@ static unsigned tcp_sack_blocks_fit(const struct ss_tcp_opts *o, size_t used)
 	return n;
 }
 
-size_t ss_tcp_opts_len(const struct ss_tcp_opts *o)
+size_t ss_tcp_opts_len_any(const struct ss_tcp_opts *o)
 {
 	size_t n = tcp_opts_fixed_len(o);
 	unsigned blocks = tcp_sack_blocks_fit(o, n);
@@ -197,11 +206,21 @@ static uint8_t *tcp_put4(uint8_t *p, uint8_t a, uint8_t b, uint8_t c,
 size_t ss_tcp_opts_build(uint8_t *buf, size_t cap,
 			 const struct ss_tcp_opts *o)
 {
-	size_t fixed = tcp_opts_fixed_len(o);
-	unsigned blocks = tcp_sack_blocks_fit(o, fixed);
-	size_t total = blocks ? fixed + 4 + 8 * blocks : fixed;
+	size_t fixed, total;
+	unsigned blocks;
 	uint8_t *p = buf;
 
+	if (o->present == SS_TCP_OPTF_TS) { /* the common case, written at once */
+		if (cap < 12)
+			return 0;
+		tcp_put4(p, SS_TCP_OPT_NOP, SS_TCP_OPT_NOP, SS_TCP_OPT_TS, SS_TCP_OLEN_TS);
+		ss_wr32(p + 4, o->ts_val);
+		ss_wr32(p + 8, o->ts_ecr);
+		return 12;
+	}
+	fixed = tcp_opts_fixed_len(o);
+	blocks = tcp_sack_blocks_fit(o, fixed);
+	total = blocks ? fixed + 4 + 8 * blocks : fixed;
 	if (cap < total)
 		return 0;
 	if (o->present & SS_TCP_OPTF_MSS) {
@@ -244,19 +263,27 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 		    uint32_t src_ip, uint32_t dst_ip)
 {
 	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
-	size_t len;
 
 	if (cap < hdr_len || h->payload_len > cap - hdr_len ||
 	    h->payload_len > 0xFFFF - hdr_len)
 		return 0;
-	len = hdr_len + h->payload_len;
-
 	/* Payload first: it may already be in @buf, even where the header
-	 * goes; memmove copes with the overlap.  Already in place (the
-	 * service copies it there from the transmit ring): nothing to move. */
+	 * goes; memmove copes with the overlap.  Already in place: nothing
+	 * to move. */
 	if (h->payload_len && h->payload != buf + hdr_len)
 		memmove(buf + hdr_len, h->payload, h->payload_len);
+	return ss_tcp_build_in_place(buf, cap, h, h->payload_len, src_ip, dst_ip);
+}
 
+size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip)
+{
+	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
+	size_t len;
+
+	if (cap < hdr_len || payload_len > cap - hdr_len || payload_len > 0xFFFF - hdr_len)
+		return 0;
+	len = hdr_len + payload_len;
 	ss_wr16(buf, h->sport);
 	ss_wr16(buf + 2, h->dport);
 	ss_wr32(buf + 4, h->seq);

@@ -132,8 +132,15 @@ bool ss_tcp_csum_ok(uint32_t src, uint32_t dst, const uint8_t *seg,
 
 /*
  * Bytes ss_tcp_opts_build() will emit for @o (a multiple of 4, <= 40).
+ * Inline for timestamps alone (nearly every segment), else
+ * ss_tcp_opts_len_any().
  */
-size_t ss_tcp_opts_len(const struct ss_tcp_opts *o);
+size_t ss_tcp_opts_len_any(const struct ss_tcp_opts *o);
+
+static inline size_t ss_tcp_opts_len(const struct ss_tcp_opts *o)
+{
+	return o->present == SS_TCP_OPTF_TS ? 12 : ss_tcp_opts_len_any(o);
+}
 
 /*
  * Emit the options present in @o in Linux order, every option 32-bit
@@ -164,5 +171,14 @@ size_t ss_tcp_opts_build(uint8_t *buf, size_t cap,
  */
 size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 		    uint32_t src_ip, uint32_t dst_ip);
+
+/*
+ * As ss_tcp_build(), for @payload_len bytes of payload already in place at
+ * @buf + the header length (20 + ss_tcp_opts_len(&h->opts)): h->payload and
+ * h->payload_len are not read, nothing is copied.  Returns the segment
+ * length, or 0 if @cap is too small or the segment would exceed 65535 bytes.
+ */
+size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip);
 
 #endif /* SS_WIRE_TCP_H */

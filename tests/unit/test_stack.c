@@ -448,9 +448,115 @@ static void test_event_ring_full(void)
 	sh_fini(&h);
 }
 
+/*
+ * Delayed ACKs (the service's default, delack_us 1000): in-order data is
+ * not acknowledged at once; the reply carries the ACK when the app answers
+ * in time, else a pure ACK goes when the deadline comes (the stack keeps
+ * these deadlines in a FIFO beside the timer wheel).
+ */
+static void test_delayed_ack(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.st.params.delack_us = 1000; /* connections take the stack's copy */
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40001, 7);
+	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
+	sh_pump(&h, 16);
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+
+	/* The first data after the handshake is acknowledged at once (no ACK
+	 * of ours carried rcv_nxt yet): past that, delayed ACKs. */
+	CHECK(sh_peer_write(p, 0, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
+
+	/* No reply: nothing until the deadline, then one pure ACK. */
+	uint64_t segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	CHECK(sh_peer_write(p, 10, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs);
+	CHECK(p->c.f.snd_una != p->c.f.snd_max);
+	uint64_t due = ss_stack_next_deadline(&h.st);
+	CHECK(due > h.now_us && due <= h.now_us + 1000);
+	h.now_us += 500;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs);
+	h.now_us = due;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 1);
+	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.rx_avail, 20);
+
+	/* A reply in time carries the ACK: one segment, none later. */
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac.slot, .gen = ac.gen,
+					 .arg = 20 });
+	ac.rx_head += 20;
+	ac.rx_avail = 0;
+	sh_pump(&h, 8);
+	segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	for (int r = 0; r < 20; r++) {
+		CHECK(sh_peer_write(p, 20 + 10 * (uint64_t)r, 10, 3) == 0);
+		ss_tcp_output(&p->c, h.now_us);
+		sh_pump(&h, 8);
+		h.now_us += 200;
+		app_poll(&h, &ac, true); /* echo */
+		sh_pump(&h, 8);
+		h.now_us += 200;
+	}
+	h.now_us += 5000;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
+	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
+	CHECK_EQ_U64(ac.echoed, 200);
+	CHECK_EQ_U64(h.st.delack_q.next, &h.st.delack_q); /* nothing left queued */
+
+	/* Several connections: their delayed ACKs go in deadline order. */
+	struct sh_peer_conn *q[3];
+	for (int i = 0; i < 3; i++) {
+		q[i] = sh_peer_new(&h, (uint16_t)(40010 + i), 7);
+		CHECK(ss_tcp_connect(&q[i]->c, h.now_us) == 0);
+	}
+	sh_pump(&h, 16);
+	app_poll(&h, &ac, false);
+	for (int i = 0; i < 3; i++) { /* past the first, at-once ACK */
+		CHECK(sh_peer_write(q[i], 0, 5, 4) == 0);
+		ss_tcp_output(&q[i]->c, h.now_us);
+		sh_pump(&h, 8);
+		CHECK_EQ_U64(q[i]->c.f.snd_una, q[i]->c.f.snd_max);
+	}
+	segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	for (int i = 2; i >= 0; i--) {
+		CHECK(sh_peer_write(q[i], 5, 5, 4) == 0);
+		ss_tcp_output(&q[i]->c, h.now_us);
+		sh_pump(&h, 8);
+		h.now_us += 300;
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs);
+	for (int i = 2; i >= 0; i--) {
+		uint64_t next = ss_stack_next_deadline(&h.st);
+		CHECK(next > h.now_us - 1000 && next <= h.now_us + 1000);
+		if (next > h.now_us + 1000)
+			break; /* (already reported) */
+		h.now_us = next > h.now_us ? next : h.now_us;
+		sh_pump(&h, 8);
+		CHECK_EQ_U64(q[i]->c.f.snd_una, q[i]->c.f.snd_max);
+		if (i > 0)
+			CHECK(q[i - 1]->c.f.snd_una != q[i - 1]->c.f.snd_max);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 3);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	test_passive_echo();
+	test_delayed_ack();
 	test_active_close_first();
 	test_peer_reset();
 	test_connect_refused();

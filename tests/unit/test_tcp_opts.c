@@ -287,6 +287,38 @@ static void test_build_sack(void)
 	CHECK_EQ_U64(ss_tcp_opts_build(buf, 35, &o), 0);
 }
 
+/* NOP NOP TS, the layout of almost every segment (parsed without the
+ * loop), and the look-alikes the loop must still judge. */
+static void test_aligned_ts(void)
+{
+	struct ss_tcp_opts o;
+
+	memset(&o, 0xA5, sizeof(o));
+	CHECK_EQ_U64(PARSE(&o, 1, 1, 8, 10, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88),
+		     SS_TCP_OK);
+	CHECK_EQ_U64(o.present, SS_TCP_OPTF_TS);
+	CHECK_EQ_U64(o.ts_val, 0x11223344);
+	CHECK_EQ_U64(o.ts_ecr, 0x55667788);
+	CHECK_EQ_U64(o.sack_count, 0);
+	CHECK_EQ_U64(o.mss, 0);
+	/* TS first, padding after: the same values through the loop */
+	CHECK_EQ_U64(PARSE(&o, 8, 10, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 1, 1),
+		     SS_TCP_OK);
+	CHECK_EQ_U64(o.present, SS_TCP_OPTF_TS);
+	CHECK_EQ_U64(o.ts_val, 0x11223344);
+	CHECK_EQ_U64(o.ts_ecr, 0x55667788);
+	/* wrong TS length in the same place: rejected */
+	CHECK_EQ_U64(PARSE(&o, 1, 1, 8, 11, 0, 0, 0, 0, 0, 0, 0, 0), SS_TCP_BAD_OPTION);
+	CHECK_EQ_U64(PARSE(&o, 1, 1, 8, 9, 0, 0, 0, 0, 0, 0, 0, 0), SS_TCP_BAD_OPTION);
+	/* NOP NOP TS then a SACK block: not the short layout */
+	CHECK_EQ_U64(PARSE(&o, 1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 1, 5, 10, 0, 0, 0, 3, 0, 0,
+			   0, 4),
+		     SS_TCP_OK);
+	CHECK_EQ_U64(o.present, SS_TCP_OPTF_TS | SS_TCP_OPTF_SACK);
+	CHECK_EQ_U64(o.ts_val, 1);
+	CHECK_EQ_U64(o.sack_count, 1);
+}
+
 int main(void)
 {
 	test_linux_syn();
@@ -299,5 +331,6 @@ int main(void)
 	test_repeated_last_wins();
 	test_build();
 	test_build_sack();
+	test_aligned_ts();
 	return check_done("test_tcp_opts");
 }
