@@ -22,6 +22,8 @@ PKGS=(
 	tcpdump procps
 	# bench/suite.py's figures (the suite writes JSON and markdown without it)
 	python3-matplotlib
+	# bench/insn_per_req.py: instructions per request (callgrind)
+	valgrind
 	# real programs run under `slipstream run` and their Linux clients
 	redis-server redis-tools
 	# tests/integration/test_posix_apps.py and bench/apps_compare.py
