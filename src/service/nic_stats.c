@@ -16,6 +16,11 @@
 #define SOL_XDP 283
 #endif
 
+/* The kernel's NLMSG_NEXT/RTA_NEXT step through a byte buffer that
+ * NLMSG_ALIGN/RTA_ALIGN keep 4-byte aligned (and the buffers below are
+ * aligned for struct nlmsghdr): clang's -Wcast-align cannot see that. */
+#pragma GCC diagnostic ignored "-Wcast-align"
+
 int ss_xsk_stats_add(int fd, struct ss_xsk_stats *sum)
 {
 	struct xdp_statistics st;
@@ -160,7 +165,7 @@ int ss_link_query(int32_t ifindex, int32_t netnsid, struct ss_link_info *out)
 	if (sendto(fd, &req, len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
 	} else {
-		static _Thread_local char buf[16384];
+		static _Thread_local char buf[16384] __attribute__((aligned(8)));
 		ssize_t n = recv(fd, buf, sizeof(buf), 0);
 		rc = n < 0 ? -errno : ss_link_parse(buf, (size_t)n, ifindex, out);
 	}
