@@ -110,7 +110,9 @@ class Run:
             "machine": machine.facts(REPO), "loadavg_before": machine.loadavg(),
             "nofile": list(procmod.nofile_limit()),
             "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
-                             napi=args.napi, service_args=args.service_args),
+                             napi=args.napi, service_args=args.service_args,
+                             client_qdisc=args.client_qdisc, veth_sysfs=args.veth_sysfs,
+                             vdev_args=args.vdev_args),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -136,7 +138,9 @@ class Run:
                            service_args=(self.args.service_args or "").split(),
                            veth_sysfs=dict(kv.split("=", 1)
                                            for kv in (self.args.veth_sysfs or "").split()),
-                           qdisc=self.args.qdisc)
+                           client_qdisc=None if self.args.client_qdisc == "none"
+                           else self.args.client_qdisc,
+                           vdev_args=self.args.vdev_args)
             try:
                 bed.up(self.procs)
                 echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
@@ -317,9 +321,13 @@ def main():
     ap.add_argument("--veth-sysfs", metavar="KEY=VALUE ...",
                     help="sysfs settings for a service's veth end, one string (e.g. "
                     "\"napi_defer_hard_irqs=2 gro_flush_timeout=50000\"); recorded in the JSON")
-    ap.add_argument("--qdisc", metavar="QDISC",
-                    help="root qdisc of both veth ends, both stacks (default: the veth's "
-                    "noqueue), e.g. \"pfifo limit 10000\"; recorded in the JSON")
+    ap.add_argument("--client-qdisc", metavar="QDISC", default=beds.CLIENT_QDISC,
+                    help="root qdisc of the client's veth end in server-side set-ups, both "
+                    "stacks (default \"%(default)s\": the veth holds packets back instead "
+                    "of dropping them when the service's XDP ring is full; \"none\": the "
+                    "veth's noqueue); recorded in the JSON")
+    ap.add_argument("--vdev-args", metavar="K=V,...", default="",
+                    help="more devargs for the AF_XDP PMD (e.g. \"busy_budget=0\")")
     ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
                     help="where the kernel receives for a service's veth (XDP + AF_XDP "
                     "copy): a NAPI thread pinned to the service's CPU (default), or "

@@ -92,6 +92,19 @@ SERVER_SYSCTLS = {"net.core.somaxconn": "65535", "net.ipv4.tcp_max_syn_backlog":
 # the fast path and the program for up to a scheduler slice.
 NAPI_MODES = ("thread", "thread-fifo", "softirq")
 NAPI_FIFO_PRIO = 50
+
+# Server-side set-ups: the root qdisc of the CLIENT's veth end, both stacks.
+# A veth has no qdisc (noqueue), and toward a peer with an XDP program it
+# hands frames over through a 256-slot ring that only the peer's NAPI
+# drains: full, it drops (the client veth's tx_dropped) and the lost
+# request waits for a retransmission timer.  With a qdisc (kernel >= 6.16)
+# the veth stops its queue instead (NETDEV_TX_BUSY, counted as requeues)
+# and the packets wait in the qdisc, as on a NIC whose transmit ring is
+# full.  The limit is above the largest number of requests in flight.
+# Both-ends set-ups keep noqueue: both ends transmit through AF_XDP, which
+# bypasses the qdisc, and a busy veth would make the PMD retry its send()
+# in a loop.
+CLIENT_QDISC = "pfifo limit 32768"
 SETTLE_TIMEOUT = 5.0        # seconds to wait for a point's connections to go
 
 
@@ -182,13 +195,14 @@ class Service:
     """One slipstreamd on one veth end of a test bed."""
 
     def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True,
-                 extra_args=(), napi_fifo_prio=None):
+                 extra_args=(), napi_fifo_prio=None, vdev_args=""):
         self.build, self.ns, self.iface, self.cpu = Path(build), ns, iface, cpu
         self.napi_thread = napi_thread
         self.napi_fifo_prio = napi_fifo_prio
         self.ctl_path, self.name = ctl_path, name
         eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu),
-               "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1" % iface]
+               "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1%s"
+               % (iface, "," + vdev_args if vdev_args else "")]
         self.argv = [self.build / "src/service/slipstreamd", "--ip", cidr, "--gateway", gateway,
                      "--ctl", ctl_path] + SERVICE_ARGS + list(extra_args) + ["--"] + eal
         self.proc = None
@@ -231,13 +245,15 @@ class Bed:
     and how to start the server and the client."""
 
     def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread",
-                 service_args=(), veth_sysfs=None, qdisc=None):
+                 service_args=(), veth_sysfs=None, client_qdisc=CLIENT_QDISC, vdev_args=""):
         assert stack in STACKS and setup in SETUPS and napi in NAPI_MODES
         self.stack, self.setup, self.build = stack, setup, Path(build)
         self.napi = napi
         self.service_args = list(service_args)   # --service-args: beyond SERVICE_ARGS
         self.veth_sysfs = dict(veth_sysfs or {})  # --veth-sysfs: a service's veth end
-        self.qdisc = qdisc                        # --qdisc: root qdisc of both veth ends
+        # --client-qdisc: root qdisc of the client's veth end (server-side only)
+        self.qdisc = client_qdisc if setup == "server" and client_qdisc else None
+        self.vdev_args = vdev_args                # --vdev-args: the AF_XDP PMD's devargs
         self.tb = testbed.Testbed(prefix=prefix, peers=1)
         self.server_ns, self.client_ns = self.tb.svc_ns, testbed.peer_ns_name(prefix, 1)
         self.server_iface, self.client_iface = self.tb.svc_iface, testbed.peer_iface_name(prefix, 1)
@@ -262,10 +278,8 @@ class Bed:
     def up(self, procs):
         self.tb.up()
         if self.qdisc:
-            for ns, iface in ((self.client_ns, self.client_iface),
-                              (self.server_ns, self.server_iface)):
-                testbed.run(["tc", "-n", ns, "qdisc", "replace", "dev", iface, "root"]
-                            + self.qdisc.split())
+            testbed.run(["tc", "-n", self.client_ns, "qdisc", "replace", "dev", self.client_iface,
+                         "root"] + self.qdisc.split())
         _sysctls(self.client_ns, CLIENT_SYSCTLS)
         _sysctls(self.server_ns, SERVER_SYSCTLS)
         if self.stack == "linux":
@@ -279,7 +293,7 @@ class Bed:
         svc = Service(self.build, self.server_ns, self.server_iface, self.tb.service_cidr,
                       CLIENT_IP, self.server_cpu, "%s/%s-a.sock" % (self.ctl_dir, self.tb.prefix),
                       "%s-slipstreamd-server" % self.setup, self.napi != "softirq",
-                      self.service_args, self._napi_fifo_prio())
+                      self.service_args, self._napi_fifo_prio(), self.vdev_args)
         self.services.append(svc.start(procs))
         sysfs_set(self.server_ns, self.server_iface, self.veth_sysfs)
         if self.setup == "server":
@@ -292,7 +306,7 @@ class Bed:
                       "%s/%d" % (CLIENT_IP, testbed.PREFIX_LEN), SERVER_IP, self.client_cpu,
                       "%s/%s-b.sock" % (self.ctl_dir, self.tb.prefix),
                       "%s-slipstreamd-client" % self.setup, self.napi != "softirq",
-                      self.service_args, self._napi_fifo_prio())
+                      self.service_args, self._napi_fifo_prio(), self.vdev_args)
         self.services.append(cli.start(procs))
         sysfs_set(self.client_ns, self.client_iface, self.veth_sysfs)
         return self
@@ -413,6 +427,8 @@ class Bed:
         if self.setup == "server":
             client = "client: Linux (linux_rpc, one thread) in the client namespace, pinned to CPU 0, " \
                      "its kernel receive work on CPU 0 (RPS)"
+            if self.qdisc:
+                client += ", its veth end with a %s qdisc" % self.qdisc
             if self.stack == "linux":
                 return ("%s; server: the program (one thread) pinned to CPU 1 and its kernel "
                         "receive work on CPU 1 (RPS on the server veth)" % client)
@@ -460,7 +476,7 @@ class Bed:
                 if self.stack == "slipstream" else None,
                 "service_argv": [" ".join(str(a) for a in s.argv) for s in self.services],
                 "veth_sysfs": self.veth_sysfs if self.stack == "slipstream" else None,
-                "qdisc": self.qdisc,
+                "client_qdisc": self.qdisc,
                 "app_conns": APP_CONNS if self.stack == "slipstream" else None,
                 "app_buf": APP_BUF if self.stack == "slipstream" else None,
                 "client_sysctls": CLIENT_SYSCTLS, "server_sysctls": SERVER_SYSCTLS,

@@ -16,10 +16,13 @@ const char ss_config_usage[] =
 	"  --ctl PATH            control socket (default " SS_CONFIG_DEFAULT_CTL ")\n"
 	"  --cores N             fast-path threads, one NIC queue each (default 1)\n"
 	"  --port N              DPDK port id to serve (default 0)\n"
-	"  --rx-desc N           RX descriptors per queue (default 1024)\n"
+	"  --rx-desc N           RX descriptors per queue (default 2048; AF_XDP keeps 2048\n"
+	"                        buffers on its fill ring, so more buys nothing there)\n"
 	"  --tx-desc N           TX descriptors per queue (default 1024)\n"
 	"  --arp-entries N       ARP cache size, power of two (default 256)\n"
 	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
+	"  --rx-budget N         frames a fast-path thread takes from its RX queue per round,\n"
+	"                        in bursts of 32, before the round's other work (default 512)\n"
 	"  --max-apps N          applications attached at once (default 16)\n"
 	"  --max-flows N         TCP connections incl. TIME_WAIT (default 65536)\n"
 	"  --max-app-conns N     connections one application may hold (default 16384)\n"
@@ -53,10 +56,11 @@ void ss_config_defaults(struct ss_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->ctl_path, sizeof(cfg->ctl_path), "%s", SS_CONFIG_DEFAULT_CTL);
 	cfg->cores = 1;
-	cfg->rx_desc = 1024;
+	cfg->rx_desc = 2048;
 	cfg->tx_desc = 1024;
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
+	cfg->rx_budget = 512;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;
 	cfg->max_app_conns = 16384;
@@ -200,6 +204,10 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 1000000, &n) != 0)
 			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
 		cfg->idle_polls = (uint32_t)n;
+	} else if (strcmp(key, "rx-budget") == 0) {
+		if (parse_uint(val, 1, 65536, &n) != 0)
+			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);
+		cfg->rx_budget = (uint32_t)n;
 	} else if (strcmp(key, "max-apps") == 0) {
 		if (parse_uint(val, 1, 1024, &n) != 0)
 			return fail(err, errlen, "max-apps: expected 1..1024, got '%s'", val);

@@ -23,6 +23,7 @@ struct ss_config {
 	uint16_t tx_desc;       /* descriptors per TX queue */
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
+	uint32_t rx_budget;     /* RX frames per round (bursts of SS_FP_BURST) */
 	uint32_t max_apps;      /* applications attached at once */
 	uint32_t max_flows;     /* TCP connections, TIME_WAIT included */
 	uint32_t max_app_conns; /* connections one application may hold */
@@ -57,7 +58,7 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
 /*
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
- * port, rx-desc, tx-desc, arp-entries, idle-polls, max-apps, max-flows,
+ * port, rx-desc, tx-desc, arp-entries, idle-polls, rx-budget, max-apps, max-flows,
  * max-app-conns, max-buf, max-listeners, max-app-mem, max-orphan-mem, time-wait-ms, delack-us, ecn,
  * cc, cc-app, app-rate-cap, cc-interval-rtts, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.

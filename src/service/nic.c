@@ -14,21 +14,15 @@
 #include <linux/if_link.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 
 #include "service/log.h"
+#include "service/nic_pool.h"
 
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
 
-#define MBUF_CACHE 256
-#define RX_BURST_SLACK 512
-/* DPDK 22.11's AF_XDP PMD keeps this many buffers on its fill ring
- * (ETH_AF_XDP_DFLT_NUM_DESCS), whatever the RX ring size; its completion
- * ring has as many slots, and its TX ring as many as the RX ring. */
-#define AF_XDP_FILL_BUFFERS 2048
 
 const char *ss_nic_wait_mode_name(enum ss_nic_wait_mode m)
 {
@@ -155,88 +149,6 @@ static void find_wait_fds(struct ss_nic *nic)
 	nic->wait_mode = SS_NIC_WAIT_SOCKET;
 }
 
-/* ---- mbuf pools ---------------------------------------------------------- */
-
-/*
- * The AF_XDP PMD registers its mempool's memory as the socket's UMEM: from
- * the first memory chunk's base, populated_size x object size bytes, and
- * hands the kernel each mbuf as its offset there.  That assumes the objects
- * lie back to back.  rte_pktmbuf_pool_create() asks for IOVA-contiguous
- * objects, which without hugepages (--no-huge: 4 KiB pages) means none may
- * cross a page boundary: one 2.3 KiB mbuf per 4 KiB page, and the last
- * ~40% of them past the end of the UMEM.  The kernel silently discards such
- * a buffer when it comes round on the fill ring (fill-ring entries lost,
- * and with them the mbufs) and rejects it as a TX descriptor
- * (tx_invalid_descs: the frame is never sent, the mbuf never completes).
- * Measured: a fill ring of 2048 buffers settled at under 512, and under
- * load the kernel found it empty (xsk_rx_dropped).  AF_XDP does no DMA, so
- * its pool drops the IOVA requirement and its objects are contiguous.
- */
-static struct rte_mempool *pool_create(const char *name, unsigned n, int socket,
-				       bool contiguous)
-{
-	if (!contiguous)
-		return rte_pktmbuf_pool_create(name, n, MBUF_CACHE, 0,
-					       RTE_MBUF_DEFAULT_BUF_SIZE, socket);
-	/* rte_pktmbuf_pool_create_by_ops(), with RTE_MEMPOOL_F_NO_IOVA_CONTIG. */
-	struct rte_pktmbuf_pool_private priv;
-	memset(&priv, 0, sizeof(priv));
-	priv.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE;
-	struct rte_mempool *mp = rte_mempool_create_empty(
-		name, n, sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, MBUF_CACHE,
-		sizeof(priv), socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
-	if (!mp)
-		return NULL;
-	int rc = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
-	if (rc == 0) {
-		rte_pktmbuf_pool_init(mp, &priv);
-		rc = rte_mempool_populate_default(mp);
-	}
-	if (rc < 0) {
-		rte_mempool_free(mp);
-		rte_errno = -rc;
-		return NULL;
-	}
-	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
-	return mp;
-}
-
-struct umem_check {
-	uintptr_t base;      /* the PMD's UMEM start: first chunk, page-aligned down */
-	uint64_t size;       /* the PMD's UMEM length */
-	uint64_t frame;      /* its chunk size: one whole object */
-	unsigned outside;    /* objects the kernel would refuse */
-};
-
-static void umem_check_obj(struct rte_mempool *mp, void *arg, void *obj, unsigned idx)
-{
-	(void)idx;
-	struct umem_check *c = arg;
-	uint64_t addr = (uint64_t)((uintptr_t)obj - c->base) - mp->header_size;
-	if ((uintptr_t)obj < c->base + mp->header_size || addr + c->frame > c->size)
-		c->outside++;
-}
-
-/*
- * How many of @mp's mbufs lie outside the UMEM the AF_XDP PMD derives from
- * it (the PMD's own arithmetic, xdp_umem_configure()): must be 0.
- */
-static unsigned umem_outside(struct rte_mempool *mp)
-{
-	struct rte_mempool_memhdr *first = STAILQ_FIRST(&mp->mem_list);
-	if (!first)
-		return mp->size;
-	uintptr_t addr = (uintptr_t)first->addr;
-	uintptr_t base = addr & ~((uintptr_t)getpagesize() - 1);
-	struct umem_check c = {
-		.base = base,
-		.frame = rte_mempool_calc_obj_size(mp->elt_size, mp->flags, NULL),
-	};
-	c.size = (uint64_t)mp->populated_size * c.frame + (addr - base);
-	rte_mempool_obj_iter(mp, umem_check_obj, &c);
-	return c.outside;
-}
-
 /* ---- port set-up ---------------------------------------------------------- */
 
 static void read_caps(const struct rte_eth_dev_info *info, struct ss_nic_caps *c)
@@ -334,15 +246,8 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		return rc;
 	}
 
-	/*
-	 * Pool per queue, sized from the rings: the RX ring (and for AF_XDP
-	 * its fill ring, which takes up to a whole ring of buffers) plus the
-	 * TX ring plus a burst in flight and the per-lcore cache.  AF_XDP's
-	 * fill ring holds AF_XDP_FILL_BUFFERS whatever the RX ring's size.
-	 */
 	bool af_xdp = strcmp(nic->driver, "net_af_xdp") == 0;
-	unsigned pool_n = rte_align32pow2(2u * nrx + ntx + RX_BURST_SLACK + MBUF_CACHE +
-					  (af_xdp ? AF_XDP_FILL_BUFFERS : 0)) - 1;
+	unsigned pool_n = ss_nic_pool_size(nrx, ntx, af_xdp);
 	int socket = rte_eth_dev_socket_id(port);
 	if (socket < 0)
 		socket = SOCKET_ID_ANY;
@@ -350,14 +255,14 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	for (unsigned q = 0; q < nq; q++) {
 		char name[RTE_MEMPOOL_NAMESIZE];
 		snprintf(name, sizeof(name), "ss_p%u_q%u", port, q);
-		nic->pool[q] = pool_create(name, pool_n, socket, af_xdp);
+		nic->pool[q] = ss_nic_pool_create(name, pool_n, socket, af_xdp);
 		if (!nic->pool[q]) {
 			SS_ERR("port %u: mbuf pool of %u for queue %u: %s (raise EAL -m?)",
 			       port, pool_n, q, rte_strerror(rte_errno));
 			return -ENOMEM;
 		}
 		if (af_xdp) {
-			unsigned out = umem_outside(nic->pool[q]);
+			unsigned out = ss_nic_umem_outside(nic->pool[q]);
 			if (out)
 				SS_WARN("port %u: %u of %u mbufs of queue %u lie outside the AF_XDP "
 					"UMEM (%u memory chunks): the kernel drops them",

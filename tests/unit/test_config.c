@@ -30,7 +30,8 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.prefix_len, 24);
 	CHECK_EQ_U64(cfg.gateway, 0);
 	CHECK_EQ_U64(cfg.cores, 1);
-	CHECK_EQ_U64(cfg.rx_desc, 1024);
+	CHECK_EQ_U64(cfg.rx_desc, 2048);
+	CHECK_EQ_U64(cfg.rx_budget, 512);
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
 	CHECK_STR(cfg.eal_argv[0], "slipstreamd");
@@ -42,12 +43,14 @@ static void test_defaults_and_options(void)
 
 	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
 			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
+			   "--rx-budget", "64",
 			   "--", "--no-huge", "--vdev=net_af_xdp0,iface=v0"), 0);
 	CHECK_EQ_U64(cfg.ip, 0x0A000005u);
 	CHECK_EQ_U64(cfg.prefix_len, 8);
 	CHECK_EQ_U64(cfg.gateway, 0x0A010203u);
 	CHECK_EQ_U64(cfg.cores, 2);
 	CHECK_EQ_U64(cfg.rx_desc, 512);
+	CHECK_EQ_U64(cfg.rx_budget, 64);
 	CHECK_EQ_U64(cfg.log_level, SS_LOG_DEBUG);
 	CHECK_STR(cfg.ctl_path, "/tmp/x.sock");
 	CHECK_EQ_U64(cfg.eal_argc, 3);
@@ -70,6 +73,7 @@ static void test_errors(void)
 		{ "--cores", "0", "cores: expected 1..128, got '0'" },
 		{ "--cores", "2x", "cores: expected 1..128, got '2x'" },
 		{ "--rx-desc", "1000", "rx-desc: expected a power of two in 64..16384, got '1000'" },
+		{ "--rx-budget", "0", "rx-budget: expected 1..65536, got '0'" },
 		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
 		{ "--bogus", "1", "unknown option 'bogus'" },
 		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
