@@ -1,6 +1,7 @@
 /* config.c - slipstreamd command line and config file parsing (pure, unit tested). */
 #include "service/config.h"
 #include "service/log.h"
+#include "service/stack.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -35,6 +36,9 @@ const char ss_config_usage[] =
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
+	"  --syn-cookies on|off|always  answer SYNs past a listener's backlog with a\n"
+	"                        SYN cookie instead of dropping them (default on;\n"
+	"                        always: every SYN, for tests)\n"
 	"  --cc ALG              congestion control: dctcp-rate (default), dctcp-win,\n"
 	"                        timely, cubic or newreno\n"
 	"  --cc-app NAME=ALG     algorithm for the application whose process is NAME\n"
@@ -71,6 +75,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
 	cfg->ecn = true;
+	cfg->syn_cookies = SS_SYN_COOKIES_ON;
 	ss_cc_policy_default(&cfg->cc);
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
@@ -280,6 +285,16 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",
 				    val);
 		cfg->delack_us = (uint32_t)n;
+	} else if (strcmp(key, "syn-cookies") == 0) {
+		if (strcmp(val, "on") == 0)
+			cfg->syn_cookies = SS_SYN_COOKIES_ON;
+		else if (strcmp(val, "off") == 0)
+			cfg->syn_cookies = SS_SYN_COOKIES_OFF;
+		else if (strcmp(val, "always") == 0)
+			cfg->syn_cookies = SS_SYN_COOKIES_ALWAYS;
+		else
+			return fail(err, errlen, "syn-cookies: expected on, off or always, got '%s'",
+				    val);
 	} else if (strcmp(key, "time-wait-ms") == 0) {
 		if (parse_uint(val, 0, 240000, &n) != 0)
 			return fail(err, errlen, "time-wait-ms: expected 0..240000, got '%s'", val);

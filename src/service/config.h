@@ -34,6 +34,7 @@ struct ss_config {
 	uint32_t time_wait_ms;
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
+	uint8_t syn_cookies;    /* SS_SYN_COOKIES_* (stack.h) */
 	struct ss_cc_policy cc; /* congestion control: algorithm, per-app rules */
 	char cc_trace[256];     /* --cc-trace: one line per control interval; "" = off */
 	int log_level;          /* enum ss_log_level */

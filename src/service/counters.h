@@ -68,6 +68,9 @@
 	X(tcp_conn_freed)                                                        \
 	X(tcp_conn_closed)                                                       \
 	X(tcp_passive_open)                                                      \
+	X(tcp_syn_cookies_sent)                                                  \
+	X(tcp_syn_cookies_ok)                                                    \
+	X(tcp_syn_cookies_bad)                                                   \
 	X(tcp_active_open)                                                       \
 	X(tcp_arp_failed)                                                        \
 	X(tcp_reset_app_gone)                                                    \

@@ -159,6 +159,7 @@ int main(int argc, char **argv)
 	struct ss_stack_limits slim = {
 		.max_flows = cfg.max_flows, .max_listeners = cfg.max_listeners,
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg.max_orphan_mem,
+		.syn_cookies = cfg.syn_cookies,
 	};
 	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send };
 	if ((rc = ss_stack_init(&stack, &slim, &tp, &fps[0]->ctr, nic.mac, cfg.ip, cfg.prefix_len,

@@ -137,7 +137,12 @@ struct ss_stack_limits {
 	uint32_t cmd_budget;     /* commands taken per context per round */
 	uint64_t max_orphan_mem; /* bytes kept for connections whose app exited */
 	uint32_t loop_slots;     /* loopback queue frames, power of two; 0: the default */
+	uint8_t syn_cookies;     /* SS_SYN_COOKIES_*: 0 (off) unless set */
 };
+
+/* SYN cookies (stack_cookie.c): a SYN past the listener's backlog of
+ * half-open connections is answered statelessly instead of dropped. */
+enum { SS_SYN_COOKIES_OFF, SS_SYN_COOKIES_ON, SS_SYN_COOKIES_ALWAYS };
 
 #define SS_LOOP_SLOTS_DEFAULT 1024u
 
@@ -211,6 +216,10 @@ struct ss_stack {
 	} cc_paths[256];
 
 	struct ss_stack_loop loop;      /* segments to our own address */
+
+	/* SYN cookies (stack_cookie.c). */
+	struct ss_sconn *cookie_sc;     /* scratch connection that answers a SYN */
+	uint64_t cookie_until_us;       /* ACKs may carry our cookies until then */
 };
 
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,

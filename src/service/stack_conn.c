@@ -99,6 +99,11 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	return 0;
 }
 
+int stack_conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+{
+	return conn_emit(arg, c, seg);
+}
+
 static void arp_request(struct ss_stack *s, uint32_t target)
 {
 	void *handle;
@@ -209,6 +214,8 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		goto fail;
 	if ((rc = stack_loop_init(s)) != 0)
 		goto fail;
+	if ((rc = stack_cookie_init(s)) != 0)
+		goto fail;
 	s->conns = calloc(lim->max_flows, sizeof(*s->conns));
 	s->listeners = calloc(lim->max_listeners, sizeof(*s->listeners));
 	s->active = calloc(reg ? reg->lim.max_apps : 1, sizeof(*s->active));
@@ -238,6 +245,7 @@ void ss_stack_fini(struct ss_stack *s)
 	for (uint32_t i = 0; s->conns && i < s->lim.max_flows; i++)
 		free(s->conns[i].orphan_buf);
 	stack_loop_fini(s);
+	stack_cookie_fini(s);
 	free(s->conns);
 	free(s->listeners);
 	free(s->active);
@@ -370,16 +378,19 @@ static void conn_orphan(struct ss_stack *s, struct ss_sconn *sc)
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_orphaned);
 }
 
+uint32_t stack_conn_ts_offset(const struct ss_stack *s, uint32_t iss)
+{
+	return (uint32_t)(s->ts_seed * (iss | 1)) ^ (uint32_t)(s->ts_seed >> 32);
+}
+
 static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
-		       uint16_t ctx, uint32_t rip, uint16_t rport, uint16_t lport)
+		       uint16_t ctx, uint32_t rip, uint16_t rport, uint16_t lport, uint32_t iss)
 {
 	struct ss_tcp_ring rx = { ss_app_rx_ring(a, slot), a->rxbuf_size };
 	struct ss_tcp_ring tx = { ss_app_tx_ring(a, slot), a->txbuf_size };
-	uint32_t iss = ss_tcp_isn(s->isn_secret, s->ip, lport, rip, rport, s->now_us);
-	uint32_t ts_off = (uint32_t)(s->ts_seed * (iss | 1)) ^ (uint32_t)(s->ts_seed >> 32);
 
-	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss, ts_off, rx, tx,
-			 conn_emit, s);
+	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
+			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
 	stack_conn_set_handle(s, sc, a, slot, ctx);
@@ -421,8 +432,40 @@ struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, 
 
 /* ---- receive -------------------------------------------------------------- */
 
+struct ss_sconn *stack_conn_passive(struct ss_stack *s, struct ss_lmember *m, const uint8_t *frame,
+				    const struct ss_ipv4 *ip, const struct ss_tcp *seg,
+				    uint32_t iss)
+{
+	struct ss_app *a = m->app;
+	int64_t slot = ss_idpool_alloc(&a->slots);
+	if (slot < 0) {
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_app_conns_full);
+		return NULL;
+	}
+	struct ss_sconn *sc = conn_alloc(s);
+	if (!sc) {
+		ss_idpool_free(&a->slots, (uint32_t)slot);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
+		return NULL;
+	}
+	conn_setup(s, sc, a, (uint32_t)slot, m->ctx, ip->src, seg->sport, seg->dport, iss);
+	memcpy(sc->peer_mac, frame + 6, 6);
+	sc->flags |= SC_PASSIVE;
+	sc->cookie = m->cookie;
+	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
+		stack_conn_release_slot(s, sc);
+		conn_free(s, sc);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
+		return NULL;
+	}
+	sc->flags |= SC_IN_TABLE;
+	return sc;
+}
+
 /* A SYN for a listening port: a connection in SYN_RCVD with a slot of the
- * listener's app, so data that follows the handshake has a ring to go to. */
+ * listener's app, so data that follows the handshake has a ring to go to.
+ * Past the listener's backlog of half-open connections, a SYN cookie
+ * answers instead (stack_cookie.c), or the SYN is dropped. */
 static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 			 const uint8_t *frame, const struct ss_ipv4 *ip, const struct ss_tcp *seg)
 {
@@ -432,34 +475,20 @@ static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_listener_gone);
 		return;
 	}
-	struct ss_app *a = m->app;
-	if (l->n_syn >= l->backlog) {
-		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_backlog);
-		return;
+	bool full = l->n_syn >= l->backlog;
+	if (full || s->lim.syn_cookies == SS_SYN_COOKIES_ALWAYS) {
+		if (s->lim.syn_cookies != SS_SYN_COOKIES_OFF && stack_cookie_synack(s, m, frame, ip, seg))
+			return;
+		if (full) {
+			ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_backlog);
+			return;
+		}
 	}
-	int64_t slot = ss_idpool_alloc(&a->slots);
-	if (slot < 0) {
-		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_app_conns_full);
+	uint32_t iss = ss_tcp_isn(s->isn_secret, s->ip, seg->dport, ip->src, seg->sport, s->now_us);
+	struct ss_sconn *sc = stack_conn_passive(s, m, frame, ip, seg, iss);
+	if (!sc)
 		return;
-	}
-	struct ss_sconn *sc = conn_alloc(s);
-	if (!sc) {
-		ss_idpool_free(&a->slots, (uint32_t)slot);
-		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
-		return;
-	}
-	conn_setup(s, sc, a, (uint32_t)slot, m->ctx, ip->src, seg->sport, seg->dport);
-	memcpy(sc->peer_mac, frame + 6, 6);
-	sc->flags |= SC_PASSIVE;
 	sc->listener = (uint16_t)(li + 1);
-	sc->cookie = m->cookie;
-	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
-		stack_conn_release_slot(s, sc);
-		conn_free(s, sc);
-		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_flows_full);
-		return;
-	}
-	sc->flags |= SC_IN_TABLE;
 	l->n_syn++;
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_passive_open);
 	ss_tcp_accept_syn(&sc->tcp, seg, s->now_us);
@@ -491,6 +520,9 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 			return true;
 		}
 	}
+	/* An ACK for no connection may return a SYN cookie. */
+	if (s->now_us < s->cookie_until_us && (seg->flags & SS_TCP_ACK))
+		return stack_cookie_ack(s, frame, ip, seg);
 	return false;
 }
 
@@ -592,7 +624,8 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		ss_idpool_free(&a->slots, (uint32_t)slot);
 		return -ENOBUFS;
 	}
-	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport);
+	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport,
+		   ss_tcp_isn(s->isn_secret, s->ip, lport, ip, port, s->now_us));
 	sc->cookie = cookie;
 	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
 		stack_conn_release_slot(s, sc);

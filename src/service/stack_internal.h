@@ -29,6 +29,29 @@ void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
 			   uint32_t slot, uint16_t ctx);
+/* stack_conn_emit - the engine's emit callback (emit_arg: the stack). */
+int stack_conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg);
+/* stack_conn_ts_offset - the TSval offset of the connection with ISS @iss. */
+uint32_t stack_conn_ts_offset(const struct ss_stack *s, uint32_t iss);
+/* stack_conn_passive - a CLOSED connection with ISS @iss for listener
+ * member @m, in the flow table, for the SYN (or cookie ACK) @seg in @ip and
+ * the Ethernet frame @frame; NULL when a limit is hit (counted). */
+struct ss_sconn *stack_conn_passive(struct ss_stack *s, struct ss_lmember *m, const uint8_t *frame,
+				    const struct ss_ipv4 *ip, const struct ss_tcp *seg,
+				    uint32_t iss);
+
+/* stack_cookie.c: SYN cookies (src/tcp/tcp_cookie.h). */
+int stack_cookie_init(struct ss_stack *s);
+void stack_cookie_fini(struct ss_stack *s);
+/* stack_cookie_synack - answer the SYN @seg with a cookie SYN-ACK, with
+ * listener member @m's ring size; false when none went out. */
+bool stack_cookie_synack(struct ss_stack *s, struct ss_lmember *m, const uint8_t *frame,
+			 const struct ss_ipv4 *ip, const struct ss_tcp *seg);
+/* stack_cookie_ack - @seg, an ACK for no connection: if it returns one of
+ * our cookies to a listening port, the connection is made and the ACK
+ * processed (true); false otherwise (the caller resets as usual). */
+bool stack_cookie_ack(struct ss_stack *s, const uint8_t *frame, const struct ss_ipv4 *ip,
+		      const struct ss_tcp *seg);
 
 /* stack_listen.c: port entries (bind/listen/SO_REUSEPORT/fork members). */
 bool stack_port_in_use(const struct ss_stack *s, uint16_t port);

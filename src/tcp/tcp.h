@@ -292,6 +292,14 @@ int ss_tcp_connect(struct ss_tcp_conn *c, uint64_t now_us);
  * Returns 0, or -1 if @c is not CLOSED or @syn is not a plain SYN. */
 int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t now_us);
 
+/* Passive open from a SYN cookie (tcp_cookie.h): @syn is the peer's SYN and
+ * @our_wscale the shift our SYN-ACK offered, as ss_tcp_cookie_syn_rebuild()
+ * gives them, and @c was initialised with the cookie as its ISS.  CLOSED -> SYN_RCVD as ss_tcp_accept_syn() does, but
+ * nothing is sent: the SYN-ACK went out before, and the caller passes the
+ * ACK that returned the cookie to ss_tcp_input() next.  Returns 0, or -1
+ * as ss_tcp_accept_syn() does. */
+int ss_tcp_accept_cookie(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint8_t our_wscale);
+
 /*
  * Process one received segment (checksum already verified, addressed to
  * this connection's 4-tuple) at @now_us.  Updates state, copies payload,

@@ -69,7 +69,9 @@ int ss_tcp_connect(struct ss_tcp_conn *c, uint64_t now_us)
 	return 0;
 }
 
-int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t now_us)
+/* CLOSED -> SYN_RCVD from the peer's SYN: what ss_tcp_accept_syn() and
+ * ss_tcp_accept_cookie() share. */
+static int tcp_open_passive(struct ss_tcp_conn *c, const struct ss_tcp *syn)
 {
 	struct ss_tcp_flow *f = &c->f;
 
@@ -89,8 +91,35 @@ int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t 
 	f->snd_wl1 = syn->seq;
 	f->snd_wl2 = c->iss;
 	f->state = SS_TCPS_SYN_RCVD;
+	return 0;
+}
+
+int ss_tcp_accept_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint64_t now_us)
+{
+	if (tcp_open_passive(c, syn) != 0)
+		return -1;
 	/* Data on the SYN is not accepted (no TFO): the peer resends it.
 	 * The SYN-ACK is timed for the first RTT sample. */
 	tcp_open_send_syn(c, true, now_us);
+	return 0;
+}
+
+int ss_tcp_accept_cookie(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint8_t our_wscale)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (tcp_open_passive(c, syn) != 0)
+		return -1;
+	/* As if our SYN-ACK had gone out (it did, statelessly): not timed,
+	 * no timer (the ACK that follows completes the handshake), the shift
+	 * it offered (a ring of another size would pick another; windows are
+	 * clamped to 0xffff << shift, so any shift is safe), and the window
+	 * it offered, which ss_tcp_accept_syn() would have sent. */
+	if (syn->opts.present & SS_TCP_OPTF_WSCALE)
+		f->rcv_wscale = our_wscale > SS_TCP_WSCALE_MAX ? SS_TCP_WSCALE_MAX : our_wscale;
+	uint32_t free = tcp_rx_free(c);
+	f->snd_una = c->iss;
+	f->snd_nxt = f->snd_max = c->iss + 1;
+	f->rcv_adv = f->rcv_nxt + (free > 0xffff ? 0xffff : free);
 	return 0;
 }

@@ -86,6 +86,10 @@ static void setup(void)
 		sh_fini(&h);
 	if (sh_init(&h, ATTACH) != 0)
 		__builtin_trap();
+	/* Every other run, every SYN gets a cookie (the peers' handshakes
+	 * and hostile ACKs to the listener take the cookie path). */
+	static unsigned setups;
+	h.st.lim.syn_cookies = setups++ % 2 ? SS_SYN_COOKIES_ALWAYS : SS_SYN_COOKIES_ON;
 	policy_next();
 	if (ss_stack_set_cc(&h.st, &policy) != 0)
 		__builtin_trap();

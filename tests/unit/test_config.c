@@ -7,6 +7,7 @@
 #include "check.h"
 #include "service/config.h"
 #include "service/log.h"
+#include "service/stack.h"
 
 static struct ss_config cfg;
 static char err[4096];
@@ -40,6 +41,12 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.max_orphan_mem, 0);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--max-orphan-mem", "1048576"), 0);
 	CHECK_EQ_U64(cfg.max_orphan_mem, 1048576);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24"), 0);
+	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ON);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "off"), 0);
+	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_OFF);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "always"), 0);
+	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
 
 	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
 			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
@@ -88,6 +95,7 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "-1", "max-orphan-mem: expected 0..1099511627776, got '-1'" },
 		{ "--max-orphan-mem", "1099511627777", "max-orphan-mem: expected 0..1099511627776, got '1099511627777'" },
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
+		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };

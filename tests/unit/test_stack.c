@@ -553,9 +553,146 @@ static void test_delayed_ack(void)
 	sh_fini(&h);
 }
 
+/*
+ * SYN cookies: a listener with a backlog of 2 half-open connections and
+ * six peers connecting at once.  The first two get ordinary SYN-ACKs, the
+ * other four cookies; every peer ends up ESTABLISHED with scaled windows,
+ * the app accepts all six, and 4000 bytes echo exactly on each.  With
+ * cookies off, the four are dropped (counted); a forged ACK with no valid
+ * cookie is reset.
+ */
+static void cookie_listen(struct sh *h, uint32_t backlog)
+{
+	struct ss_shm_ev ev = { 0 };
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_LISTEN, .port = 7, .arg = backlog, .cookie = 9 });
+	sh_pump(h, 4);
+	CHECK(sh_event(h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_LISTEN);
+}
+
+static void test_syn_cookies(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	CHECK_EQ_U64(h.st.lim.syn_cookies, SS_SYN_COOKIES_OFF); /* the limits' zero value */
+	h.st.lim.syn_cookies = SS_SYN_COOKIES_ON;
+	cookie_listen(&h, 2);
+	struct sh_peer_conn *p[6];
+	for (int i = 0; i < 6; i++) {
+		p[i] = sh_peer_new(&h, (uint16_t)(43000 + i), 7);
+		CHECK(ss_tcp_connect(&p[i]->c, h.now_us) == 0);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_sent), 4);
+	CHECK_EQ_U64(h.st.listeners[0].n_syn, 2);
+	CHECK_EQ_U64(h.st.n_flows, 2); /* the cookies keep nothing */
+	sh_pump(&h, 16);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_ok), 4);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_bad), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_backlog), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_passive_open), 6);
+	CHECK_EQ_U64(h.st.listeners[0].n_syn, 0);
+	for (int i = 0; i < 6; i++) {
+		CHECK_EQ_U64(p[i]->c.f.state, SS_TCPS_ESTABLISHED);
+		CHECK_EQ_U64(p[i]->c.f.snd_wscale, 2);         /* ours: 128 KiB ring */
+		CHECK(p[i]->c.f.flags & SS_TCPF_TS);
+		CHECK(p[i]->c.f.flags & SS_TCPF_SACK_PERM);
+		CHECK(p[i]->c.ecn_ok);
+	}
+	CHECK_EQ_U64(h.rsts_to_peer, 0);
+
+	/* All six are announced; each echoes its own bytes exactly. */
+	struct app_conn ac[6];
+	unsigned n_ac = 0;
+	memset(ac, 0, sizeof(ac));
+	struct ss_shm_ev ev = { 0 };
+	while (sh_event(&h, &ev)) {
+		if (ev.type == SS_EV_ACCEPTED && n_ac < 6) {
+			CHECK_EQ_U64(ev.cookie, 9);
+			app_on_event(&h, &ac[n_ac++], &ev);
+		}
+	}
+	CHECK_EQ_U64(n_ac, 6);
+	for (unsigned k = 0; k < n_ac; k++) { /* our side uses the shift it offered */
+		struct ss_sconn *sc = h.app->slot_conn[ac[k].slot];
+		CHECK_EQ_U64(sc->tcp.f.rcv_wscale, 2);
+		CHECK_EQ_U64(sc->tcp.f.snd_wscale, p[0]->c.f.rcv_wscale);
+		CHECK(sc->tcp.f.flags & SS_TCPF_SACK_PERM);
+	}
+	for (int i = 0; i < 6; i++)
+		CHECK(sh_peer_write(p[i], 0, 4000, 30 + (unsigned)i) == 0);
+	uint64_t got[6] = { 0 };
+	bool bad = false;
+	for (int iter = 0; iter < 400; iter++) {
+		for (int i = 0; i < 6; i++)
+			ss_tcp_output(&p[i]->c, h.now_us);
+		sh_pump(&h, 8);
+		while (sh_event(&h, &ev))
+			for (unsigned k = 0; k < n_ac; k++)
+				if (ev.conn == ac[k].slot && ev.gen == ac[k].gen)
+					app_on_event(&h, &ac[k], &ev);
+		for (unsigned k = 0; k < n_ac; k++)
+			app_echo(&h, &ac[k]);
+		sh_pump(&h, 8);
+		bool done = true;
+		for (int i = 0; i < 6; i++) {
+			sh_peer_read_check(p[i], &got[i], 30 + (unsigned)i, &bad);
+			done &= got[i] == 4000;
+		}
+		if (done)
+			break;
+		h.now_us += 200;
+	}
+	for (int i = 0; i < 6; i++)
+		CHECK_EQ_U64(got[i], 4000);
+	CHECK(!bad);
+
+	/* An ACK to the port that returns no cookie of ours: reset. */
+	struct ss_tcp forged = { .sport = 44000, .dport = 7, .seq = 1000, .ack = 0x12345678,
+				 .flags = SS_TCP_ACK, .window = 1000, .hdr_len = 20 };
+	uint64_t rsts = h.rsts_to_peer;
+	CHECK(sh_to_stack(&h, &forged) == 0);
+	CHECK_EQ_U64(h.rsts_to_peer, rsts + 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_bad), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_passive_open), 6);
+	sh_fini(&h);
+
+	/* Cookies off: past the backlog, SYNs are dropped. */
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	cookie_listen(&h, 2);
+	for (int i = 0; i < 6; i++) {
+		p[i] = sh_peer_new(&h, (uint16_t)(43000 + i), 7);
+		CHECK(ss_tcp_connect(&p[i]->c, h.now_us) == 0);
+	}
+	sh_pump(&h, 16);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_sent), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_backlog), 4);
+	unsigned est = 0;
+	for (int i = 0; i < 6; i++)
+		est += p[i]->c.f.state == SS_TCPS_ESTABLISHED;
+	CHECK_EQ_U64(est, 2);
+	sh_fini(&h);
+
+	/* Always: every SYN gets a cookie, none is half-open. */
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	h.st.lim.syn_cookies = SS_SYN_COOKIES_ALWAYS;
+	cookie_listen(&h, 16);
+	for (int i = 0; i < 3; i++) {
+		p[i] = sh_peer_new(&h, (uint16_t)(43000 + i), 7);
+		CHECK(ss_tcp_connect(&p[i]->c, h.now_us) == 0);
+	}
+	CHECK_EQ_U64(h.st.n_flows, 0);
+	sh_pump(&h, 16);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_ok), 3);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_U64(p[i]->c.f.state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(h.st.n_flows, 3);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	test_passive_echo();
+	test_syn_cookies();
 	test_delayed_ack();
 	test_active_close_first();
 	test_peer_reset();
