@@ -22,6 +22,9 @@ const char ss_config_usage[] =
 	"  --tx-desc N           TX descriptors per queue (default 1024)\n"
 	"  --arp-entries N       ARP cache size, power of two (default 256)\n"
 	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
+	"  --idle-yield on|off   give the CPU away (sched_yield) after each empty poll,\n"
+	"                        after light rounds, for a fast path that shares its\n"
+	"                        CPU with the application (default on)\n"
 	"  --rx-budget N         frames a fast-path thread takes from its RX queue per round,\n"
 	"                        in bursts of 32, before the round's other work (default 512)\n"
 	"  --max-apps N          applications attached at once (default 16)\n"
@@ -64,6 +67,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->tx_desc = 1024;
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
+	cfg->idle_yield = true;
 	cfg->rx_budget = 512;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;
@@ -209,6 +213,13 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 1000000, &n) != 0)
 			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
 		cfg->idle_polls = (uint32_t)n;
+	} else if (strcmp(key, "idle-yield") == 0) {
+		if (strcmp(val, "on") == 0)
+			cfg->idle_yield = true;
+		else if (strcmp(val, "off") == 0)
+			cfg->idle_yield = false;
+		else
+			return fail(err, errlen, "idle-yield: expected on or off, got '%s'", val);
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
 			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);

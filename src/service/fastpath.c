@@ -2,6 +2,7 @@
 #include "service/fastpath.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <stdint.h>
@@ -173,6 +174,11 @@ static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
 								 : fp->gw_backoff_ns * 2;
 }
 
+/* --idle-yield: yield while idle only after light rounds (at most this
+ * many frames): at one connection the application and the kernel's
+ * receive thread need the CPU now; under load, yielding cuts batches. */
+#define YIELD_MAX_RX 2
+
 /* Blocks until RX has frames, a kick arrives, or the next timer is due. */
 static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 {
@@ -232,6 +238,7 @@ int ss_fastpath_run(void *arg)
 {
 	struct ss_fastpath *fp = arg;
 	uint32_t idle = 0;
+	bool light = false; /* the last round with frames had few (idle_yield) */
 
 	fp->gw_next_ns = now_ns();
 	fp->gw_backoff_ns = GW_ARP_FIRST_NS;
@@ -250,7 +257,10 @@ int ss_fastpath_run(void *arg)
 		gateway_tick(fp, now);
 		if (fp->stack)
 			fp->stack->now_us = now / 1000;
-		bool did = poll_rx(fp) > 0;
+		unsigned rx = poll_rx(fp);
+		bool did = rx > 0;
+		if (did)
+			light = rx <= YIELD_MAX_RX;
 		if (fp->stack)
 			did |= ss_stack_round(fp->stack, now / 1000);
 		txq_flush(fp);
@@ -268,6 +278,11 @@ int ss_fastpath_run(void *arg)
 					ss_stack_woke(fp->stack);
 			}
 			idle = 0;
+		} else if (fp->idle_yield && light) {
+			/* Sharing the CPU with the application (and the
+			 * kernel's receive thread): let them run now, the
+			 * reply comes sooner than after a sleep and a wake-up. */
+			sched_yield();
 		}
 	}
 	SS_INFO("fast path %u: stopped", fp->id);

@@ -33,6 +33,7 @@ struct ss_fastpath {
 	struct rte_mbuf *txq[SS_FP_TXQ];
 	unsigned ntx;
 	uint32_t idle_polls;    /* empty polls before sleeping */
+	bool idle_yield;        /* sched_yield() after each empty poll */
 	uint32_t rx_budget;     /* RX frames per round, in bursts of SS_FP_BURST */
 
 	/* Gateway resolution (thread 0 only): ARP until a reply is cached. */

@@ -124,6 +124,7 @@ int main(int argc, char **argv)
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;
 		fp->idle_polls = cfg.idle_polls;
+		fp->idle_yield = cfg.idle_yield;
 		fp->rx_budget = cfg.rx_budget;
 		fp->stop = &stop_flag;
 		/* Non-IP frames (ARP) reach queue 0: its thread writes the cache. */

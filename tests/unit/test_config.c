@@ -33,6 +33,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.cores, 1);
 	CHECK_EQ_U64(cfg.rx_desc, 2048);
 	CHECK_EQ_U64(cfg.rx_budget, 512);
+	CHECK(cfg.idle_yield);
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
 	CHECK_STR(cfg.eal_argv[0], "slipstreamd");
@@ -47,6 +48,8 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_OFF);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "always"), 0);
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
+	CHECK(!cfg.idle_yield);
 
 	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
 			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
@@ -96,6 +99,7 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "1099511627777", "max-orphan-mem: expected 0..1099511627776, got '1099511627777'" },
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
+		{ "--idle-yield", "1", "idle-yield: expected on or off, got '1'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };
