@@ -858,9 +858,17 @@ void stack_conns_flush(struct ss_stack *s)
 		struct ss_sconn *next = sc->dirty_next;
 		sc->flags &= (uint8_t)~SC_DIRTY;
 		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT)) {
-			stack_cc_before_output(s, sc);
-			ss_tcp_output(&sc->tcp, s->now_us);
-			stack_cc_after_output(s, sc);
+			/* The flush after a request only starts the delayed
+			 * ACK: the engine's quiet check does that without the
+			 * output path (the reply's flush takes it). */
+			if (stack_cc_before_output_idle(s, sc) &&
+			    ss_tcp_output_quiet(&sc->tcp, s->now_us)) {
+				stack_cc_after_output(s, sc);
+			} else {
+				stack_cc_before_output(s, sc);
+				ss_tcp_output(&sc->tcp, s->now_us);
+				stack_cc_after_output(s, sc);
+			}
 		}
 		conn_collect(s, sc);
 		if (sc->orphan_buf && ss_tcp_tx_queued(&sc->tcp) == 0)
