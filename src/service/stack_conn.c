@@ -8,6 +8,7 @@
 #include "service/arp_cache.h"
 #include "service/log.h"
 #include "wire/arp.h"
+#include "wire/bytes.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
 #include "wire/tcp.h"
@@ -77,21 +78,14 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
 		return -1;
 	}
-	struct ss_ipv4 ip = {
-		.total_len = (uint16_t)(SS_IPV4_HDR_MIN + n),
-		.id = s->ip_id++,
-		.tos = seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
-		.frag = IP_DF,
-		.ttl = TTL,
-		.proto = SS_IPPROTO_TCP,
-		.src = c->local_ip,
-		.dst = c->remote_ip,
-	};
-	ss_ipv4_build(l3, SS_IPV4_HDR_MIN, &ip);
-	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
-	memcpy(eth.dst, sc->peer_mac, 6);
-	memcpy(eth.src, s->mac, 6);
-	ss_eth_build(buf, SS_ETH_HDR_LEN, &eth);
+	/* IPv4 and Ethernet headers written field by field, the IPv4
+	 * checksum from the values (no struct, no pass over the header). */
+	ss_ipv4_write(l3, seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
+		      (uint16_t)(SS_IPV4_HDR_MIN + n), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
+		      c->local_ip, c->remote_ip);
+	memcpy(buf, sc->peer_mac, SS_ETH_ALEN);
+	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
+	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
 	frame_put(s, loop, handle, hdrs + n);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);
 	if (seg->len)
@@ -891,9 +885,17 @@ void stack_conns_flush(struct ss_stack *s)
 		struct ss_sconn *next = sc->dirty_next;
 		sc->flags &= (uint8_t)~SC_DIRTY;
 		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT)) {
-			stack_cc_before_output(s, sc);
-			ss_tcp_output(&sc->tcp, s->now_us);
-			stack_cc_after_output(s, sc);
+			/* The flush after a request only starts the delayed
+			 * ACK: the engine's quiet check does that without the
+			 * output path (the reply's flush takes it). */
+			if (stack_cc_before_output_idle(s, sc) &&
+			    ss_tcp_output_quiet(&sc->tcp, s->now_us)) {
+				stack_cc_after_output(s, sc);
+			} else {
+				stack_cc_before_output(s, sc);
+				ss_tcp_output(&sc->tcp, s->now_us);
+				stack_cc_after_output(s, sc);
+			}
 		}
 		conn_collect(s, sc);
 		if (sc->orphan_buf && ss_tcp_tx_queued(&sc->tcp) == 0)

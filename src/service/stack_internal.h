@@ -117,6 +117,15 @@ static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *s
 		stack_cc_before_output_slow(s, sc);
 }
 
+/* True when stack_cc_before_output() has nothing to do for a connection
+ * with nothing unsent (the paced budget is only for data waiting). */
+static inline bool stack_cc_before_output_idle(const struct ss_stack *s, const struct ss_sconn *sc)
+{
+	if (!sc->cc.ops)
+		return !s->ccp;
+	return !sc->app || sc->app->cap == sc->cc.pf.group;
+}
+
 static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;

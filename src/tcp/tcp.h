@@ -322,6 +322,16 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
  */
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us);
 
+/*
+ * ss_tcp_output_quiet - ss_tcp_output() for its most common case, cheaply:
+ * an ESTABLISHED connection with nothing to send (no unsent data, no FIN,
+ * no ACK due now) and no timer to arm, as after a request arrives and
+ * before its reply is written.  Then it does what ss_tcp_output() would
+ * (clears budget_hit, starts the delayed-ACK deadline) and returns true;
+ * otherwise it changes nothing and returns false: call ss_tcp_output().
+ */
+bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us);
+
 /* The application appended @n bytes to the transmit ring (tx_tail += n).
  * Returns 0, or -1 if @n exceeds the free space (tx.size - (tx_tail -
  * tx_head)) or the sending side is shut down / not open: nothing changes

@@ -256,6 +256,32 @@ int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us)
 	return rc;
 }
 
+/* Each test mirrors a branch of ss_tcp_output() below that would do
+ * something other than what this does; keep the two in step. */
+bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	/* The send loop: no data (snd_nxt at the end), no FIN to go, no ACK
+	 * forced; the timers: nothing outstanding without an RTO (a persist
+	 * timer leaves them alone too; that rare case takes the long way). */
+	if (f->state != SS_TCPS_ESTABLISHED || f->snd_nxt != tcp_data_end(c) ||
+	    (f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_ACK_NOW)) ||
+	    (f->snd_max != f->snd_una && !c->rto_deadline_us))
+		return false;
+	if (c->ack_pending) {
+		/* The delayed ACK: neither two full segments unacknowledged
+		 * nor its deadline passed. */
+		if (f->rcv_nxt - c->last_ack_sent >= 2u * f->mss ||
+		    (c->delack_deadline_us && now_us >= c->delack_deadline_us))
+			return false;
+		if (!c->delack_deadline_us)
+			c->delack_deadline_us = now_us + c->params->delack_us;
+	}
+	c->budget_hit = 0;
+	return true;
+}
+
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;

@@ -77,16 +77,6 @@ size_t ss_ipv4_build(uint8_t *buf, size_t cap, const struct ss_ipv4 *h)
 {
 	if (cap < SS_IPV4_HDR_MIN)
 		return 0;
-	buf[0] = IPV4_VERSION << 4 | IPV4_IHL_MIN;
-	buf[1] = h->tos;
-	ss_wr16(buf + 2, h->total_len);
-	ss_wr16(buf + 4, h->id);
-	ss_wr16(buf + 6, h->frag);
-	buf[8] = h->ttl;
-	buf[9] = h->proto;
-	ss_wr16(buf + 10, 0);
-	ss_wr32(buf + 12, h->src);
-	ss_wr32(buf + 16, h->dst);
-	ss_wr16(buf + 10, ss_csum_ipv4_header(buf, SS_IPV4_HDR_MIN));
+	ss_ipv4_write(buf, h->tos, h->total_len, h->id, h->frag, h->ttl, h->proto, h->src, h->dst);
 	return SS_IPV4_HDR_MIN;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire/bytes.h"
+
 #define SS_IPV4_HDR_MIN 20
 
 #define SS_IPPROTO_ICMP 1
@@ -84,5 +86,33 @@ const char *ss_ipv4_exception_name(unsigned exc_bit);
  * @cap < 20.
  */
 size_t ss_ipv4_build(uint8_t *buf, size_t cap, const struct ss_ipv4 *h);
+
+/*
+ * ss_ipv4_build() from the fields themselves, for a sender that writes one
+ * header per segment (no struct to fill, inlined).  The checksum comes
+ * from the ten 16-bit words as values (RFC 1071: their sum, folded and
+ * complemented) instead of being read back from @buf: the same result,
+ * since the sum includes 0x45xx and is never zero.  @buf needs 20 bytes.
+ */
+static inline void ss_ipv4_write(uint8_t *buf, uint8_t tos, uint16_t total_len, uint16_t id,
+				 uint16_t frag, uint8_t ttl, uint8_t proto, uint32_t src,
+				 uint32_t dst)
+{
+	uint32_t sum = (0x4500u | tos) + total_len + id + frag + ((uint32_t)ttl << 8 | proto) +
+		       (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF);
+
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	buf[0] = 0x45;
+	buf[1] = tos;
+	ss_wr16(buf + 2, total_len);
+	ss_wr16(buf + 4, id);
+	ss_wr16(buf + 6, frag);
+	buf[8] = ttl;
+	buf[9] = proto;
+	ss_wr16(buf + 10, (uint16_t)~sum);
+	ss_wr32(buf + 12, src);
+	ss_wr32(buf + 16, dst);
+}
 
 #endif /* SS_WIRE_IPV4_H */

@@ -1,4 +1,6 @@
 /* Unit tests for wire/ipv4.h (RFC 791). */
+#include <string.h>
+
 #include "check.h"
 #include "packets.h"
 #include "wire/bytes.h"
@@ -257,6 +259,38 @@ static void test_names(void)
 	CHECK_STR(ss_ipv4_exception_name(0x04), "unknown");
 }
 
+/* ss_ipv4_write() computes the checksum from the field values: it must
+ * equal the RFC 1071 sum over the written header, for any fields
+ * (including sums that carry more than once and the 0xFFFF corner). */
+static void test_write_csum(void)
+{
+	uint32_t x = 12345;
+	uint8_t buf[20];
+
+	for (int i = 0; i < 200000; i++) {
+		uint32_t r[4];
+		for (int k = 0; k < 4; k++) {
+			x = x * 1103515245u + 12345u;
+			r[k] = x ^ (x >> 13) * 2654435761u;
+		}
+		uint32_t src = i < 1000 ? 0xFFFFFFFFu - (uint32_t)i : r[0];
+		uint32_t dst = i < 1000 ? 0xFFFFFFFFu : r[1];
+		ss_ipv4_write(buf, (uint8_t)r[2], (uint16_t)(r[2] >> 8), (uint16_t)r[3],
+			      (uint16_t)(r[3] >> 16), (uint8_t)(r[2] >> 24), (uint8_t)(r[3] >> 5),
+			      src, dst);
+		uint16_t want;
+		uint8_t copy[20];
+		memcpy(copy, buf, 20);
+		copy[10] = copy[11] = 0;
+		want = ss_csum_ipv4_header(copy, 20);
+		if (ss_rd16(buf + 10) != want || ss_csum_ipv4_header(buf, 20) != 0) {
+			CHECK_EQ_U64(ss_rd16(buf + 10), want);
+			CHECK_EQ_U64(ss_csum_ipv4_header(buf, 20), 0);
+			return;
+		}
+	}
+}
+
 int main(void)
 {
 	test_parse_syn();
@@ -268,6 +302,7 @@ int main(void)
 	test_bad_checksum();
 	test_exceptions();
 	test_build();
+	test_write_csum();
 	test_names();
 	return check_done("test_ipv4");
 }

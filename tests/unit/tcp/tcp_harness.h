@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "tcp/tcp.h"
@@ -225,7 +226,20 @@ static inline void h_input(struct harness *h, const struct ss_tcp *s)
 static inline unsigned h_output(struct harness *h)
 {
 	uint8_t ev = h->c.events;
+	/* ss_tcp_output_quiet() on a copy: where it claims the case, the
+	 * real ss_tcp_output() must send nothing and leave the connection
+	 * exactly as the quiet path left the copy. */
+	static struct ss_tcp_conn quiet;
+	unsigned nout = h->nout;
+	memcpy(&quiet, &h->c, sizeof(quiet));
+	bool claimed = ss_tcp_output_quiet(&quiet, h->now);
 	unsigned n = ss_tcp_output(&h->c, h->now);
+
+	if (claimed) {
+		CHECK_EQ_U64(n, 0);
+		CHECK_EQ_U64(h->nout, nout);
+		CHECK(memcmp(&quiet, &h->c, sizeof(quiet)) == 0);
+	}
 
 	h_after(h, ev);
 	return n;
