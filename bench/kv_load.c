@@ -610,7 +610,7 @@ int main(int argc, char **argv)
 	}
 	t_begin = t_last = now_ns();
 	if (error)
-		fail("%s", strerrorname_np(error));
+		fail("connect: %s", strerrorname_np(error));
 
 	while (!stop && !failed) {
 		uint64_t now = now_ns(), wake = now + 100000000ull;   /* 100 ms at most */
