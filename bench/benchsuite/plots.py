@@ -103,7 +103,8 @@ def bench_figure(bench, path):
         _panel(axes[1], points, "gbps", "Gbit/s")
         _panel(axes[2], points, "cpu_us_per_req", "CPU µs per message (whole machine)")
     else:
-        _panel(axes[0], points, "rps", "requests/s")
+        _panel(axes[0], points, "rps", "operations/s" if bench["workload"] == "kv"
+               else "requests/s")
         _panel(axes[1], points, "p50_us", "latency µs (p50 solid, p99 dashed)", log_y=True,
                extra="p99_us")
         _panel(axes[2], points, "cpu_us_per_req", "CPU µs per request (whole machine)")

@@ -64,7 +64,7 @@ def _kv(quick):
                  "Zipf %.1f, %d%% GET" % (KV_WORKLOAD["keys"], KV_WORKLOAD["key_size"],
                                           KV_WORKLOAD["value_size"], KV_WORKLOAD["zipf"],
                                           round(100 * KV_WORKLOAD["get_ratio"])),
-                 "conns", "connections (closed loop: peak)", (16, 64, 256), quick,
+                 "conns", "connections (closed loop: peak)", (16, 64, 256, 1024), quick,
                  dict(KV_WORKLOAD))
 
 

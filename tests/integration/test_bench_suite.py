@@ -153,7 +153,7 @@ def test_pipe_rate_counts_where_messages_arrive():
 def test_kv_bench_and_client_argv():
     kv = points.BY_NAME["kv-server"]
     assert [b.name for b in points.select(["kv"])] == ["kv-server"]
-    assert kv.setup == "server" and kv.full == (16, 64, 256) and kv.quick == (64,)
+    assert kv.setup == "server" and kv.full == (16, 64, 256, 1024) and kv.quick == (64,)
     params = points.point_params(kv, 64)
     assert params == {"keys": 100000, "key_size": 32, "value_size": 64, "zipf": 0.9,
                       "get_ratio": 0.9, "conns": 64}
