@@ -76,7 +76,8 @@ def summary(res):
     if res.get("gbps") is not None and res.get("p50_us") is None:      # pipelined
         line = "%s msgs/s, %.2f Gbit/s" % (report.fmt_num(res.get("rps")), res["gbps"])
     else:
-        line = "%s req/s" % report.fmt_num(res.get("rps"))
+        line = "%s %s/s" % (report.fmt_num(res.get("rps")),
+                            "ops" if res.get("p90_us") is not None else "req")
         if res.get("cps"):
             line += ", %s conns/s" % report.fmt_num(res["cps"])
         if res.get("p90_us") is not None:       # kv_load

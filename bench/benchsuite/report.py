@@ -76,6 +76,7 @@ def _failed(res):
 def _columns(workload, setup):
     """[(header, cell(s, l))] of a benchmark's table after its parameter."""
     unit = {"pipe": "msgs", "kv": "ops"}.get(workload, "req")
+    per = "op" if workload == "kv" else unit        # CPU µs per ...
 
     def rate(stack):
         return lambda s, l: (lambda r: fmt_num(get(r, "rps")) if ok(r) else _failed(r))(
@@ -92,10 +93,10 @@ def _columns(workload, setup):
                  ("p99 µs S / L (ratio)", lambda s, l: pair(get(s, "p99_us"), get(l, "p99_us")))]
     cols += [("CPU busy S, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(s)),
              ("CPU busy L, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(l)),
-             ("CPU µs/%s S / L (ratio)" % unit,
+             ("CPU µs/%s S / L (ratio)" % per,
               lambda s, l: pair(get(s, "cpu_us_per_req"), get(l, "cpu_us_per_req")))]
     if setup == "server":
-        cols.append(("server CPU µs/%s S / L (ratio)" % unit,
+        cols.append(("server CPU µs/%s S / L (ratio)" % per,
                      lambda s, l: pair(get(s, "server_cpu_us_per_req"),
                                        get(l, "server_cpu_us_per_req"))))
     return cols

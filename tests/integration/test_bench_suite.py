@@ -208,6 +208,10 @@ def test_kv_latency_table():
     text = report.kv_latency_text(lat)
     assert "12,000 ops/s over 64 connections" in text
     assert "15% of the lower peak (Linux: Slipstream 90,000, Linux 80,000 ops/s)" in text
+    head = report.bench_table({"workload": "kv", "setup": "server", "param_title": "connections"},
+                              [{"value": 64, "slipstream": s, "linux": l}]).splitlines()[0]
+    assert head.startswith("| connections | ops/s Slipstream | ops/s Linux | ratio |")
+    assert head.endswith("| CPU µs/op S / L (ratio) | server CPU µs/op S / L (ratio) |")
     ratios = report.point_ratios(s, l)
     assert ratios["p90_us"] == 0.5 and ratios["max_us"] == 3.0
     # A failed side: its reason, and no figure or ratio for it.
