@@ -17,6 +17,10 @@ under test):
            connection, 1 / 64 / 1024 / 4096 / 16384 connections
   short-*  short-lived connections, 1024 at a time, 1 / 4 / 16 / 64 / 256
            RPCs per connection, each closed by the client
+  kv-server  key-value store (server-side only): memcached -t 1, unmodified,
+           bench/kv_load: 100,000 32-byte keys, 64-byte values, Zipf 0.9,
+           90% GET; peak (closed loop) at 16 / 64 / 256 connections, then
+           latency p50/p90/p99/max in open loop at 15% of the lower peak
   pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
            (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
            1024 / 2048-byte messages, 250 or 1000 cycles of work per message
@@ -59,7 +63,7 @@ POINT_OVERHEAD_S = 2.0
 def check_build():
     need = [BUILD / "src/service/slipstreamd", BUILD / "src/preload/libslipstream-preload.so"]
     need += [BUILD / "bench" / p for p in ("linux_echo", "linux_rpc", "pipe_server",
-                                            "pipe_client")]
+                                            "pipe_client", "kv_load")]
     missing = [str(p) for p in need if not p.exists()]
     if missing:
         sys.exit("suite.py: not built: %s (run scripts/setup.sh, or set SLIPSTREAM_BUILD)"
@@ -72,11 +76,16 @@ def summary(res):
     if res.get("gbps") is not None and res.get("p50_us") is None:      # pipelined
         line = "%s msgs/s, %.2f Gbit/s" % (report.fmt_num(res.get("rps")), res["gbps"])
     else:
-        line = "%s req/s" % report.fmt_num(res.get("rps"))
+        line = "%s %s/s" % (report.fmt_num(res.get("rps")),
+                            "ops" if res.get("p90_us") is not None else "req")
         if res.get("cps"):
             line += ", %s conns/s" % report.fmt_num(res["cps"])
-        line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
-                                       report.fmt_num(res.get("p99_us")))
+        if res.get("p90_us") is not None:       # kv_load
+            line += ", p50 %s p90 %s p99 %s max %s µs" % tuple(
+                report.fmt_num(res.get(k)) for k in ("p50_us", "p90_us", "p99_us", "max_us"))
+        else:
+            line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
+                                           report.fmt_num(res.get("p99_us")))
     line += ", CPU %.2f cores (%s)" % (res["cpu"]["busy_cores"], " + ".join(
         "%.2f" % b for b in cpu.per_cpu_busy(res["cpu"])))
     if report.contended(res):
@@ -180,10 +189,37 @@ class Run:
                                bench.warmup if bench.warmup is not None else self.rs.warmup,
                                self.rs.connect_seconds)
 
+    def kv_server(self, bed):
+        """The bed's memcached (kv), started on its first point and kept for
+        the set-up's other points (each point's client preloads every key
+        again); (Proc, None) or (None, why)."""
+        if getattr(bed, "kv", None) is not None:
+            return bed.kv, None
+        if not os.path.exists(runner.MEMCACHED):
+            return None, "%s not installed (scripts/setup.sh installs it)" % runner.MEMCACHED
+        before = bed.listeners()
+        server = bed.start_server(self.procs, "%s-%s-memcached" % (bed.setup, bed.stack),
+                                  runner.memcached_argv(runner.KV_PORT))
+        if not bed.wait_listening(runner.KV_PORT, server, before + 1):
+            why = "memcached not listening: %s" % server.log_tail(300)
+            self.procs.stop(server)
+            return None, why
+        bed.kv = server
+        self.doc["setups"][bed.setup][bed.stack]["threads"][server.name] = \
+            beds.affinity(server.pid)
+        return server, None
+
     def run_one(self, bed, bench, params):
-        """One point on one bed: against the bed's echo server, or (pipe) a
-        pipe_server started for this point alone."""
+        """One point on one bed: against the bed's echo server, its
+        memcached (kv), or (pipe) a pipe_server started for this point alone."""
         settings = self.bench_settings(bench)
+        if bench.workload == "kv":
+            server, why = self.kv_server(bed)
+            if server is None:
+                return {"error": why}
+            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                    self.alive_check(bed, [bed.echo, server]), server,
+                                    runner.KV_PORT)
         if bench.workload != "pipe":
             return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
                                     self.alive_check(bed, [bed.echo]), bed.echo,
@@ -233,6 +269,8 @@ class Run:
                                                           summary(res)), flush=True)
                     pt["ratios"] = report.point_ratios(pt.get("slipstream"), pt.get("linux"))
                     self.write(partial=True)
+                if b.workload == "kv":
+                    self.kv_latency(entry, b, up, bs)
         finally:
             for bed in up.values():
                 self.doc["setups"][setup][bed.stack]["service_log_tail"] = [
@@ -243,6 +281,35 @@ class Run:
                     bed.down()
                 except Exception as e:      # noqa: BLE001
                     self.doc["warnings"].append("test bed %s down: %s" % (bed.name, e))
+
+    def kv_latency(self, entry, bench, up, bs):
+        """The key-value latency point: open loop at KV_LAT_FRACTION of the
+        lower of the two stacks' peaks (the closed-loop points just run),
+        the same offered load on both stacks."""
+        rate, basis = points.kv_latency_rate(entry["points"])
+        params = dict(bench.fixed, conns=points.KV_LAT_CONNS, rate=rate)
+        lat = {"fraction": points.KV_LAT_FRACTION, "rate": rate, "params": params,
+               "peaks": basis if rate else None}
+        entry["latency"] = lat
+        for stack in beds.STACKS:
+            bed = up.get(stack)
+            if rate is None:
+                res = {"error": "no latency point: %s" % basis}
+            elif bed is None:
+                res = {"error": "set-up failed"}
+            elif self.over_budget(bs):
+                res = {"error": "not run: the %d s time budget is spent"
+                       % self.settings["budget_s"]}
+            else:
+                res = self.run_one(bed, bench, params)
+            lat[stack] = res
+            if res.get("error"):
+                self.doc["failed"].append("%s latency at %s ops/s %s: %s" % (
+                    bench.name, report.fmt_num(rate), stack, res["error"]))
+            print("%-12s %-13s %-10s %s" % (bench.name, "@%s/s" % report.fmt_num(rate), stack,
+                                            summary(res)), flush=True)
+        lat["ratios"] = report.point_ratios(lat.get("slipstream"), lat.get("linux"))
+        self.write(partial=True)
 
     def run(self):
         by_setup = {}
@@ -302,7 +369,7 @@ def main():
                                  epilog="\n".join(__doc__.split("\n")[2:]))
     ap.add_argument("--quick", action="store_true",
                     help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
-    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe) "
+    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe, kv) "
                     "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
     ap.add_argument("--values", help="comma-separated points: only these values of each "
                     "selected benchmark's parameter (e.g. --only rpc-server --values 64,4096)")

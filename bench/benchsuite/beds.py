@@ -425,16 +425,18 @@ class Bed:
     def layout(self):
         """The thread/core layout of this stack in this set-up, in words."""
         if self.setup == "server":
-            client = "client: Linux (linux_rpc, one thread) in the client namespace, pinned to CPU 0, " \
-                     "its kernel receive work on CPU 0 (RPS)"
+            client = "client: Linux (linux_rpc, pipe_client or kv_load: one thread) in the client " \
+                     "namespace, pinned to CPU 0, its kernel receive work on CPU 0 (RPS)"
             if self.qdisc:
                 client += ", its veth end with a %s qdisc" % self.qdisc
             if self.stack == "linux":
-                return ("%s; server: the program (one thread) pinned to CPU 1 and its kernel "
-                        "receive work on CPU 1 (RPS on the server veth)" % client)
+                return ("%s; server: the program (one thread; memcached -t 1: one worker "
+                        "thread and its mostly idle helper threads) pinned to CPU 1 and its "
+                        "kernel receive work on CPU 1 (RPS on the server veth)" % client)
             return ("%s; server: slipstreamd pinned to CPU 1 (taskset -c 1, EAL -l 1: fast "
                     "path = main lcore, control thread and EAL threads on CPU 1), %s, the "
-                    "program under `slipstream run` (one thread) pinned to CPU 1"
+                    "program under `slipstream run` (one thread; memcached -t 1: one worker "
+                    "thread and its mostly idle helper threads) pinned to CPU 1"
                     % (client, self._napi_words("CPU 1")))
         if self.stack == "linux":
             return ("client and server programs (one thread each) in two namespaces over the "

@@ -58,6 +58,37 @@ def _panel(ax, points, key, ylabel, log_y=False, extra=None):
     ax.legend(fontsize=7)
 
 
+def _latency_bars(ax, lat):
+    """The key-value latency point: p50/p90/p99/max of both stacks as bars
+    (log scale), the ratio over each pair."""
+    keys = (("p50", "p50_us"), ("p90", "p90_us"), ("p99", "p99_us"), ("max", "max_us"))
+    width = 0.38
+    for j, stack in enumerate(("slipstream", "linux")):
+        r = lat.get(stack) or {}
+        if r.get("error"):
+            ax.annotate("%s failed" % LABELS[stack], (0.02, 0.9 - 0.08 * j),
+                        xycoords="axes fraction", fontsize=7, color="red")
+            continue
+        xs = [i + (j - 0.5) * width for i in range(len(keys))]
+        ax.bar(xs, [r.get(k) or 0 for _, k in keys], width, color=COLORS[stack],
+               label=LABELS[stack])
+    s, l = lat.get("slipstream") or {}, lat.get("linux") or {}
+    for i, (_, k) in enumerate(keys):
+        if not s.get("error") and not l.get("error") and s.get(k) and l.get(k):
+            ax.annotate("%.2f×" % (s[k] / l[k]), (i, max(s[k], l[k])), xytext=(0, 5),
+                        textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([t for t, _ in keys])
+    ax.set_yscale("log")
+    ax.set_ylabel("latency µs")
+    rate = lat.get("rate")
+    ax.set_title("open loop at %s ops/s (%d%% of the lower peak)" % (
+        "{:,.0f}".format(rate) if rate else "–", round(100 * (lat.get("fraction") or 0))),
+        fontsize=8)
+    ax.grid(True, alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+
+
 def bench_figure(bench, path):
     """Write one benchmark's PNG to path."""
     import matplotlib
@@ -65,17 +96,21 @@ def bench_figure(bench, path):
     import matplotlib.pyplot as plt
 
     points = bench["points"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    lat = bench.get("latency")
+    fig, axes = plt.subplots(1, 4 if lat else 3, figsize=(20 if lat else 15, 4.2))
     if bench["workload"] == "pipe":
         _panel(axes[0], points, "rps", "messages/s")
         _panel(axes[1], points, "gbps", "Gbit/s")
         _panel(axes[2], points, "cpu_us_per_req", "CPU µs per message (whole machine)")
     else:
-        _panel(axes[0], points, "rps", "requests/s")
+        _panel(axes[0], points, "rps", "operations/s" if bench["workload"] == "kv"
+               else "requests/s")
         _panel(axes[1], points, "p50_us", "latency µs (p50 solid, p99 dashed)", log_y=True,
                extra="p99_us")
         _panel(axes[2], points, "cpu_us_per_req", "CPU µs per request (whole machine)")
-    for ax in axes:
+    if lat:
+        _latency_bars(axes[3], lat)
+    for ax in axes[:3]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel(bench["param_title"])
         ax.set_xticks([p["value"] for p in points])

@@ -12,12 +12,17 @@ from dataclasses import dataclass, field
 RPC_SIZE = 64
 SHORT_CONNS = 1024
 PIPE_CONNS = 100
+# The key-value store benchmark (issue 5): memcached, unmodified, -t 1.
+KV_WORKLOAD = {"keys": 100000, "key_size": 32, "value_size": 64, "zipf": 0.9,
+               "get_ratio": 0.9}
+KV_LAT_FRACTION = 0.15      # the latency point's offered load: this share of ...
+KV_LAT_CONNS = 64           # ... the lower of the two stacks' peaks, over this many connections
 
 
 @dataclass(frozen=True)
 class Bench:
     name: str            # WORKLOAD-SETUP
-    workload: str        # rpc | short | pipe
+    workload: str        # rpc | short | pipe | kv
     setup: str           # server | both
     title: str
     param: str           # the varied parameter's key in a point
@@ -53,6 +58,36 @@ def _pipe(mode, work, quick):
                  {"mode": mode, "work": work, "conns": PIPE_CONNS}, seconds=4, warmup=1)
 
 
+def _kv(quick):
+    return Bench("kv-server", "kv", "server",
+                 "Key-value store: memcached -t 1, %d keys, %d-byte keys, %d-byte values, "
+                 "Zipf %.1f, %d%% GET" % (KV_WORKLOAD["keys"], KV_WORKLOAD["key_size"],
+                                          KV_WORKLOAD["value_size"], KV_WORKLOAD["zipf"],
+                                          round(100 * KV_WORKLOAD["get_ratio"])),
+                 "conns", "connections (closed loop: peak)", (16, 64, 256, 1024), quick,
+                 dict(KV_WORKLOAD))
+
+
+def kv_latency_rate(points, fraction=KV_LAT_FRACTION):
+    """The offered load of the key-value latency point: fraction of the
+    lower of the two stacks' peaks (each stack's peak: its highest ops/s
+    over the closed-loop points), so both stacks are measured at the same
+    rate.  A stack with no successful point leaves the other's peak; none
+    at all: (None, why).  Returns (rate, {"slipstream": peak, "linux": peak,
+    "basis": stack whose peak set the rate})."""
+    peaks = {}
+    for stack in ("slipstream", "linux"):
+        rates = [(p.get(stack) or {}).get("rps") for p in points
+                 if not (p.get(stack) or {}).get("error")]
+        rates = [r for r in rates if r]
+        peaks[stack] = max(rates) if rates else None
+    have = {k: v for k, v in peaks.items() if v}
+    if not have:
+        return None, "no peak measured on either stack"
+    basis = min(have, key=have.get)
+    return fraction * have[basis], dict(peaks, basis=basis, fraction=fraction)
+
+
 # In the order they run (grouped by set-up: each set-up is one pair of beds).
 BENCHES = [
     _rpc("server", (1, 1024)),
@@ -61,6 +96,7 @@ BENCHES = [
     _pipe("recv", 1000, ()),
     _pipe("send", 250, (64,)),
     _pipe("send", 1000, ()),
+    _kv((64,)),
     _rpc("both", (1024,)),
     _short("both", (16,)),
 ]

@@ -56,7 +56,8 @@ def cpu_cell(res):
 
 def point_ratios(s, l):
     """The ratios recorded in the JSON for one point."""
-    keys = ("rps", "cps", "gbps", "p50_us", "p99_us", "cpu_us_per_req", "server_cpu_us_per_req")
+    keys = ("rps", "cps", "gbps", "p50_us", "p90_us", "p99_us", "max_us", "cpu_us_per_req",
+            "server_cpu_us_per_req")
     out = {k: ratio(get(s, k), get(l, k)) for k in keys}
     out["busy_cores"] = ratio(get(s, "cpu") and s["cpu"]["busy_cores"],
                               get(l, "cpu") and l["cpu"]["busy_cores"])
@@ -74,7 +75,8 @@ def _failed(res):
 
 def _columns(workload, setup):
     """[(header, cell(s, l))] of a benchmark's table after its parameter."""
-    unit = "msgs" if workload == "pipe" else "req"
+    unit = {"pipe": "msgs", "kv": "ops"}.get(workload, "req")
+    per = "op" if workload == "kv" else unit        # CPU µs per ...
 
     def rate(stack):
         return lambda s, l: (lambda r: fmt_num(get(r, "rps")) if ok(r) else _failed(r))(
@@ -91,10 +93,10 @@ def _columns(workload, setup):
                  ("p99 µs S / L (ratio)", lambda s, l: pair(get(s, "p99_us"), get(l, "p99_us")))]
     cols += [("CPU busy S, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(s)),
              ("CPU busy L, cores (cpu0 + cpu1)", lambda s, l: cpu_cell(l)),
-             ("CPU µs/%s S / L (ratio)" % unit,
+             ("CPU µs/%s S / L (ratio)" % per,
               lambda s, l: pair(get(s, "cpu_us_per_req"), get(l, "cpu_us_per_req")))]
     if setup == "server":
-        cols.append(("server CPU µs/%s S / L (ratio)" % unit,
+        cols.append(("server CPU µs/%s S / L (ratio)" % per,
                      lambda s, l: pair(get(s, "server_cpu_us_per_req"),
                                        get(l, "server_cpu_us_per_req"))))
     return cols
@@ -122,6 +124,45 @@ def bench_table(bench, points):
     if notes:
         text += "\n\n\\* contended: " + "; ".join(notes)
     return text
+
+
+KV_LAT_ROWS = (("p50 µs", "p50_us"), ("p90 µs", "p90_us"), ("p99 µs", "p99_us"),
+               ("max µs", "max_us"))
+
+
+def kv_latency_table(lat):
+    """The key-value latency point: one row per figure (offered and
+    achieved ops/s, p50/p90/p99/max, CPU), Slipstream, Linux, ratio."""
+    s, l = lat.get("slipstream") or {}, lat.get("linux") or {}
+    rows = ["| at %s ops/s offered | Slipstream | Linux | ratio |" % fmt_num(lat.get("rate")),
+            "|---|---:|---:|---:|"]
+    if not ok(s) or not ok(l):
+        rows += ["| %s | %s |" % (STACK_TITLES[n], _failed(r).replace("|", "/"))
+                 for n, r in (("slipstream", s), ("linux", l)) if not ok(r)]
+    for title, key in (("ops/s achieved", "rps"),) + KV_LAT_ROWS + (
+            ("CPU µs/op", "cpu_us_per_req"), ("server CPU µs/op", "server_cpu_us_per_req")):
+        rows.append("| %s | %s | %s | %s |" % (title, fmt_num(get(s, key)), fmt_num(get(l, key)),
+                                             fmt_ratio(ratio(get(s, key), get(l, key)))))
+    rows.append("| CPU busy, cores (cpu0 + cpu1) | %s | %s | |" % (cpu_cell(s), cpu_cell(l)))
+    return "\n".join(rows)
+
+
+def kv_latency_text(lat):
+    """The words above the latency table: how its rate was chosen."""
+    pk = lat.get("peaks") or {}
+    if not lat.get("rate"):
+        return "Latency point not run: %s" % ((lat.get("slipstream") or {}).get("error"))
+    return ("Latency, open loop: requests due on a fixed schedule at %s ops/s over %s "
+            "connections, each one's latency counted from when it was due (no coordinated "
+            "omission), %d%% of the lower peak (%s: Slipstream %s, Linux %s ops/s), the same "
+            "offered load on both stacks%s." % (
+                fmt_num(lat["rate"]), lat["params"]["conns"], round(100 * lat["fraction"]),
+                STACK_TITLES.get(pk.get("basis"), "?"), fmt_num(pk.get("slipstream")),
+                fmt_num(pk.get("linux")),
+                "; * contended (other processes took %.1f / %.1f CPU-s)" % (
+                    (lat.get("slipstream") or {}).get("foreign_cpu_s") or 0,
+                    (lat.get("linux") or {}).get("foreign_cpu_s") or 0)
+                if contended(lat.get("slipstream")) or contended(lat.get("linux")) else ""))
 
 
 def markdown(doc):
@@ -162,7 +203,12 @@ def markdown(doc):
                     b["name"], st["seconds"], st["warmup"],
                     "; messages counted where they arrive (the server for a receive-only "
                     "server, the client for a send-only one)" if b["workload"] == "pipe"
+                    else "; peak throughput in closed loop, one request in flight per "
+                    "connection, after every key was stored (bench/kv_load compares every "
+                    "GET's whole reply with the key's value)" if b["workload"] == "kv"
                     else ""), "", bench_table(b, b["points"]), ""]
+        if b.get("latency"):
+            out += [kv_latency_text(b["latency"]), "", kv_latency_table(b["latency"]), ""]
     if doc.get("failed"):
         out += ["## Failed points", ""] + ["- %s" % f for f in doc["failed"]] + [""]
     if doc.get("warnings"):

@@ -13,6 +13,9 @@ from . import procs as procmod
 
 ECHO_PORT = 7000
 PIPE_PORT = 7100        # + the point's index: a fresh port for each pipe_server
+KV_PORT = 11211
+MEMCACHED = "/usr/bin/memcached"
+KV_STALL_S = 5          # kv_load: replies owed and none for this long is an error
 
 
 class Settings:
@@ -45,6 +48,13 @@ def client_argv(build, bench, params, settings, server_ip, port):
     common = ["--connect", "%s:%d" % (server_ip, port), "--conns", params["conns"],
               "--seconds", settings.seconds, "--warmup", settings.warmup,
               "--connect-seconds", settings.connect_seconds, "--phases"]
+    if bench.workload == "kv":
+        argv = [os.path.join(build, "bench", "kv_load"), "--keys", params["keys"],
+                "--zipf", params["zipf"], "--get-ratio", params["get_ratio"],
+                "--stall", KV_STALL_S] + common
+        if params.get("rate"):
+            argv += ["--rate", "%.0f" % params["rate"]]
+        return [str(a) for a in argv]
     if bench.workload == "pipe":
         mode = "send" if params["mode"] == "recv" else "recv"
         return [str(a) for a in [os.path.join(build, "bench", "pipe_client"), "--mode", mode]
@@ -63,6 +73,15 @@ def server_argv(build, bench, params, port):
                 "--mode", params["mode"], "--size", str(params["size"]),
                 "--work", str(params["work"])]
     return [os.path.join(build, "bench", "linux_echo"), "--port", str(port)]
+
+
+def memcached_argv(port):
+    """memcached for the key-value benchmark: one worker thread (-t 1; its
+    other threads, LRU maintainer, crawler, logger, mostly sleep), TCP only
+    (-U 0), on every address, memory for 100,000 items many times over (no
+    eviction: a miss is an error), room for every connection."""
+    return [MEMCACHED, "-u", "root", "-t", "1", "-U", "0", "-l", "0.0.0.0", "-p", str(port),
+            "-m", "1024", "-c", "4096"]
 
 
 def server_lines(server, n, timeout=5.0):

@@ -123,7 +123,7 @@ def test_select_values():
     assert [b.name for b in points.select(["server"], False, (4096,))] == ["rpc-server"]
     assert [b.name for b in points.select(None, False, (64,))] == \
         ["rpc-server", "short-server", "pipe-recv250", "pipe-recv1000", "pipe-send250",
-         "pipe-send1000", "rpc-both", "short-both"]
+         "pipe-send1000", "kv-server", "rpc-both", "short-both"]
 
 
 def test_last_json():
@@ -148,3 +148,75 @@ def test_pipe_rate_counts_where_messages_arrive():
                                  {"seconds": 2.0, "bytes": 64 * 3000}, "")
     assert rate == pytest.approx(1500.0) and how == "client received"
     assert runner.pipe_rate({"mode": "recv", "size": 64}, {"seconds": 2.0}, "")[0] is None
+
+
+def test_kv_bench_and_client_argv():
+    kv = points.BY_NAME["kv-server"]
+    assert [b.name for b in points.select(["kv"])] == ["kv-server"]
+    assert kv.setup == "server" and kv.full == (16, 64, 256, 1024) and kv.quick == (64,)
+    params = points.point_params(kv, 64)
+    assert params == {"keys": 100000, "key_size": 32, "value_size": 64, "zipf": 0.9,
+                      "get_ratio": 0.9, "conns": 64}
+    st = runner.Settings(8, 2, 20)
+    assert runner.client_argv("/b", kv, params, st, "198.18.0.1", 11211) == [
+        "/b/bench/kv_load", "--keys", "100000", "--zipf", "0.9", "--get-ratio", "0.9",
+        "--stall", "5", "--connect", "198.18.0.1:11211", "--conns", "64", "--seconds", "8",
+        "--warmup", "2", "--connect-seconds", "20", "--phases"]
+    argv = runner.client_argv("/b", kv, dict(params, rate=12345.6), st, "198.18.0.1", 11211)
+    assert argv[-2:] == ["--rate", "12346"]
+    mc = runner.memcached_argv(11211)
+    assert mc[0] == "/usr/bin/memcached"
+    for flag, val in (("-t", "1"), ("-U", "0"), ("-p", "11211"), ("-l", "0.0.0.0")):
+        assert mc[mc.index(flag) + 1] == val
+
+
+def test_kv_latency_rate_is_a_share_of_the_lower_peak():
+    pts = [{"slipstream": {"rps": 100000.0}, "linux": {"rps": 80000.0}},
+           {"slipstream": {"rps": 120000.0}, "linux": {"error": "x", "rps": 999999.0}},
+           {"slipstream": {"rps": 90000.0}, "linux": {"rps": 85000.0}}]
+    rate, basis = points.kv_latency_rate(pts)
+    assert rate == pytest.approx(0.15 * 85000.0)
+    assert basis == {"slipstream": 120000.0, "linux": 85000.0, "basis": "linux",
+                     "fraction": 0.15}
+    # Slipstream's lower: its peak sets the rate.
+    rate, basis = points.kv_latency_rate(pts[:1], 0.5)
+    assert rate == 40000.0 and basis["basis"] == "linux"
+    rate, basis = points.kv_latency_rate([{"slipstream": {"rps": 50.0},
+                                           "linux": {"rps": 60.0}}])
+    assert rate == pytest.approx(7.5) and basis["basis"] == "slipstream"
+    # One stack failed everywhere: the other's peak; both: no rate.
+    rate, basis = points.kv_latency_rate([{"slipstream": {"error": "e"},
+                                           "linux": {"rps": 1000.0}}])
+    assert rate == pytest.approx(150.0) and basis["slipstream"] is None
+    rate, why = points.kv_latency_rate([{"slipstream": {"error": "e"}, "linux": {"error": "f"}}])
+    assert rate is None and why == "no peak measured on either stack"
+
+
+def test_kv_latency_table():
+    s = _res(12000.0, p90_us=15.0, max_us=900.0)
+    l = _res(12000.0, p50_us=20.0, p90_us=30.0, p99_us=40.0, max_us=300.0)
+    lat = {"rate": 12000.0, "fraction": 0.15, "params": {"conns": 64},
+           "peaks": {"slipstream": 90000.0, "linux": 80000.0, "basis": "linux"},
+           "slipstream": s, "linux": l}
+    t = report.kv_latency_table(lat).splitlines()
+    assert t[0] == "| at 12,000 ops/s offered | Slipstream | Linux | ratio |"
+    assert t[2] == "| ops/s achieved | 12,000 | 12,000 | 1.00 |"
+    assert t[3:7] == ["| p50 µs | 10.0 | 20.0 | 0.50 |", "| p90 µs | 15.0 | 30.0 | 0.50 |",
+                      "| p99 µs | 20.0 | 40.0 | 0.50 |", "| max µs | 900 | 300 | 3.00 |"]
+    assert t[-1] == "| CPU busy, cores (cpu0 + cpu1) | 1.50 (0.50 + 1.00) | " \
+                    "1.50 (0.50 + 1.00) | |"
+    text = report.kv_latency_text(lat)
+    assert "12,000 ops/s over 64 connections" in text
+    assert "15% of the lower peak (Linux: Slipstream 90,000, Linux 80,000 ops/s)" in text
+    head = report.bench_table({"workload": "kv", "setup": "server", "param_title": "connections"},
+                              [{"value": 64, "slipstream": s, "linux": l}]).splitlines()[0]
+    assert head.startswith("| connections | ops/s Slipstream | ops/s Linux | ratio |")
+    assert head.endswith("| CPU µs/op S / L (ratio) | server CPU µs/op S / L (ratio) |")
+    ratios = report.point_ratios(s, l)
+    assert ratios["p90_us"] == 0.5 and ratios["max_us"] == 3.0
+    # A failed side: its reason, and no figure or ratio for it.
+    lat["slipstream"] = {"error": "client: conn 3: GET of key 7 missed (END without VALUE)"}
+    t = report.kv_latency_table(lat).splitlines()
+    assert t[2] == "| Slipstream | **FAILED**: client: conn 3: GET of key 7 missed " \
+                   "(END without VALUE) |"
+    assert "| p99 µs | – | 40.0 | – |" in t
