@@ -20,10 +20,19 @@ under test):
   pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
            (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
            1024 / 2048-byte messages, 250 or 1000 cycles of work per message
+  loss-server  100 bulk flows from the server side (the stack under test)
+           to a Linux client, 0 / 0.1 / 0.5 / 1 / 2 / 5 % of the data
+           segments dropped at random (nftables in the client's namespace):
+           goodput, penalty against 0 %, retransmissions
+  interop-server, interop-both  100 bulk flows, each end sending in turn:
+           Slipstream -> Linux, Linux -> Slipstream (server-side), Slipstream
+           -> Slipstream (both ends), each beside Linux -> Linux
 The servers are plain epoll programs on Linux sockets, unmodified: on Linux
 as they are, on Slipstream under `slipstream run`: bench/linux_echo (rpc,
-short) and bench/pipe_server (pipe).  The clients check every byte:
-bench/linux_rpc (every echo) and bench/pipe_client (the patterned stream),
+short) and bench/pipe_server (pipe, loss, interop; 64 KiB send()s, no work
+for the bulk flows).  The clients check every byte: bench/linux_rpc (every
+echo) and bench/pipe_client (the patterned stream; pipe_server checks what
+it receives),
 on Linux, or under `slipstream run` for both ends.
 
 Output (--out; default docs/benchmarks/ for a full run, else
@@ -45,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.dont_write_bytecode = True
 
-from benchsuite import beds, cpu, machine, plots, points, report, runner  # noqa: E402
+from benchsuite import beds, bulk, cpu, machine, plots, points, report, runner  # noqa: E402
 from benchsuite import procs as procmod  # noqa: E402
 
 BUILD = Path(os.environ.get("SLIPSTREAM_BUILD") or REPO / "build")
@@ -77,6 +86,12 @@ def summary(res):
             line += ", %s conns/s" % report.fmt_num(res["cps"])
         line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
                                        report.fmt_num(res.get("p99_us")))
+    if res.get("retrans") is not None:
+        line += ", retransmitted %s segs" % report.fmt_num(res["retrans"])
+    if res.get("loss_applied"):
+        la = res["loss_applied"]
+        line += " (dropped %d of %d: %.2f%%)" % (la["dropped"], la["offered"],
+                                                100 * (la["rate"] or 0))
     line += ", CPU %.2f cores (%s)" % (res["cpu"]["busy_cores"], " + ".join(
         "%.2f" % b for b in cpu.per_cpu_busy(res["cpu"])))
     if report.contended(res):
@@ -184,22 +199,54 @@ class Run:
         """One point on one bed: against the bed's echo server, or (pipe) a
         pipe_server started for this point alone."""
         settings = self.bench_settings(bench)
-        if bench.workload != "pipe":
+        if bench.workload not in points.STREAM_WORKLOADS:
             return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
                                     self.alive_check(bed, [bed.echo]), bed.echo,
                                     runner.ECHO_PORT)
         self.pipe_port += 1
         before = bed.listeners()
-        server = bed.start_server(self.procs, "%s-%s-pipe" % (bed.setup, bed.stack),
+        server = bed.start_server(self.procs, "%s-%s-%s" % (bed.setup, bed.stack, bench.workload),
                                   runner.server_argv(str(BUILD), bench, params, self.pipe_port))
+        bulk_flows = bench.workload in ("loss", "interop")
+        loss = params.get("loss_pct")
         try:
             if not bed.wait_listening(self.pipe_port, server, before + 1):
                 return {"error": "pipe_server not listening: %s" % server.log_tail(300)}
-            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
-                                    self.alive_check(bed, [bed.echo, server]), server,
-                                    self.pipe_port)
+            if loss:
+                bed.loss_on(self.pipe_port, loss)
+            k0 = bed.kernel_tcp() if bulk_flows else None
+            res = runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                   self.alive_check(bed, [bed.echo, server]), server,
+                                   self.pipe_port)
+            if bulk_flows:
+                self.bulk_counters(bed, res, k0, params, loss)
+            return res
         finally:
+            if loss:
+                bed.loss_off()
             self.procs.stop(server)
+
+    @staticmethod
+    def bulk_counters(bed, res, k0, params, loss):
+        """A bulk point's retransmissions (the sender's: the service's for a
+        Slipstream sender, its namespace's kernel's for Linux) and, with
+        loss, what the nft rule dropped.  Over the whole client run
+        (connect, warm-up, window, close), not only the window."""
+        k1 = bed.kernel_tcp()
+        res["kernel_tcp"] = {side: bulk.snmp_delta(k0[side], k1[side]) for side in k1}
+        if bed.stack == "slipstream":
+            res["service_retrans"] = bulk.service_retrans(res.get("service_counters", {}))
+        snd, _ = points.interop_pair(bed.setup, bed.stack,
+                                     "server" if params["mode"] == "send" else "client")
+        if snd == "slipstream":
+            res["retrans"] = res.get("service_retrans", {}).get("tcp_retrans_segs", 0)
+        else:
+            side = "server" if params["mode"] == "send" else "client"
+            res["retrans"] = res["kernel_tcp"][side].get("Tcp.RetransSegs", 0)
+        if loss:
+            res["loss_applied"] = bed.loss_counters()
+            if not res["loss_applied"] and not res.get("error"):
+                res["error"] = "the loss rule's counters could not be read"
 
     def run_setup(self, setup, benches):
         up = self.setup_up(setup)
@@ -232,6 +279,9 @@ class Run:
                         print("%-12s %s=%-6s %-10s %s" % (b.name, b.param, v, stack,
                                                           summary(res)), flush=True)
                     pt["ratios"] = report.point_ratios(pt.get("slipstream"), pt.get("linux"))
+                    if b.workload == "loss":
+                        bulk.loss_penalties(entry["points"])
+                        entry["target"] = bulk.loss_target(entry["points"])
                     self.write(partial=True)
         finally:
             for bed in up.values():
@@ -302,7 +352,8 @@ def main():
                                  epilog="\n".join(__doc__.split("\n")[2:]))
     ap.add_argument("--quick", action="store_true",
                     help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
-    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe) "
+    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, "
+                    "pipe, loss, interop) "
                     "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
     ap.add_argument("--values", help="comma-separated points: only these values of each "
                     "selected benchmark's parameter (e.g. --only rpc-server --values 64,4096)")
