@@ -118,6 +118,18 @@ def _sysctls(ns, values):
         testbed.run(testbed.ns_cmd(ns, ["sysctl", "-q", "-w", "%s=%s" % (k, v)]))
 
 
+def read_sysctl(key):
+    """A sysctl of the root namespace (as text), or None."""
+    try:
+        return Path("/proc/sys/" + key.replace(".", "/")).read_text().strip()
+    except OSError:
+        return None
+
+
+def write_sysctl(key, value):
+    testbed.run(["sysctl", "-q", "-w", "%s=%s" % (key, value)])
+
+
 def _sh(ns, script):
     """A shell line inside ns (sysfs writes: `ip netns exec` mounts the
     namespace's own /sys)."""

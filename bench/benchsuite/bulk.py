@@ -46,8 +46,9 @@ SNMP_KEYS = (("Tcp", "OutSegs"), ("Tcp", "InSegs"), ("Tcp", "RetransSegs"),
              ("TcpExt", "TCPDSACKOldSent"), ("TcpExt", "TCPDSACKRecv"),
              ("TcpExt", "TCPSACKReneging"), ("TcpExt", "TCPRcvQDrop"),
              ("TcpExt", "TCPOFODrop"), ("TcpExt", "TCPBacklogDrop"))
-SERVICE_KEYS = ("tcp_retrans_segs", "tcp_fast_retrans", "tcp_rto_fired", "tcp_timeout",
-                "tcp_dup_data_bytes", "tx_tcp_segments", "rx_tcp", "nic_rx_missed")
+SERVICE_KEYS = ("tcp_retrans_segs", "tcp_fast_retrans", "tcp_rto_fired", "tcp_tail_probes",
+                "tcp_lost_rexmits", "tcp_dup_acks", "tcp_timeout", "tcp_dup_data_bytes",
+                "tx_tcp_segments", "rx_tcp", "nic_rx_missed")
 
 
 def loss_permyriad(loss_pct):
@@ -215,3 +216,16 @@ def interop_matrix(benches):
              ("linux", "slipstream"): 2, ("linux", "linux"): 3}
     rows.sort(key=lambda r: (order[(r["sender"], r["receiver"])], r["setup"] != "server"))
     return rows
+
+
+def path_drops(res):
+    """Frames lost on the way other than by the loss rule: the veth ends'
+    tx_dropped (a veth counts a frame its peer could not take there: the
+    receiving kernel's full input backlog, or a full ring toward an XDP
+    program) and the service's AF_XDP receive ring overflows
+    (nic_rx_missed), over the client run.  None without veth counters."""
+    veth = res.get("veth")
+    if veth is None:
+        return None
+    n = sum(v.get("tx_dropped", 0) for v in veth.values())
+    return n + (res.get("service_retrans") or {}).get("nic_rx_missed", 0)

@@ -136,6 +136,11 @@ def _retrans(res):
     return fmt_num(res.get("retrans"), 0) if ok(res) and res.get("retrans") is not None else "–"
 
 
+def _drops(res):
+    from .bulk import path_drops
+    return fmt_num(path_drops(res), 0) if ok(res) else "–"
+
+
 def _applied(res):
     la = res.get("loss_applied") if ok(res) else None
     if not la or la.get("rate") is None:
@@ -164,7 +169,7 @@ def bulk_table(bench, points):
     head += ["Gbit/s Slipstream", "Gbit/s Linux", "ratio"]
     if loss:
         head += ["penalty S", "penalty L", "penalty ratio S/L", "dropped S / L"]
-    head += ["retransmitted segs S / L", "CPU busy S, cores (cpu0 + cpu1)",
+    head += ["retransmitted segs S / L", "other drops S / L", "CPU busy S, cores (cpu0 + cpu1)",
              "CPU busy L, cores (cpu0 + cpu1)", "CPU s per GB S / L (ratio)"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     notes = []
@@ -182,7 +187,8 @@ def bulk_table(bench, points):
             pen = p.get("penalty") or {}
             cells += [_pct(pen.get("slipstream")), _pct(pen.get("linux")),
                       fmt_ratio(pen.get("ratio")), "%s / %s" % (_applied(s), _applied(l))]
-        cells += ["%s / %s" % (_retrans(s), _retrans(l)), cpu_cell(s), cpu_cell(l),
+        cells += ["%s / %s" % (_retrans(s), _retrans(l)),
+                  "%s / %s" % (_drops(s), _drops(l)), cpu_cell(s), cpu_cell(l),
                   pair(_cpu_per_gb(s), _cpu_per_gb(l))]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
         if mark:
@@ -267,11 +273,16 @@ def markdown(doc):
                     "server, the client for a send-only one)" if b["workload"] == "pipe"
                     else "; goodput counted by the receiver over the window, every byte "
                     "checked; retransmitted segments and dropped segments over the whole "
-                    "client run; penalty = 1 − goodput / goodput at 0 %% loss, same stack"
+                    "client run; penalty = 1 − goodput / goodput at 0 % loss, same stack"
                     if b["workload"] == "loss" else "; goodput counted by the receiver, "
                     "every byte checked; retransmitted segments are the sender's"
-                    if bulk else ""), "",
-                bulk_table(b, b["points"]) if bulk else bench_table(b, b["points"]), ""]
+                    if bulk else ""), ""]
+        nb = b.get("netdev_max_backlog")
+        if nb:
+            out += ["net.core.netdev_max_backlog: %s during these points." % (
+                "%s (was %s, put back after)" % (nb["set"], nb["was"]) if "set" in nb
+                else "%s (left as it was)" % nb.get("left")), ""]
+        out += [bulk_table(b, b["points"]) if bulk else bench_table(b, b["points"]), ""]
     matrix = interop_table(doc)
     if matrix:
         out += ["## Interoperation: sender × receiver", "",

@@ -291,7 +291,10 @@ def test_bulk_tables_and_matrix():
     t = report.bulk_table(b, pts).splitlines()
     assert t[0].startswith("| loss % | Gbit/s Slipstream | Gbit/s Linux | ratio | penalty S |")
     assert t[3].startswith("| 1 | 7.00 | 6.00 | 1.17 | 30.0% | 25.0% | 1.20 | 1.00% / – | "
-                           "900 / 800 |")
+                           "900 / 800 | – / – |")
+    assert bulk.path_drops({"veth": {"server veth": {"tx_dropped": 5, "rx_packets": 9},
+                                     "client veth": {"rx_dropped": 5}},
+                            "service_retrans": {"nic_rx_missed": 2}}) == 7
     assert t[-1].startswith("Target (issue 5") and "met" in t[-1]
     io_pts = [{"value": "server", "slipstream": _bulk(3.0), "linux": _bulk(4.0)},
               {"value": "client", "slipstream": {"error": "pipe_server closed 1 connections "
