@@ -87,7 +87,7 @@ def summary(res):
         line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
                                        report.fmt_num(res.get("p99_us")))
     if res.get("retrans") is not None:
-        line += ", retransmitted %s segs" % report.fmt_num(res["retrans"])
+        line += ", retransmitted %s segs" % report.fmt_num(res["retrans"], 0)
     if res.get("loss_applied"):
         la = res["loss_applied"]
         line += " (dropped %d of %d: %.2f%%)" % (la["dropped"], la["offered"],

@@ -58,7 +58,7 @@ def _panel(ax, points, key, ylabel, log_y=False, extra=None):
     ax.legend(fontsize=7)
 
 
-def _categorical(ax, points, key, ylabel, scale=1.0, fmt="%.2f×"):
+def _categorical(ax, points, key, ylabel, scale=1.0, fmt="%.2f×", style="o-"):
     """Both stacks over the points at evenly spaced positions (loss % has
     0; interop's values are words), the Slipstream/Linux ratio above each."""
     xs = list(range(len(points)))
@@ -66,7 +66,7 @@ def _categorical(ax, points, key, ylabel, scale=1.0, fmt="%.2f×"):
         pts = [(i, (p.get(stack) or {}).get(key)) for i, p in enumerate(points)
                if not (p.get(stack) or {}).get("error")]
         pts = [(i, v * scale) for i, v in pts if v is not None]
-        ax.plot([i for i, _ in pts], [v for _, v in pts], "o-", color=COLORS[stack],
+        ax.plot([i for i, _ in pts], [v for _, v in pts], style, color=COLORS[stack],
                 label=LABELS[stack])
     for i, p in enumerate(points):
         s, l = p.get("slipstream") or {}, p.get("linux") or {}
@@ -106,15 +106,18 @@ def bulk_figure(bench, path, plt):
     points = bench["points"]
     loss = bench["workload"] == "loss"
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    _categorical(axes[0], points, "gbps", "goodput Gbit/s (receiver)")
+    style = "o-" if loss else "o"       # interop's points are separate pairs
+    _categorical(axes[0], points, "gbps", "goodput Gbit/s (receiver)", style=style)
     if loss:
         _penalty_panel(axes[1], points)
         _categorical(axes[2], points, "retrans", "sender's retransmitted segments (run)")
         labels = ["%g" % p["value"] for p in points]
     else:
         from .points import interop_pair
-        _categorical(axes[1], points, "cpu_s_per_gb", "CPU s per GB (whole machine)")
-        _categorical(axes[2], points, "retrans", "sender's retransmitted segments (run)")
+        _categorical(axes[1], points, "cpu_s_per_gb", "CPU s per GB (whole machine)",
+                     style=style)
+        _categorical(axes[2], points, "retrans", "sender's retransmitted segments (run)",
+                     style=style)
         labels = ["S: %s\nL: %s" % tuple(" → ".join(LABELS[x] for x in interop_pair(
             bench["setup"], st, p["value"])) for st in ("slipstream", "linux"))
             for p in points]
