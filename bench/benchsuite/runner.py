@@ -91,14 +91,16 @@ def pipe_rate(params, client, server_log):
     if len(lines) < 2:
         return None, "pipe_server printed %d counter lines, not 2" % len(lines)
     a, b = lines[0], lines[1]
-    # The receiver's own verdict at the window's end: a connection it
-    # closed on a pattern mismatch or a socket error, or one gone.
+    # The receiver's own verdict: every connection open when the window
+    # starts (at its end the client may already be closing them: its
+    # "phase end" line and its close()s race with the signal), and none
+    # closed on a pattern mismatch or a socket error by the window's end.
+    if params.get("conns") and a.get("conns") != params["conns"]:
+        return None, "pipe_server had %s connections open at the window's start, not %d" % (
+            a.get("conns"), params["conns"])
     if b.get("errors"):
         return None, "pipe_server closed %d connections on a pattern mismatch or a " \
             "socket error" % b["errors"]
-    if params.get("conns") and b.get("conns") != params["conns"]:
-        return None, "pipe_server had %s connections open at the window's end, not %d" % (
-            b.get("conns"), params["conns"])
     secs = (b["t_ns"] - a["t_ns"]) / 1e9
     if secs <= 0:
         return None, "server counter lines out of order"

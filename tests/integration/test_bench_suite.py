@@ -321,10 +321,12 @@ def test_pipe_rate_fails_on_receiver_errors():
     bad = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":99,"errors":1}\n'
     rate, why = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, bad)
     assert rate is None and "pattern mismatch" in why
-    short = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":98,"errors":0}\n'
+    short = ok_line.replace('"conns":100', '"conns":98') + \
+        '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":98,"errors":0}\n'
     rate, why = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, short)
-    assert rate is None and "98 connections" in why
-    good = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":100,"errors":0}\n'
+    assert rate is None and "98 connections open at the window's start" in why
+    # At the window's end the client may be closing already: not an error.
+    good = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":49,"errors":0}\n'
     rate, _ = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, good)
     assert rate == pytest.approx(8.0)
 
