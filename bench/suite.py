@@ -24,10 +24,19 @@ under test):
   pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
            (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
            1024 / 2048-byte messages, 250 or 1000 cycles of work per message
+  loss-server  100 bulk flows from the server side (the stack under test)
+           to a Linux client, 0 / 0.1 / 0.5 / 1 / 2 / 5 % of the data
+           segments dropped at random (nftables in the client's namespace):
+           goodput, penalty against 0 %, retransmissions
+  interop-server, interop-both  100 bulk flows, each end sending in turn:
+           Slipstream -> Linux, Linux -> Slipstream (server-side), Slipstream
+           -> Slipstream (both ends), each beside Linux -> Linux
 The servers are plain epoll programs on Linux sockets, unmodified: on Linux
 as they are, on Slipstream under `slipstream run`: bench/linux_echo (rpc,
-short) and bench/pipe_server (pipe).  The clients check every byte:
-bench/linux_rpc (every echo) and bench/pipe_client (the patterned stream),
+short) and bench/pipe_server (pipe, loss, interop; 64 KiB send()s, no work
+for the bulk flows).  The clients check every byte: bench/linux_rpc (every
+echo) and bench/pipe_client (the patterned stream; pipe_server checks what
+it receives),
 on Linux, or under `slipstream run` for both ends.
 
 Output (--out; default docs/benchmarks/ for a full run, else
@@ -49,7 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.dont_write_bytecode = True
 
-from benchsuite import beds, cpu, machine, plots, points, report, runner  # noqa: E402
+from benchsuite import beds, bulk, cpu, machine, plots, points, report, runner  # noqa: E402
 from benchsuite import procs as procmod  # noqa: E402
 
 BUILD = Path(os.environ.get("SLIPSTREAM_BUILD") or REPO / "build")
@@ -86,6 +95,12 @@ def summary(res):
         else:
             line += ", p50 %s p99 %s µs" % (report.fmt_num(res.get("p50_us")),
                                            report.fmt_num(res.get("p99_us")))
+    if res.get("retrans") is not None:
+        line += ", retransmitted %s segs" % report.fmt_num(res["retrans"], 0)
+    if res.get("loss_applied"):
+        la = res["loss_applied"]
+        line += " (dropped %d of %d: %.2f%%)" % (la["dropped"], la["offered"],
+                                                100 * (la["rate"] or 0))
     line += ", CPU %.2f cores (%s)" % (res["cpu"]["busy_cores"], " + ".join(
         "%.2f" % b for b in cpu.per_cpu_busy(res["cpu"])))
     if report.contended(res):
@@ -121,7 +136,7 @@ class Run:
             "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
                              napi=args.napi, service_args=args.service_args,
                              client_qdisc=args.client_qdisc, veth_sysfs=args.veth_sysfs,
-                             vdev_args=args.vdev_args),
+                             vdev_args=args.vdev_args, rx_backlog=args.rx_backlog),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -220,22 +235,104 @@ class Run:
             return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
                                     self.alive_check(bed, [bed.echo, server]), server,
                                     runner.KV_PORT)
-        if bench.workload != "pipe":
+        if bench.workload not in points.STREAM_WORKLOADS:
             return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
                                     self.alive_check(bed, [bed.echo]), bed.echo,
                                     runner.ECHO_PORT)
         self.pipe_port += 1
         before = bed.listeners()
-        server = bed.start_server(self.procs, "%s-%s-pipe" % (bed.setup, bed.stack),
+        server = bed.start_server(self.procs, "%s-%s-%s" % (bed.setup, bed.stack, bench.workload),
                                   runner.server_argv(str(BUILD), bench, params, self.pipe_port))
+        bulk_flows = bench.workload in ("loss", "interop")
+        loss = params.get("loss_pct")
         try:
             if not bed.wait_listening(self.pipe_port, server, before + 1):
                 return {"error": "pipe_server not listening: %s" % server.log_tail(300)}
-            return runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
-                                    self.alive_check(bed, [bed.echo, server]), server,
-                                    self.pipe_port)
+            if loss:
+                bed.loss_on(self.pipe_port, loss)
+            k0 = bed.kernel_tcp() if bulk_flows else None
+            res = runner.run_point(bed, bench, params, settings, self.procs, str(BUILD),
+                                   self.alive_check(bed, [bed.echo, server]), server,
+                                   self.pipe_port)
+            if bulk_flows:
+                self.bulk_counters(bed, res, k0, params, loss)
+            return res
         finally:
+            if loss:
+                bed.loss_off()
             self.procs.stop(server)
+
+    @staticmethod
+    def bulk_counters(bed, res, k0, params, loss):
+        """A bulk point's retransmissions (the sender's: the service's for a
+        Slipstream sender, its namespace's kernel's for Linux) and, with
+        loss, what the nft rule dropped.  Over the whole client run
+        (connect, warm-up, window, close), not only the window."""
+        k1 = bed.kernel_tcp()
+        res["kernel_tcp"] = {side: bulk.snmp_delta(k0[side], k1[side]) for side in k1}
+        if bed.stack == "slipstream":
+            res["service_retrans"] = bulk.service_retrans(res.get("service_counters", {}))
+        snd, _ = points.interop_pair(bed.setup, bed.stack,
+                                     "server" if params["mode"] == "send" else "client")
+        if snd == "slipstream":
+            res["retrans"] = res.get("service_retrans", {}).get("tcp_retrans_segs", 0)
+        else:
+            side = "server" if params["mode"] == "send" else "client"
+            res["retrans"] = res["kernel_tcp"][side].get("Tcp.RetransSegs", 0)
+        if loss:
+            res["loss_applied"] = bed.loss_counters()
+            if not res["loss_applied"] and not res.get("error"):
+                res["error"] = "the loss rule's counters could not be read"
+
+    def run_bench(self, setup, b, entry, bs, up):
+        """The points of one benchmark on the set-up's beds; bulk flows
+        with the receive backlog raised (backlog_raise)."""
+        saved = self.backlog_raise(entry) if b.workload in ("loss", "interop") else None
+        try:
+            for v in points.values(b, self.args.quick, self.values):
+                params = points.point_params(b, v)
+                pt = {"value": v, "params": params}
+                entry["points"].append(pt)
+                for stack in beds.STACKS:
+                    bed = up.get(stack)
+                    if bed is None:
+                        res = {"error": "set-up failed: %s"
+                               % self.doc["setups"][setup][stack].get("error")}
+                    elif self.over_budget(bs):
+                        res = {"error": "not run: the %d s time budget is spent"
+                               % self.settings["budget_s"]}
+                    else:
+                        res = self.run_one(bed, b, params)
+                    pt[stack] = res
+                    if res.get("error"):
+                        self.doc["failed"].append("%s %s=%s %s: %s" % (
+                            b.name, b.param, v, stack, res["error"]))
+                    print("%-12s %s=%-6s %-10s %s" % (b.name, b.param, v, stack,
+                                                      summary(res)), flush=True)
+                pt["ratios"] = report.point_ratios(pt.get("slipstream"), pt.get("linux"))
+                if b.workload == "loss":
+                    bulk.loss_penalties(entry["points"])
+                    entry["target"] = bulk.loss_target(entry["points"])
+                self.write(partial=True)
+        finally:
+            if saved is not None:
+                beds.write_sysctl("net.core.netdev_max_backlog", saved)
+
+    def backlog_raise(self, entry):
+        """net.core.netdev_max_backlog (global: not per namespace) up to
+        --rx-backlog for the bulk points; returns the old value to put back
+        (None: left alone).  With the default 1000 the receiving kernel's
+        per-CPU input queue (veth delivers there, RPS picks the CPU)
+        overflows under 100 bulk flows from a Linux sender: 18 % of the
+        segments dropped at "0 % loss" in a trial run."""
+        want = self.args.rx_backlog
+        if not want:
+            entry["netdev_max_backlog"] = {"left": beds.read_sysctl("net.core.netdev_max_backlog")}
+            return None
+        was = beds.read_sysctl("net.core.netdev_max_backlog")
+        beds.write_sysctl("net.core.netdev_max_backlog", want)
+        entry["netdev_max_backlog"] = {"was": was, "set": want}
+        return was
 
     def run_setup(self, setup, benches):
         up = self.setup_up(setup)
@@ -247,28 +344,7 @@ class Run:
                 self.doc["benchmarks"].append(entry)
                 bs = self.bench_settings(b)
                 entry["settings"] = bs.as_dict()
-                for v in points.values(b, self.args.quick, self.values):
-                    params = points.point_params(b, v)
-                    pt = {"value": v, "params": params}
-                    entry["points"].append(pt)
-                    for stack in beds.STACKS:
-                        bed = up.get(stack)
-                        if bed is None:
-                            res = {"error": "set-up failed: %s"
-                                   % self.doc["setups"][setup][stack].get("error")}
-                        elif self.over_budget(bs):
-                            res = {"error": "not run: the %d s time budget is spent"
-                                   % self.settings["budget_s"]}
-                        else:
-                            res = self.run_one(bed, b, params)
-                        pt[stack] = res
-                        if res.get("error"):
-                            self.doc["failed"].append("%s %s=%s %s: %s" % (
-                                b.name, b.param, v, stack, res["error"]))
-                        print("%-12s %s=%-6s %-10s %s" % (b.name, b.param, v, stack,
-                                                          summary(res)), flush=True)
-                    pt["ratios"] = report.point_ratios(pt.get("slipstream"), pt.get("linux"))
-                    self.write(partial=True)
+                self.run_bench(setup, b, entry, bs, up)
                 if b.workload == "kv":
                     self.kv_latency(entry, b, up, bs)
         finally:
@@ -369,7 +445,8 @@ def main():
                                  epilog="\n".join(__doc__.split("\n")[2:]))
     ap.add_argument("--quick", action="store_true",
                     help="the reduced set, %d s per point (at most 2 minutes)" % QUICK["seconds"])
-    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, pipe, kv) "
+    ap.add_argument("--only", help="comma-separated benchmarks (%s), workloads (rpc, short, "
+                    "pipe, kv, loss, interop) "
                     "or set-ups (server, both)" % ", ".join(b.name for b in points.BENCHES))
     ap.add_argument("--values", help="comma-separated points: only these values of each "
                     "selected benchmark's parameter (e.g. --only rpc-server --values 64,4096)")
@@ -393,6 +470,10 @@ def main():
                     "stacks (default \"%(default)s\": the veth holds packets back instead "
                     "of dropping them when the service's XDP ring is full; \"none\": the "
                     "veth's noqueue); recorded in the JSON")
+    ap.add_argument("--rx-backlog", metavar="N", type=int, default=65536,
+                    help="net.core.netdev_max_backlog during the loss and interop points "
+                    "(global; put back after each benchmark; 0: leave it; default "
+                    "%(default)s); recorded in the JSON")
     ap.add_argument("--vdev-args", metavar="K=V,...", default="",
                     help="more devargs for the AF_XDP PMD (e.g. \"busy_budget=0\")")
     ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",

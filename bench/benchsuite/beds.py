@@ -48,6 +48,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import bulk
 from . import procs as procmod
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,6 +116,18 @@ class BedError(Exception):
 def _sysctls(ns, values):
     for k, v in values.items():
         testbed.run(testbed.ns_cmd(ns, ["sysctl", "-q", "-w", "%s=%s" % (k, v)]))
+
+
+def read_sysctl(key):
+    """A sysctl of the root namespace (as text), or None."""
+    try:
+        return Path("/proc/sys/" + key.replace(".", "/")).read_text().strip()
+    except OSError:
+        return None
+
+
+def write_sysctl(key, value):
+    testbed.run(["sysctl", "-q", "-w", "%s=%s" % (key, value)])
 
 
 def _sh(ns, script):
@@ -419,6 +432,36 @@ class Bed:
                 except testbed.TestbedError:
                     pass
         return out
+
+    # -- bulk flows: kernel TCP counters, loss
+
+    def kernel_tcp(self):
+        """{"server": {(section, name): n}, "client": {...}}: the Linux TCP
+        counters of each namespace (/proc/net/snmp and /proc/net/netstat
+        read inside it; a namespace whose TCP runs on a service has ~0)."""
+        out = {}
+        for side, ns in (("server", self.server_ns), ("client", self.client_ns)):
+            r = testbed.run(testbed.ns_cmd(ns, ["cat", "/proc/net/snmp", "/proc/net/netstat"]),
+                            check=False)
+            out[side] = bulk.parse_snmp(r.stdout)
+        return out
+
+    def loss_on(self, sport, loss_pct):
+        """Random loss of the data segments the server side sends from
+        port sport, in the client's namespace (bulk.loss_script).  The
+        table is named after the bed's prefix; loss_off() removes it."""
+        self.loss_off()
+        testbed.run(testbed.ns_cmd(self.client_ns, ["nft", "-f", "-"]),
+                    input=bulk.loss_script(self.tb.prefix, SERVER_IP, sport, loss_pct))
+
+    def loss_counters(self):
+        r = testbed.run(testbed.ns_cmd(self.client_ns, [
+            "nft", "-j", "list", "table", "ip", bulk.loss_table(self.tb.prefix)]), check=False)
+        return bulk.parse_loss_counters(r.stdout) if r.returncode == 0 else None
+
+    def loss_off(self):
+        testbed.run(testbed.ns_cmd(self.client_ns, [
+            "nft", "delete", "table", "ip", bulk.loss_table(self.tb.prefix)]), check=False)
 
     # -- the record
 

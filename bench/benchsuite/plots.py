@@ -89,12 +89,87 @@ def _latency_bars(ax, lat):
     ax.legend(fontsize=7)
 
 
+def _categorical(ax, points, key, ylabel, scale=1.0, fmt="%.2f×", style="o-"):
+    """Both stacks over the points at evenly spaced positions (loss % has
+    0; interop's values are words), the Slipstream/Linux ratio above each."""
+    xs = list(range(len(points)))
+    for stack in ("slipstream", "linux"):
+        pts = [(i, (p.get(stack) or {}).get(key)) for i, p in enumerate(points)
+               if not (p.get(stack) or {}).get("error")]
+        pts = [(i, v * scale) for i, v in pts if v is not None]
+        ax.plot([i for i, _ in pts], [v for _, v in pts], style, color=COLORS[stack],
+                label=LABELS[stack])
+    for i, p in enumerate(points):
+        s, l = p.get("slipstream") or {}, p.get("linux") or {}
+        if s.get("error") or l.get("error"):
+            ax.annotate("failed", (i, 0), xycoords=("data", "axes fraction"), xytext=(0, 4),
+                        textcoords="offset points", fontsize=7, color="red", ha="center")
+        elif s.get(key) and l.get(key):
+            ax.annotate(fmt % (s[key] / l[key]), (i, max(s[key], l[key]) * scale),
+                        xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xticks(xs)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _penalty_panel(ax, points):
+    xs = list(range(len(points)))
+    for stack in ("slipstream", "linux"):
+        pts = [(i, (p.get("penalty") or {}).get(stack)) for i, p in enumerate(points)]
+        pts = [(i, 100 * v) for i, v in pts if v is not None]
+        ax.plot([i for i, _ in pts], [v for _, v in pts], "o-", color=COLORS[stack],
+                label=LABELS[stack])
+    for i, p in enumerate(points):
+        pen = p.get("penalty") or {}
+        if pen.get("ratio") is not None:
+            ax.annotate("%.2f×" % pen["ratio"], (i, 100 * max(pen["slipstream"], pen["linux"])),
+                        xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xticks(xs)
+    ax.set_ylabel("throughput penalty % (vs 0 % loss, same stack)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def bulk_figure(bench, path, plt):
+    """loss: goodput, penalty and retransmitted segments over the loss
+    rate; interop: goodput, CPU s per GB over the points."""
+    points = bench["points"]
+    loss = bench["workload"] == "loss"
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    style = "o-" if loss else "o"       # interop's points are separate pairs
+    _categorical(axes[0], points, "gbps", "goodput Gbit/s (receiver)", style=style)
+    if loss:
+        _penalty_panel(axes[1], points)
+        _categorical(axes[2], points, "retrans", "sender's retransmitted segments (run)")
+        labels = ["%g" % p["value"] for p in points]
+    else:
+        from .points import interop_pair
+        _categorical(axes[1], points, "cpu_s_per_gb", "CPU s per GB (whole machine)",
+                     style=style)
+        _categorical(axes[2], points, "retrans", "sender's retransmitted segments (run)",
+                     style=style)
+        labels = ["S: %s\nL: %s" % tuple(" → ".join(LABELS[x] for x in interop_pair(
+            bench["setup"], st, p["value"])) for st in ("slipstream", "linux"))
+            for p in points]
+    for ax in axes:
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_xlabel(bench["param_title"])
+    fig.suptitle("%s — %s (%s)" % (bench["name"], bench["title"], bench["setup_title"]),
+                 fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def bench_figure(bench, path):
     """Write one benchmark's PNG to path."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if bench["workload"] in ("loss", "interop"):
+        return bulk_figure(bench, path, plt)
     points = bench["points"]
     lat = bench.get("latency")
     fig, axes = plt.subplots(1, 4 if lat else 3, figsize=(20 if lat else 15, 4.2))

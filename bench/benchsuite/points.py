@@ -17,6 +17,16 @@ KV_WORKLOAD = {"keys": 100000, "key_size": 32, "value_size": 64, "zipf": 0.9,
                "get_ratio": 0.9}
 KV_LAT_FRACTION = 0.15      # the latency point's offered load: this share of ...
 KV_LAT_CONNS = 64           # ... the lower of the two stacks' peaks, over this many connections
+# Bulk flows (loss, interop): 100 connections, each a patterned stream
+# written in 64 KiB send()s (pipe_server --size 65536 --work 0, or
+# pipe_client --mode send, which writes 64 KiB chunks too).
+BULK_CONNS = 100
+BULK_SIZE = 65536
+LOSS_PCTS = (0, 0.1, 0.5, 1, 2, 5)
+# Workloads whose points run a pipe_server per point and a pipe_client
+# against it (runner.py): a patterned stream, checked byte for byte where
+# it arrives.
+STREAM_WORKLOADS = ("pipe", "loss", "interop")
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,23 @@ def kv_latency_rate(points, fraction=KV_LAT_FRACTION):
         return None, "no peak measured on either stack"
     basis = min(have, key=have.get)
     return fraction * have[basis], dict(peaks, basis=basis, fraction=fraction)
+def _loss(quick):
+    return Bench("loss-server", "loss", "server",
+                 "Bulk flows under random loss: %d connections, the server side (the stack "
+                 "under test) sends, a Linux client receives; data segments toward the "
+                 "client dropped at random in the client's namespace" % BULK_CONNS,
+                 "loss_pct", "loss %", LOSS_PCTS, quick,
+                 {"mode": "send", "size": BULK_SIZE, "work": 0, "conns": BULK_CONNS},
+                 seconds=4, warmup=2)
+
+
+def _interop(setup, full, quick):
+    return Bench("interop-" + setup, "interop", setup,
+                 "Interoperation: %d bulk flows, sender x receiver (%s)"
+                 % (BULK_CONNS, "Slipstream server side against a Linux client" if setup ==
+                    "server" else "both ends on the stack under test"),
+                 "sender", "which end sends", full, quick,
+                 {"size": BULK_SIZE, "work": 0, "conns": BULK_CONNS}, seconds=4, warmup=1)
 
 
 # In the order they run (grouped by set-up: each set-up is one pair of beds).
@@ -97,8 +124,13 @@ BENCHES = [
     _pipe("send", 250, (64,)),
     _pipe("send", 1000, ()),
     _kv((64,)),
+    # loss and interop: no quick points (they would not fit in --quick's 2
+    # minutes next to the rest); `--only loss,interop` runs them in ~3 min.
+    _loss(()),
+    _interop("server", ("server", "client"), ()),
     _rpc("both", (1024,)),
     _short("both", (16,)),
+    _interop("both", ("server", "client"), ()),
 ]
 BY_NAME = {b.name: b for b in BENCHES}
 
@@ -107,14 +139,26 @@ class SelectError(ValueError):
     pass
 
 
+def parse_value(v):
+    """One --values item: an int ("64"), a number ("0.5"), or a word
+    ("server", for interop-*)."""
+    v = v.strip()
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    if not v.isalpha():
+        raise SelectError("--values: expected numbers or words, got %r" % v)
+    return v
+
+
 def parse_values(text):
-    """--values: "64,4096" -> (64, 4096); None or "" -> None (every value)."""
+    """--values: "64,4096" -> (64, 4096); "0.5,1" -> (0.5, 1); None or "" ->
+    None (every value)."""
     if not text:
         return None
-    try:
-        return tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise SelectError("--values: expected comma-separated integers, got %r" % text) from None
+    return tuple(parse_value(v) for v in text.split(","))
 
 
 def select(only=None, quick=False, only_values=None):
@@ -146,7 +190,20 @@ def values(bench, quick, only_values=None):
 
 
 def point_params(bench, value):
-    """The full parameter set of one point."""
+    """The full parameter set of one point.  interop: "sender" says which
+    end writes the stream; the server side's pipe_server then runs in
+    "send" (the server sends) or "recv" mode (the client sends)."""
     p = dict(bench.fixed)
     p[bench.param] = value
+    if bench.workload == "interop":
+        p["mode"] = "send" if value == "server" else "recv"
     return p
+
+
+def interop_pair(setup, stack, sender):
+    """(sender's stack, receiver's stack) of an interop point: server-side
+    set-ups have a Linux client against the stack under test; both ends
+    are on the stack under test."""
+    server = stack
+    client = stack if setup == "both" else "linux"
+    return (server, client) if sender == "server" else (client, server)

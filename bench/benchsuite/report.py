@@ -57,7 +57,7 @@ def cpu_cell(res):
 def point_ratios(s, l):
     """The ratios recorded in the JSON for one point."""
     keys = ("rps", "cps", "gbps", "p50_us", "p90_us", "p99_us", "max_us", "cpu_us_per_req",
-            "server_cpu_us_per_req")
+            "server_cpu_us_per_req", "cpu_s_per_gb")
     out = {k: ratio(get(s, k), get(l, k)) for k in keys}
     out["busy_cores"] = ratio(get(s, "cpu") and s["cpu"]["busy_cores"],
                               get(l, "cpu") and l["cpu"]["busy_cores"])
@@ -165,6 +165,113 @@ def kv_latency_text(lat):
                 if contended(lat.get("slipstream")) or contended(lat.get("linux")) else ""))
 
 
+STACK_SHORT = {"slipstream": "Slipstream", "linux": "Linux"}
+
+
+def _pct(x):
+    return "–" if x is None else "%.1f%%" % (100 * x)
+
+
+def _retrans(res):
+    return fmt_num(res.get("retrans"), 0) if ok(res) and res.get("retrans") is not None else "–"
+
+
+def _drops(res):
+    from .bulk import path_drops
+    return fmt_num(path_drops(res), 0) if ok(res) else "–"
+
+
+def _applied(res):
+    la = res.get("loss_applied") if ok(res) else None
+    if not la or la.get("rate") is None:
+        return "–"
+    return "%.2f%%" % (100 * la["rate"])
+
+
+def _rate_cell(res):
+    return fmt_num(get(res, "gbps"), 2) if ok(res) else _failed(res)
+
+
+def _cpu_per_gb(res):
+    """CPU seconds (whole machine) per GB (1e9 bytes) received."""
+    return get(res, "cpu_s_per_gb")
+
+
+def bulk_table(bench, points):
+    """The table of a loss or interop benchmark: goodput (Gbit/s, counted
+    by the receiver) with the ratio; for loss each stack's penalty against
+    its own 0 % point and the penalty ratio; the sender's retransmitted
+    segments; CPU."""
+    loss = bench["workload"] == "loss"
+    head = [bench["param_title"]]
+    if not loss:
+        head += ["Slipstream bed: sender → receiver", "Linux bed"]
+    head += ["Gbit/s Slipstream", "Gbit/s Linux", "ratio"]
+    if loss:
+        head += ["penalty S", "penalty L", "penalty ratio S/L", "dropped S / L"]
+    head += ["retransmitted segs S / L", "other drops S / L", "CPU busy S, cores (cpu0 + cpu1)",
+             "CPU busy L, cores (cpu0 + cpu1)", "CPU s per GB S / L (ratio)"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
+    for p in points:
+        s, l = p.get("slipstream") or {}, p.get("linux") or {}
+        mark = "*" if contended(s) or contended(l) else ""
+        cells = [str(p["value"]) + mark]
+        if not loss:
+            from .points import interop_pair
+            cells += [" → ".join(STACK_SHORT[x] for x in interop_pair(bench["setup"], st,
+                                                                       p["value"]))
+                      for st in ("slipstream", "linux")]
+        cells += [_rate_cell(s), _rate_cell(l), fmt_ratio(ratio(get(s, "gbps"), get(l, "gbps")))]
+        if loss:
+            pen = p.get("penalty") or {}
+            cells += [_pct(pen.get("slipstream")), _pct(pen.get("linux")),
+                      fmt_ratio(pen.get("ratio")), "%s / %s" % (_applied(s), _applied(l))]
+        cells += ["%s / %s" % (_retrans(s), _retrans(l)),
+                  "%s / %s" % (_drops(s), _drops(l)), cpu_cell(s), cpu_cell(l),
+                  pair(_cpu_per_gb(s), _cpu_per_gb(l))]
+        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        if mark:
+            notes.append("%s: other processes took %.1f / %.1f CPU-s during the Slipstream / "
+                         "Linux run (%s)" % (p["value"], s.get("foreign_cpu_s") or 0,
+                                             l.get("foreign_cpu_s") or 0,
+                                             ", ".join((s.get("foreign_top") or [])[:3] +
+                                                       (l.get("foreign_top") or [])[:3])))
+    text = "\n".join(rows)
+    if notes:
+        text += "\n\n\\* contended: " + "; ".join(notes)
+    if loss and bench.get("target"):
+        text += "\n\nTarget (issue 5: loss penalty at 1%% no more than twice Linux's): %s." % (
+            bench["target"]["words"])
+    return text
+
+
+def interop_table(doc):
+    """All four sender x receiver pairs of a run's interop benchmarks, one
+    row per measurement, each against the Linux -> Linux run of the same
+    point (same bed layout, measured right after it)."""
+    from .bulk import interop_matrix
+    rows = interop_matrix(doc["benchmarks"])
+    if not rows:
+        return ""
+    head = ["sender → receiver", "set-up (point)", "Gbit/s", "Linux → Linux Gbit/s, same point",
+            "ratio", "CPU busy, cores (cpu0 + cpu1)", "CPU s per GB"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        res, lin = r["res"], r["linux_res"]
+        same = r["sender"] == "linux" and r["receiver"] == "linux"
+        out.append("| " + " | ".join([
+            "%s → %s" % (STACK_SHORT[r["sender"]], STACK_SHORT[r["receiver"]]),
+            "%s (%s sends)" % (SETUP_SHORT.get(r["setup"], r["setup"]), r["value"]),
+            _rate_cell(res), "(itself)" if same else _rate_cell(lin),
+            "–" if same else fmt_ratio(ratio(get(res, "gbps"), get(lin, "gbps"))),
+            cpu_cell(res), fmt_num(_cpu_per_gb(res))]) + " |")
+    return "\n".join(out)
+
+
+SETUP_SHORT = {"server": "server-side", "both": "both ends"}
+
+
 def markdown(doc):
     """The whole results page from the JSON document of a run."""
     m = doc["machine"]
@@ -198,6 +305,7 @@ def markdown(doc):
         out.append("")
     for b in doc["benchmarks"]:
         st = b.get("settings") or doc["settings"]
+        bulk = b["workload"] in ("loss", "interop")
         out += ["## %s (%s)" % (b["title"], b["setup_title"]), "",
                 "`%s`: %s s measured per point after %s s warm-up%s." % (
                     b["name"], st["seconds"], st["warmup"],
@@ -206,9 +314,25 @@ def markdown(doc):
                     else "; peak throughput in closed loop, one request in flight per "
                     "connection, after every key was stored (bench/kv_load compares every "
                     "GET's whole reply with the key's value)" if b["workload"] == "kv"
-                    else ""), "", bench_table(b, b["points"]), ""]
+                    else "; goodput counted by the receiver over the window, every byte "
+                    "checked; retransmitted segments and dropped segments over the whole "
+                    "client run; penalty = 1 − goodput / goodput at 0 % loss, same stack"
+                    if b["workload"] == "loss" else "; goodput counted by the receiver, "
+                    "every byte checked; retransmitted segments are the sender's"
+                    if bulk else ""), ""]
+        nb = b.get("netdev_max_backlog")
+        if nb:
+            out += ["net.core.netdev_max_backlog: %s during these points." % (
+                "%s (was %s, put back after)" % (nb["set"], nb["was"]) if "set" in nb
+                else "%s (left as it was)" % nb.get("left")), ""]
+        out += [bulk_table(b, b["points"]) if bulk else bench_table(b, b["points"]), ""]
         if b.get("latency"):
             out += [kv_latency_text(b["latency"]), "", kv_latency_table(b["latency"]), ""]
+    matrix = interop_table(doc)
+    if matrix:
+        out += ["## Interoperation: sender × receiver", "",
+                "Each pair's goodput beside the Linux → Linux run of the same point "
+                "(same bed and layout, right after it).", "", matrix, ""]
     if doc.get("failed"):
         out += ["## Failed points", ""] + ["- %s" % f for f in doc["failed"]] + [""]
     if doc.get("warnings"):

@@ -10,6 +10,7 @@ import time
 
 from . import cpu
 from . import procs as procmod
+from .points import STREAM_WORKLOADS
 
 ECHO_PORT = 7000
 PIPE_PORT = 7100        # + the point's index: a fresh port for each pipe_server
@@ -43,8 +44,8 @@ def last_json(text):
 
 def client_argv(build, bench, params, settings, server_ip, port):
     """The client command line of a point: linux_rpc (rpc, short) or
-    pipe_client (pipe: it sends to a receive-only server, receives from a
-    send-only one)."""
+    pipe_client (pipe, loss, interop: it sends to a receive-only server,
+    receives from a send-only one)."""
     common = ["--connect", "%s:%d" % (server_ip, port), "--conns", params["conns"],
               "--seconds", settings.seconds, "--warmup", settings.warmup,
               "--connect-seconds", settings.connect_seconds, "--phases"]
@@ -55,7 +56,7 @@ def client_argv(build, bench, params, settings, server_ip, port):
         if params.get("rate"):
             argv += ["--rate", "%.0f" % params["rate"]]
         return [str(a) for a in argv]
-    if bench.workload == "pipe":
+    if bench.workload in STREAM_WORKLOADS:
         mode = "send" if params["mode"] == "recv" else "recv"
         return [str(a) for a in [os.path.join(build, "bench", "pipe_client"), "--mode", mode]
                 + common]
@@ -67,8 +68,9 @@ def client_argv(build, bench, params, settings, server_ip, port):
 
 def server_argv(build, bench, params, port):
     """The server of a point: linux_echo for rpc and short (one for all
-    points), pipe_server with the point's mode, size and work for pipe."""
-    if bench.workload == "pipe":
+    points), pipe_server with the point's mode, size and work for pipe,
+    loss and interop."""
+    if bench.workload in STREAM_WORKLOADS:
         return [os.path.join(build, "bench", "pipe_server"), "--port", str(port),
                 "--mode", params["mode"], "--size", str(params["size"]),
                 "--work", str(params["work"])]
@@ -108,6 +110,16 @@ def pipe_rate(params, client, server_log):
     if len(lines) < 2:
         return None, "pipe_server printed %d counter lines, not 2" % len(lines)
     a, b = lines[0], lines[1]
+    # The receiver's own verdict: every connection open when the window
+    # starts (at its end the client may already be closing them: its
+    # "phase end" line and its close()s race with the signal), and none
+    # closed on a pattern mismatch or a socket error by the window's end.
+    if params.get("conns") and a.get("conns") != params["conns"]:
+        return None, "pipe_server had %s connections open at the window's start, not %d" % (
+            a.get("conns"), params["conns"])
+    if b.get("errors"):
+        return None, "pipe_server closed %d connections on a pattern mismatch or a " \
+            "socket error" % b["errors"]
     secs = (b["t_ns"] - a["t_ns"]) / 1e9
     if secs <= 0:
         return None, "server counter lines out of order"
@@ -130,6 +142,9 @@ def derive(res, setup):
     the server CPU's share where the server side has a CPU of its own."""
     c = res.get("cpu")
     rps = res.get("rps") or 0
+    if c and res.get("gbps"):
+        # Bulk flows: CPU seconds (whole machine) per GB (1e9 bytes) moved.
+        res["cpu_s_per_gb"] = c["busy_cores"] / (res["gbps"] / 8)
     if not c or not rps:
         return
     res["cpu_us_per_req"] = 1e6 * c["busy_cores"] / rps
@@ -158,7 +173,7 @@ def run_point(bed, bench, params, settings, procs, build, alive, server, port):
         res["error"] = dead
         return res
     marks = {}
-    signal_server = bench.workload == "pipe" and params["mode"] == "recv"
+    signal_server = bench.workload in STREAM_WORKLOADS and params["mode"] == "recv"
 
     def on_phase(word):
         if word in marks:
@@ -185,7 +200,7 @@ def run_point(bed, bench, params, settings, procs, build, alive, server, port):
         res["cpu"] = cpu.delta(marks["measure"][0], marks["end"][0])
         res["softnet"] = cpu.softnet_delta(marks["measure"][1], marks["end"][1])
     rate_error = None
-    if got and bench.workload == "pipe" and not got.get("error"):
+    if got and bench.workload in STREAM_WORKLOADS and not got.get("error"):
         if signal_server:
             server_lines(server, 2)                 # the end line, once printed
         rate, how = pipe_rate(params, got, server.log_tail(1 << 16))

@@ -103,7 +103,7 @@ def test_select():
     assert [b.name for b in points.select(None)] == [b.name for b in points.BENCHES]
     assert [b.name for b in points.select(["rpc"])] == ["rpc-server", "rpc-both"]
     assert [b.name for b in points.select(["both", "short-server"])] == \
-        ["short-server", "rpc-both", "short-both"]
+        ["short-server", "rpc-both", "short-both", "interop-both"]
     with pytest.raises(points.SelectError):
         points.select(["nope"])
     assert points.point_params(points.BY_NAME["short-both"], 4) == \
@@ -115,7 +115,7 @@ def test_select_values():
     assert vals == (64, 4096)
     assert points.parse_values(None) is None and points.parse_values("") is None
     with pytest.raises(points.SelectError):
-        points.parse_values("64,x")
+        points.parse_values("64,x1")        # a value is a number or a word (interop)
     rpc = points.BY_NAME["rpc-server"]
     assert points.values(rpc, False, vals) == (64, 4096)
     assert points.values(rpc, True, vals) == ()          # quick has 1 and 1024
@@ -220,3 +220,300 @@ def test_kv_latency_table():
     assert t[2] == "| Slipstream | **FAILED**: client: conn 3: GET of key 7 missed " \
                    "(END without VALUE) |"
     assert "| p99 µs | – | 40.0 | – |" in t
+
+
+# ---- bulk flows: loss and interop ---------------------------------------------
+
+from benchsuite import bulk  # noqa: E402
+
+
+def test_loss_rule():
+    assert bulk.loss_permyriad(0.1) == 10 and bulk.loss_permyriad(1) == 100
+    assert bulk.loss_permyriad(5) == 500 and bulk.loss_permyriad(0) == 0
+    for bad in (-1, 101, 0.001):
+        with pytest.raises(ValueError):
+            bulk.loss_permyriad(bad)
+    s = bulk.loss_script("ssbsl", "198.18.0.1", 7105, 0.5)
+    assert s.startswith("table ip ssbsl_loss {")
+    assert "hook prerouting priority -300" in s
+    match = "ip saddr 198.18.0.1 tcp sport 7105 ip length > 100"
+    lines = [line.strip() for line in s.splitlines()]
+    assert match + " counter" in lines
+    assert match + " numgen random mod 10000 < 50 counter drop" in lines
+
+
+NFT_JSON = """{"nftables": [{"metainfo": {"version": "1.0.6"}},
+ {"table": {"family": "ip", "name": "ssbsl_loss", "handle": 1}},
+ {"chain": {"family": "ip", "table": "ssbsl_loss", "name": "pre", "handle": 1}},
+ {"rule": {"family": "ip", "table": "ssbsl_loss", "chain": "pre", "handle": 2, "expr": [
+   {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}},
+              "right": "198.18.0.1"}},
+   {"counter": {"packets": 200000, "bytes": 300000000}}]}},
+ {"rule": {"family": "ip", "table": "ssbsl_loss", "chain": "pre", "handle": 3, "expr": [
+   {"match": {"op": "<", "left": {"numgen": {"mode": "random", "mod": 10000, "offset": 0}},
+              "right": 100}},
+   {"counter": {"packets": 2010, "bytes": 3015000}}, {"drop": null}]}}]}"""
+
+
+def test_loss_counters():
+    c = bulk.parse_loss_counters(NFT_JSON)
+    assert c == {"offered": 200000, "dropped": 2010, "rate": pytest.approx(0.01005)}
+    assert bulk.parse_loss_counters("not json") is None
+    assert bulk.parse_loss_counters('{"nftables": []}') is None
+
+
+SNMP = """Ip: Forwarding DefaultTTL
+Ip: 1 64
+Tcp: RtoAlgorithm RtoMin OutSegs RetransSegs
+Tcp: 1 200 1000 7
+TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes TCPOFOQueue
+TcpExt: 0 3 5 11
+"""
+
+
+def test_snmp_parse_and_delta():
+    a = bulk.parse_snmp(SNMP)
+    assert a[("Tcp", "RetransSegs")] == 7 and a[("TcpExt", "TCPOFOQueue")] == 11
+    assert a[("Ip", "DefaultTTL")] == 64
+    b = dict(a)
+    b[("Tcp", "RetransSegs")] = 107
+    b[("TcpExt", "TCPTimeouts")] = 4
+    d = bulk.snmp_delta(a, b)
+    assert d["Tcp.RetransSegs"] == 100 and d["TcpExt.TCPTimeouts"] == 1
+    assert d["TcpExt.TCPOFOQueue"] == 0 and "TcpExt.TCPFastRetrans" not in d
+    assert bulk.service_retrans({"a": {"tcp_retrans_segs": 5, "rx_tcp": 9},
+                                 "b": {"tcp_retrans_segs": 1, "tcp_rto_fired": 2}}) == \
+        {"tcp_retrans_segs": 6, "rx_tcp": 9, "tcp_rto_fired": 2}
+
+
+def _bulk(gbps, **kw):
+    r = {"gbps": gbps, "cpu": {"busy_cores": 1.6, "cpu": {"busy": 0.8}, "cpu0": {"busy": 0.7},
+                               "cpu1": {"busy": 0.9}}, "retrans": kw.pop("retrans", 0)}
+    r.update(kw)
+    runner.derive(r, "server")
+    return r
+
+
+def test_loss_penalties_and_target():
+    pts = [{"value": 0, "slipstream": _bulk(10.0), "linux": _bulk(8.0)},
+           {"value": 1, "slipstream": _bulk(7.0, retrans=900), "linux": _bulk(6.0)},
+           {"value": 5, "slipstream": {"error": "client: EBADMSG"}, "linux": _bulk(4.0)}]
+    bulk.loss_penalties(pts)
+    assert pts[0]["penalty"]["slipstream"] == pytest.approx(0.0)
+    assert pts[0]["penalty"]["ratio"] is None                 # Linux lost nothing
+    assert pts[1]["penalty"]["slipstream"] == pytest.approx(0.3)
+    assert pts[1]["penalty"]["linux"] == pytest.approx(0.25)
+    assert pts[1]["penalty"]["ratio"] == pytest.approx(1.2)
+    assert pts[2]["penalty"]["slipstream"] is None            # failed: no number
+    assert pts[2]["penalty"]["linux"] == pytest.approx(0.5)
+    t = bulk.loss_target(pts)
+    assert t["met"] is True and t["words"].startswith("met")
+    # 45 % against Linux's 20 %: limit 40 %, missed by 5 points.
+    pts[1]["slipstream"] = _bulk(5.5)
+    pts[1]["linux"] = _bulk(6.4)
+    bulk.loss_penalties(pts)
+    t = bulk.loss_target(pts)
+    assert t["met"] is False and t["words"].startswith("MISSED by 5.0 points")
+    # The 0 % point failed: no penalty at all, target not measured.
+    pts[0]["slipstream"] = {"error": "x"}
+    bulk.loss_penalties(pts)
+    assert pts[1]["penalty"]["slipstream"] is None
+    assert bulk.loss_target(pts)["met"] is None
+    assert bulk.penalty(None, 1.0) is None and bulk.penalty(1.0, 0) is None
+
+
+def test_loss_and_interop_benches():
+    loss = points.BY_NAME["loss-server"]
+    assert points.values(loss, False) == (0, 0.1, 0.5, 1, 2, 5)
+    assert points.point_params(loss, 0.5) == {"mode": "send", "size": 65536, "work": 0,
+                                              "conns": 100, "loss_pct": 0.5}
+    assert points.parse_values("0.5,1,server") == (0.5, 1, "server")
+    with pytest.raises(points.SelectError):
+        points.parse_values("1,x-y")
+    assert [b.name for b in points.select(["loss", "interop"])] == \
+        ["loss-server", "interop-server", "interop-both"]
+    assert points.values(loss, False, points.parse_values("1,5")) == (1, 5)
+    io = points.BY_NAME["interop-server"]
+    assert points.point_params(io, "server")["mode"] == "send"
+    assert points.point_params(io, "client")["mode"] == "recv"
+    # Who sends to whom on each bed.
+    assert points.interop_pair("server", "slipstream", "server") == ("slipstream", "linux")
+    assert points.interop_pair("server", "slipstream", "client") == ("linux", "slipstream")
+    assert points.interop_pair("server", "linux", "client") == ("linux", "linux")
+    assert points.interop_pair("both", "slipstream", "client") == ("slipstream", "slipstream")
+    # The client side of a stream point: pipe_client, receiving from a
+    # sending server and sending to a receiving one.
+    rs = runner.Settings(4, 1, 10)
+    argv = runner.client_argv("/b", loss, points.point_params(loss, 1), rs, "198.18.0.1", 7101)
+    assert argv[:3] == ["/b/bench/pipe_client", "--mode", "recv"] and "100" in argv
+    sargv = runner.server_argv("/b", io, points.point_params(io, "client"), 7102)
+    assert sargv[-6:] == ["--mode", "recv", "--size", "65536", "--work", "0"]
+
+
+def test_bulk_tables_and_matrix():
+    pts = [{"value": 0, "slipstream": _bulk(10.0), "linux": _bulk(8.0)},
+           {"value": 1, "slipstream": _bulk(7.0, retrans=900,
+                                             loss_applied={"offered": 1000, "dropped": 10,
+                                                           "rate": 0.01}),
+            "linux": _bulk(6.0, retrans=800)}]
+    bulk.loss_penalties(pts)
+    b = {"name": "loss-server", "workload": "loss", "setup": "server", "param_title": "loss %",
+         "points": pts}
+    b["target"] = bulk.loss_target(pts)
+    t = report.bulk_table(b, pts).splitlines()
+    assert t[0].startswith("| loss % | Gbit/s Slipstream | Gbit/s Linux | ratio | penalty S |")
+    assert t[3].startswith("| 1 | 7.00 | 6.00 | 1.17 | 30.0% | 25.0% | 1.20 | 1.00% / – | "
+                           "900 / 800 | – / – |")
+    assert bulk.path_drops({"veth": {"server veth": {"tx_dropped": 5, "rx_packets": 9},
+                                     "client veth": {"rx_dropped": 5}},
+                            "service_retrans": {"nic_rx_missed": 2}}) == 7
+    assert t[-1].startswith("Target (issue 5") and "met" in t[-1]
+    io_pts = [{"value": "server", "slipstream": _bulk(3.0), "linux": _bulk(4.0)},
+              {"value": "client", "slipstream": {"error": "pipe_server closed 1 connections "
+                                                          "on a pattern mismatch"},
+               "linux": _bulk(4.0)}]
+    io = {"name": "interop-server", "workload": "interop", "setup": "server",
+          "param_title": "which end sends", "points": io_pts}
+    iob = {"name": "interop-both", "workload": "interop", "setup": "both",
+           "param_title": "which end sends",
+           "points": [{"value": "client", "slipstream": _bulk(2.0), "linux": _bulk(5.0)}]}
+    t = report.bulk_table(io, io_pts).splitlines()
+    assert "| server | Slipstream → Linux | Linux → Linux | 3.00 | 4.00 | 0.75 |" in t[2]
+    assert "**FAILED**: pipe_server closed" in t[3] and "Linux → Slipstream" in t[3]
+    rows = bulk.interop_matrix([b, io, iob])
+    pairs = [(r["sender"], r["receiver"]) for r in rows]
+    assert pairs[0] == ("slipstream", "slipstream") and pairs[-1] == ("linux", "linux")
+    assert {("slipstream", "linux"), ("linux", "slipstream")} <= set(pairs)
+    m = report.interop_table({"benchmarks": [b, io, iob]})
+    assert "| Slipstream → Slipstream | both ends (client sends) | 2.00 | 5.00 | 0.40 |" in m
+
+
+def test_pipe_rate_fails_on_receiver_errors():
+    ok_line = '{"msgs":1,"bytes":65536,"t_ns":1000000000,"conns":100,"errors":0}\n'
+    bad = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":99,"errors":1}\n'
+    rate, why = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, bad)
+    assert rate is None and "pattern mismatch" in why
+    short = ok_line.replace('"conns":100', '"conns":98') + \
+        '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":98,"errors":0}\n'
+    rate, why = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, short)
+    assert rate is None and "98 connections open at the window's start" in why
+    # At the window's end the client may be closing already: not an error.
+    good = ok_line + '{"msgs":9,"bytes":589824,"t_ns":2000000000,"conns":49,"errors":0}\n'
+    rate, _ = runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 100}, {}, good)
+    assert rate == pytest.approx(8.0)
+
+
+# ---- the receivers' checks fail on a corrupted stream -------------------------
+# bench/pipe_client (--mode recv) and bench/pipe_server (--mode recv) are
+# the receivers of the bulk flows; fed over loopback (no namespace) a
+# stream with one wrong byte, each must refuse it.
+
+import os  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+BUILD = Path(os.environ.get("SLIPSTREAM_BUILD") or Path(__file__).resolve().parents[2] / "build")
+PERIOD = 251
+
+
+def _pattern(off, n):
+    return bytes((off + i) % PERIOD for i in range(n))
+
+
+def _bin(name):
+    p = BUILD / "bench" / name
+    if not p.exists():
+        pytest.skip("%s not built" % p)
+    return str(p)
+
+
+def _feed(sock, corrupt_at, stop):
+    """Send the pattern stream on sock until stop is set or the peer goes;
+    byte corrupt_at (None: none) flipped."""
+    off = 0
+    try:
+        while not stop.is_set():
+            chunk = bytearray(_pattern(off, 65536))
+            if corrupt_at is not None and off <= corrupt_at < off + len(chunk):
+                chunk[corrupt_at - off] ^= 0x55
+            sock.sendall(chunk)
+            off += len(chunk)
+    except OSError:
+        pass
+
+
+@pytest.mark.parametrize("corrupt_at", [None, 300000])
+def test_pipe_client_refuses_a_corrupted_stream(corrupt_at):
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    port = lsock.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        c, _ = lsock.accept()
+        _feed(c, corrupt_at, stop)
+        c.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    r = subprocess.run([_bin("pipe_client"), "--connect", "127.0.0.1:%d" % port, "--mode", "recv",
+                        "--conns", "1", "--seconds", "1", "--warmup", "0"],
+                       capture_output=True, text=True, timeout=30)
+    stop.set()
+    lsock.close()
+    got = runner.last_json(r.stdout)
+    if corrupt_at is None:
+        assert r.returncode == 0 and got["error"] is None and got["bytes"] > 0
+    else:
+        assert r.returncode == 1 and got["error"] == "EBADMSG"
+
+
+@pytest.mark.parametrize("corrupt_at", [None, 200000])
+def test_pipe_server_counts_a_corrupted_stream(corrupt_at):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    srv = subprocess.Popen([_bin("pipe_server"), "--port", str(port), "--mode", "recv",
+                            "--size", "65536", "--work", "0"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "listening" in srv.stderr.readline()
+        c = socket.create_connection(("127.0.0.1", port))
+        data = bytearray(_pattern(0, 400000))
+        if corrupt_at is not None:
+            data[corrupt_at] ^= 1
+        try:
+            c.sendall(data)
+        except OSError:
+            pass
+        time.sleep(0.5)
+        srv.send_signal(signal.SIGUSR1)
+        line = runner.last_json(srv.stdout.readline())
+        c.close()
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(10)
+    if corrupt_at is None:
+        assert line["errors"] == 0 and line["bytes"] == 400000 and line["conns"] == 1
+        # and the runner accepts it: one connection was asked for
+        assert runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 1}, {},
+                                "%s\n%s\n" % (
+                                    '{"msgs":0,"bytes":0,"t_ns":1,"conns":1,"errors":0}',
+                                    '{"msgs":6,"bytes":400000,"t_ns":1000000001,"conns":1,'
+                                    '"errors":0}'))[0] == pytest.approx(6.0)
+    else:
+        # Everything before the bad byte's read counted, the connection closed
+        # for it, and the runner would fail the point.
+        assert line["errors"] == 1 and line["conns"] == 0 and line["bytes"] < 400000
+        log = '{"msgs":0,"bytes":0,"t_ns":1,"conns":1,"errors":0}\n' + json_line(line)
+        assert runner.pipe_rate({"mode": "recv", "size": 65536, "conns": 1}, {}, log)[0] is None
+
+
+def json_line(d):
+    import json
+    return json.dumps(d, separators=(",", ":")) + "\n"
