@@ -54,6 +54,13 @@ def cpu_cell(res):
     return "%.2f (%s)" % (c["busy_cores"], " + ".join("%.2f" % c[k]["busy"] for k in cpus))
 
 
+def contended_note(value, s, l):
+    """The footnote of a point another process disturbed: its CPU-s and who."""
+    return "%s: other processes took %.1f / %.1f CPU-s during the Slipstream / Linux run (%s)" % (
+        value, s.get("foreign_cpu_s") or 0, l.get("foreign_cpu_s") or 0,
+        ", ".join((s.get("foreign_top") or [])[:3] + (l.get("foreign_top") or [])[:3]))
+
+
 def point_ratios(s, l):
     """The ratios recorded in the JSON for one point."""
     keys = ("rps", "cps", "gbps", "p50_us", "p90_us", "p99_us", "max_us", "cpu_us_per_req",
@@ -115,11 +122,7 @@ def bench_table(bench, points):
         cells = [str(p["value"]) + mark] + [f(s, l) for _, f in cols]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
         if mark:
-            notes.append("%s: other processes took %.1f / %.1f CPU-s during the Slipstream / "
-                         "Linux run (%s)" % (p["value"], s.get("foreign_cpu_s") or 0,
-                                             l.get("foreign_cpu_s") or 0,
-                                             ", ".join((s.get("foreign_top") or [])[:3] +
-                                                       (l.get("foreign_top") or [])[:3])))
+            notes.append(contended_note(p["value"], s, l))
     text = "\n".join(rows)
     if notes:
         text += "\n\n\\* contended: " + "; ".join(notes)
@@ -232,11 +235,7 @@ def bulk_table(bench, points):
                   pair(_cpu_per_gb(s), _cpu_per_gb(l))]
         rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
         if mark:
-            notes.append("%s: other processes took %.1f / %.1f CPU-s during the Slipstream / "
-                         "Linux run (%s)" % (p["value"], s.get("foreign_cpu_s") or 0,
-                                             l.get("foreign_cpu_s") or 0,
-                                             ", ".join((s.get("foreign_top") or [])[:3] +
-                                                       (l.get("foreign_top") or [])[:3])))
+            notes.append(contended_note(p["value"], s, l))
     text = "\n".join(rows)
     if notes:
         text += "\n\n\\* contended: " + "; ".join(notes)
