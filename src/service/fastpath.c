@@ -278,10 +278,14 @@ int ss_fastpath_run(void *arg)
 					ss_stack_woke(fp->stack);
 			}
 			idle = 0;
-		} else if (fp->idle_yield && light) {
+		} else if (fp->idle_yield && light && !(fp->stack && ss_stack_pacing(fp->stack))) {
 			/* Sharing the CPU with the application (and the
 			 * kernel's receive thread): let them run now, the
-			 * reply comes sooner than after a sleep and a wake-up. */
+			 * reply comes sooner than after a sleep and a wake-up.
+			 * Not while the pacer holds segments: a yield can give
+			 * the CPU away for a whole time slice, and departures
+			 * would leave late (a capped flow's slow start lost
+			 * 15 % of its first second). */
 			sched_yield();
 		}
 	}

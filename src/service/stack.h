@@ -279,6 +279,11 @@ void ss_stack_set_loop_input(struct ss_stack *s, struct ss_proto_ctx *rx);
 
 /* Earliest timer deadline (us), 0 while looped-back frames wait, or UINT64_MAX. */
 uint64_t ss_stack_next_deadline(const struct ss_stack *s);
+/* True while the pacer holds segments waiting for their departure time. */
+static inline bool ss_stack_pacing(const struct ss_stack *s)
+{
+	return s->pacer.n_queued != 0;
+}
 
 /* Gauges for `slipstream stats`. */
 struct ss_stack_gauges {
