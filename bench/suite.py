@@ -50,6 +50,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -500,13 +501,20 @@ def main():
     run = Run(args)
     print("suite.py: %s, %d s per point (+%d s warm-up); results to %s; logs in %s"
           % (run.doc["mode"], run.rs.seconds, run.rs.warmup, args.out, run.logdir), flush=True)
+    # SIGTERM and SIGHUP (a timeout, a closed session) end the run as ^C
+    # does, through the finally blocks that stop the programs and delete the
+    # test beds' namespaces; by default they would kill Python and leave them.
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     interrupted = False
     try:
         run.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         interrupted = True
-        run.doc["failed"].append("interrupted (SIGINT): the run stopped early; points not "
-                                 "listed were not run")
+        run.doc["failed"].append("interrupted (%s): the run stopped early; points not "
+                                 "listed were not run" % (e.args[0] if e.args else "SIGINT"))
     finally:
         run.write()
     if interrupted:
