@@ -129,6 +129,18 @@ const char *ss_format_ipv4(uint32_t ip, char *buf)
 	return buf;
 }
 
+/* "on" or "off" for option @key; 0, or -1 with the message in @err. */
+static int parse_on_off(const char *key, const char *val, bool *out, char *err, size_t errlen)
+{
+	if (strcmp(val, "on") == 0)
+		*out = true;
+	else if (strcmp(val, "off") == 0)
+		*out = false;
+	else
+		return fail(err, errlen, "%s: expected on or off, got '%s'", key, val);
+	return 0;
+}
+
 static int parse_uint(const char *s, unsigned long min, unsigned long max,
 		      unsigned long *out)
 {
@@ -214,12 +226,7 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
 		cfg->idle_polls = (uint32_t)n;
 	} else if (strcmp(key, "idle-yield") == 0) {
-		if (strcmp(val, "on") == 0)
-			cfg->idle_yield = true;
-		else if (strcmp(val, "off") == 0)
-			cfg->idle_yield = false;
-		else
-			return fail(err, errlen, "idle-yield: expected on or off, got '%s'", val);
+		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
 			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);
@@ -261,12 +268,7 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 				    val);
 		cfg->max_orphan_mem = v;
 	} else if (strcmp(key, "ecn") == 0) {
-		if (strcmp(val, "on") == 0)
-			cfg->ecn = true;
-		else if (strcmp(val, "off") == 0)
-			cfg->ecn = false;
-		else
-			return fail(err, errlen, "ecn: expected on or off, got '%s'", val);
+		return parse_on_off(key, val, &cfg->ecn, err, errlen);
 	} else if (strcmp(key, "cc") == 0) {
 		return ss_cc_policy_set_algo(&cfg->cc, val, err, errlen);
 	} else if (strcmp(key, "cc-app") == 0) {

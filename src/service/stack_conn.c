@@ -515,7 +515,7 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 		}
 	}
 	/* An ACK for no connection may return a SYN cookie. */
-	if (s->now_us < s->cookie_until_us && (seg->flags & SS_TCP_ACK))
+	if (s->now_us < s->cookie_until_us)
 		return stack_cookie_ack(s, frame, ip, seg);
 	return false;
 }
