@@ -49,7 +49,7 @@
 #define CC_RATE_CWND (1u << 30)      /* rate mode: the largest window */
 #define CC_RATE_RTTS 2u              /* rate mode: window = rate x this many RTTs */
 #define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
-#define CC_CAP_BURST_MAX (4u << 20)  /* ... is 2 ms of the cap, within these */
+#define CC_CAP_BURST_MAX (4u << 20)  /* ... is 20 ms of the cap, within these */
 
 static inline uint64_t cc_now_ns(const struct ss_stack *s)
 {
@@ -86,10 +86,10 @@ void stack_cc_fini(struct ss_stack *s)
 	s->caps = NULL;
 }
 
-/* A cap's bucket: 2 ms of the cap deep, within [CC_CAP_BURST_MIN, _MAX]. */
+/* A cap's bucket: 20 ms of the cap deep, within [CC_CAP_BURST_MIN, _MAX]. */
 static uint64_t cc_cap_burst(uint64_t cap_bps)
 {
-	uint64_t burst = cap_bps / 500;
+	uint64_t burst = cap_bps / 50;
 
 	return burst < CC_CAP_BURST_MIN ? CC_CAP_BURST_MIN
 	       : burst > CC_CAP_BURST_MAX ? CC_CAP_BURST_MAX : burst;
