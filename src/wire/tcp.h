@@ -225,4 +225,24 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip);
 
+/*
+ * ss_tcp_build_in_place() with @offload true: for a port that computes the
+ * TCP checksum (TX checksum offload), the checksum field holds the
+ * pseudo-header sum for host-order @src_ip/@dst_ip, folded and not
+ * complemented, as DPDK's rte_ipv4_phdr_cksum() gives it; the NIC (or
+ * ss_tcp_csum_finish()) adds the segment and stores the complement.  With
+ * @offload false, exactly ss_tcp_build_in_place().
+ */
+size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+				  size_t payload_len, uint32_t src_ip, uint32_t dst_ip,
+				  bool offload);
+
+/*
+ * What the NIC does for a segment built with ss_tcp_build_in_place_csum(offload):
+ * the checksum over the @len bytes at @seg (its checksum field holding the
+ * pseudo-header sum), complemented and stored.  The result is the
+ * segment ss_tcp_build_in_place() builds, byte for byte.
+ */
+void ss_tcp_csum_finish(uint8_t *seg, size_t len);
+
 #endif /* SS_WIRE_TCP_H */
