@@ -52,6 +52,7 @@
 #include "service/proto.h"
 #include "service/stack.h"
 #include "wire/bytes.h"
+#include "wire/csum.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
 #include "wire/tcp.h"
@@ -72,6 +73,7 @@ static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
 struct frame {
 	uint8_t b[FRAME_CAP];
 	uint32_t len;
+	unsigned flags; /* SS_TX_*: checksums the port would complete */
 };
 
 /* Frames one way: a bounded array, filled then drained. */
@@ -107,6 +109,7 @@ static struct {
 	unsigned base_rtt_us;
 	uint64_t paced_rounds; /* rounds for responses the pacer held back */
 	unsigned rx_flags;
+	unsigned tx_offload; /* --csum-offload: SS_TX_CSUM */
 
 	struct wire to_svc, to_peer;
 	struct peer *peers;
@@ -170,7 +173,7 @@ static uint8_t *frame_alloc(void *arg, void **handle, size_t *cap)
 	return f->b;
 }
 
-static void frame_send(void *arg, void *handle, size_t len)
+static void frame_send(void *arg, void *handle, size_t len, unsigned flags)
 {
 	struct wire *w = arg;
 	struct frame *f = handle;
@@ -179,6 +182,7 @@ static void frame_send(void *arg, void *handle, size_t len)
 		return;
 	}
 	f->len = (uint32_t)len;
+	f->flags = flags;
 }
 
 /* ---- the peers (not counted) -------------------------------------------- */
@@ -242,6 +246,11 @@ static void peers_take(void)
 		struct ss_eth eth;
 		struct ss_ipv4 ip;
 		struct ss_tcp seg;
+		if (f->flags & SS_TX_CSUM) {
+			/* The port's work (not counted): both checksums. */
+			ss_wr16(f->b + 24, ss_csum_ipv4_header(f->b + 14, 20));
+			ss_tcp_csum_finish(f->b + 34, ss_rd16(f->b + 16) - 20u);
+		}
 		if (ss_eth_parse(f->b, f->len, &eth) != SS_ETH_OK ||
 		    eth.ethertype != SS_ETHERTYPE_IPV4)
 			continue;
@@ -461,7 +470,7 @@ static int setup(unsigned n_conns)
 		.max_flows = cfg->max_flows, .max_listeners = cfg->max_listeners,
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg->max_orphan_mem,
 	};
-	struct ss_stack_io io = { &B.to_peer, frame_alloc, frame_send };
+	struct ss_stack_io io = { &B.to_peer, frame_alloc, frame_send, B.tx_offload };
 	if (ss_stack_init(&B.st, &slim, &tp, &B.ctr, svc_mac, SVC_IP, 24, 0, &B.arp, &B.reg, 0,
 			  &io) != 0)
 		return -1;
@@ -530,7 +539,8 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: insn_echo [--conns N] [--requests M] [--warmup W] [--us-per-req U]\n"
-		"                 [--base-rtt-us T] [--idle-rounds K] [--rx-csum-good] [--counters]\n"
+		"                 [--base-rtt-us T] [--idle-rounds K] [--rx-csum-good] [--csum-offload]\n"
+		"                 [--counters]\n"
 		"Run under bench/insn_per_req.py (valgrind --tool=callgrind).\n");
 	exit(2);
 }
@@ -551,6 +561,12 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--rx-csum-good") == 0) {
 			B.rx_flags = SS_RX_IP_CSUM_GOOD | SS_RX_L4_CSUM_GOOD;
+			continue;
+		}
+		if (strcmp(a, "--csum-offload") == 0) {
+			/* A port with both offloads: RX verified, TX completed. */
+			B.rx_flags = SS_RX_IP_CSUM_GOOD | SS_RX_L4_CSUM_GOOD;
+			B.tx_offload = SS_TX_CSUM;
 			continue;
 		}
 		if (!v)
@@ -603,11 +619,11 @@ int main(int argc, char **argv)
 		}
 #define D(id) (unsigned long long)(c1.v[SS_CTR_##id] - c0.v[SS_CTR_##id])
 	printf("insn_echo conns=%u requests=%llu idle_rounds=%u us_per_req=%u base_rtt_us=%u "
-	       "csum_offload=%d rx_tcp=%llu rx_fast=%llu rx_slow=%llu tx_segments=%llu "
+	       "rx_csum_good=%d tx_csum_offload=%d rx_tcp=%llu rx_fast=%llu rx_slow=%llu tx_segments=%llu "
 	       "events=%llu app_commands=%llu retrans=%llu cc_intervals=%llu paced_waits=%llu "
 	       "paced_rounds=%llu\n",
 	       conns, (unsigned long long)conns * requests, idle, B.us_per_req, B.base_rtt_us,
-	       B.rx_flags != 0, D(rx_tcp), D(rx_tcp_fast), D(rx_tcp_slow), D(tx_tcp_segments),
+	       B.rx_flags != 0, B.tx_offload != 0, D(rx_tcp), D(rx_tcp_fast), D(rx_tcp_slow), D(tx_tcp_segments),
 	       (unsigned long long)(B.arx_cons - ev0), D(app_commands), D(tcp_retrans_segs),
 	       D(cc_intervals), D(cc_paced_waits), (unsigned long long)(B.paced_rounds - pr0));
 #undef D

@@ -15,6 +15,7 @@ instructions per request.
     bench/insn_per_req.py                       # 1, 64, 1024 connections
     bench/insn_per_req.py --conns 64 --top 25
     bench/insn_per_req.py --json out.json --keep /tmp/cg   # raw callgrind files kept
+    bench/insn_per_req.py --csum-offload        # a port with RX and TX checksum offload
 
 Instruction counts are exact and repeatable (same binary, same arguments:
 same count); they do not depend on the machine's load.  Needs valgrind.
@@ -108,6 +109,9 @@ def main():
     ap.add_argument("--top", type=int, default=15, help="functions listed per count")
     ap.add_argument("--rx-csum-good", action="store_true",
                     help="as if the NIC verified checksums (RX offload)")
+    ap.add_argument("--csum-offload", action="store_true",
+                    help="as on a port with both checksum offloads: RX verified by the "
+                    "NIC, TX checksums left to it (SS_TX_CSUM)")
     ap.add_argument("--us-per-req", type=int, help="virtual time per request (default 10)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--keep", help="keep the callgrind files in this directory")
@@ -117,6 +121,8 @@ def main():
     if not os.access(binary, os.X_OK):
         raise SystemExit("insn_per_req: %s not built (ninja -C %s)" % (binary, a.build))
     extra = ["--rx-csum-good"] if a.rx_csum_good else []
+    if a.csum_offload:
+        extra = ["--csum-offload"]
     if a.us_per_req:
         extra += ["--us-per-req", str(a.us_per_req)]
     if a.keep:
@@ -130,7 +136,8 @@ def main():
 
     print("Service instructions per 64-byte echo request (callgrind Ir; receive = "
           "ss_proto_input, rounds = ss_stack_round)%s\n" %
-          (", RX checksum offload" if a.rx_csum_good else ""))
+          (", RX and TX checksum offload" if a.csum_offload else
+           ", RX checksum offload" if a.rx_csum_good else ""))
     print("| connections | requests | per request | receive | rounds | segments in/out "
           "| events | commands | cc intervals |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -151,7 +158,8 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"results": results, "idle_round": idle,
-                       "rx_csum_good": a.rx_csum_good}, f, indent=1)
+                       "rx_csum_good": a.rx_csum_good or a.csum_offload,
+                       "tx_csum_offload": a.csum_offload}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@
 
 #include "service/log.h"
 #include "service/stack.h"
+#include "wire/eth.h"
+#include "wire/ipv4.h"
 
 #define NS_PER_MS 1000000ull
 #define GW_ARP_FIRST_NS (1000 * NS_PER_MS)
@@ -72,7 +74,7 @@ uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap)
 	return rte_pktmbuf_mtod(m, uint8_t *);
 }
 
-void ss_fastpath_frame_send(void *arg, void *handle, size_t len)
+void ss_fastpath_frame_send(void *arg, void *handle, size_t len, unsigned flags)
 {
 	struct ss_fastpath *fp = arg;
 	struct rte_mbuf *m = handle;
@@ -82,6 +84,12 @@ void ss_fastpath_frame_send(void *arg, void *handle, size_t len)
 	}
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
+	if (flags & SS_TX_CSUM) {
+		/* IPv4 field 0, TCP field the pseudo-header sum (stack.h). */
+		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM;
+		m->l2_len = SS_ETH_HDR_LEN;
+		m->l3_len = SS_IPV4_HDR_MIN;
+	}
 	txq_add(fp, m);
 }
 

@@ -49,6 +49,6 @@ int ss_fastpath_run(void *arg);
 
 /* Frame output for the stack (struct ss_stack_io callbacks; arg is the fast path). */
 uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap);
-void ss_fastpath_frame_send(void *arg, void *handle, size_t len);
+void ss_fastpath_frame_send(void *arg, void *handle, size_t len, unsigned flags);
 
 #endif

@@ -162,7 +162,8 @@ int main(int argc, char **argv)
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg.max_orphan_mem,
 		.syn_cookies = cfg.syn_cookies,
 	};
-	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send };
+	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send,
+				  nic.use_tx_ip_csum && nic.use_tx_tcp_csum ? SS_TX_CSUM : 0 };
 	if ((rc = ss_stack_init(&stack, &slim, &tp, &fps[0]->ctr, nic.mac, cfg.ip, cfg.prefix_len,
 				cfg.gateway, &arp, &reg, 0, &io)) != 0) {
 		SS_ERR("TCP stack: %s", strerror(-rc));

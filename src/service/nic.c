@@ -221,10 +221,10 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	}
 	nic->use_rx_ip_csum = nic->caps.rx_ip_csum;
 	nic->use_rx_tcp_csum = nic->caps.rx_tcp_csum;
-	/* Replies are few and small: built with software checksums for now.
-	 * The TCP send path will turn on TX checksum offload and TSO. */
-	nic->use_tx_ip_csum = false;
-	nic->use_tx_tcp_csum = false;
+	/* TX: the stack leaves both checksums of its TCP segments to the
+	 * port (SS_TX_CSUM) only when it has both offloads; otherwise, and
+	 * for the replies proto.c writes in place (ARP, ICMP, RST), software. */
+	nic->use_tx_ip_csum = nic->use_tx_tcp_csum = nic->caps.tx_ip_csum && nic->caps.tx_tcp_csum;
 	if (nic->use_rx_ip_csum)
 		conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 	if (nic->use_rx_tcp_csum)

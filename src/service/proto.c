@@ -206,10 +206,15 @@ static size_t tcp_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t cap,
 	};
 	const uint8_t *l4 = frame + SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
 	struct ss_tcp seg;
-	enum ss_tcp_status st = ss_tcp_parse(l4, ip->payload_len, &seg);
 
-	if (st != SS_TCP_OK)
-		return drop(ctx, status_ctr[st]);
+	/* Header without options or with NOP NOP TS: inline; the rest, and
+	 * every malformed header, through the general parser. */
+	if (!ss_tcp_parse_usual(l4, ip->payload_len, &seg)) {
+		enum ss_tcp_status st = ss_tcp_parse(l4, ip->payload_len, &seg);
+
+		if (st != SS_TCP_OK)
+			return drop(ctx, status_ctr[st]);
+	}
 	if (!(rx_flags & SS_RX_L4_CSUM_GOOD) &&
 	    !ss_tcp_csum_ok(ip->src, ip->dst, l4, ip->payload_len))
 		return drop(ctx, SS_CTR_drop_tcp_bad_checksum);

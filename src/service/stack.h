@@ -37,13 +37,23 @@ struct ss_proto_ctx;
  * engine reaches CLOSED.
  */
 
+/* TX checksum offload (frame_send's @flags, ss_stack_io.tx_offload): the
+ * frame is Ethernet (14 bytes) + IPv4 without options (20) + TCP, its IPv4
+ * checksum field 0 and its TCP checksum field the pseudo-header sum
+ * (ss_tcp_build_in_place_csum()): the port completes both. */
+#define SS_TX_CSUM 0x1
+
 /* Frame output, provided by the fast path (mbufs) or a test (memory). */
 struct ss_stack_io {
 	void *arg;
 	/* A buffer for one outgoing frame of up to *cap bytes, or NULL. */
 	uint8_t *(*frame_alloc)(void *arg, void **handle, size_t *cap);
-	/* Queue the frame for sending (len bytes) or, with len 0, free it. */
-	void (*frame_send)(void *arg, void *handle, size_t len);
+	/* Queue the frame for sending (len bytes; SS_TX_* @flags) or, with
+	 * len 0, free it. */
+	void (*frame_send)(void *arg, void *handle, size_t len, unsigned flags);
+	/* SS_TX_CSUM: the port computes checksums, so TCP segments to the
+	 * wire go out marked for it; 0: every checksum in software. */
+	unsigned tx_offload;
 };
 
 #define SC_DIRTY 0x01       /* on the stack's dirty list */

@@ -33,10 +33,10 @@ static uint8_t *frame_get(struct ss_stack *s, bool loop, void **handle, size_t *
 }
 
 /* Sends (len > 0) or gives back (len 0) what frame_get() returned. */
-static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len)
+static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len, unsigned flags)
 {
 	if (!loop)
-		s->io.frame_send(s->io.arg, handle, len);
+		s->io.frame_send(s->io.arg, handle, len, flags);
 	else if (len)
 		stack_loop_commit(s, len);
 }
@@ -64,17 +64,20 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	size_t l4_hdr = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
 	size_t hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
 	if (hdrs + l4_hdr + seg->len > cap || l4_hdr + seg->len + SS_IPV4_HDR_MIN > 0xffff) {
-		frame_put(s, loop, handle, 0);
+		frame_put(s, loop, handle, 0, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
 		return -1;
 	}
 	uint8_t *l3 = buf + SS_ETH_HDR_LEN, *l4 = l3 + SS_IPV4_HDR_MIN;
+	/* Checksums by the port where it has the offload (never for the
+	 * loopback queue, which takes them as verified anyway). */
+	bool ol = !loop && (s->io.tx_offload & SS_TX_CSUM);
 	if (seg->len)
 		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + l4_hdr, seg->len);
-	size_t n = ss_tcp_build_in_place(l4, cap - hdrs, &seg->hdr, seg->len, c->local_ip,
-					 c->remote_ip);
+	size_t n = ss_tcp_build_in_place_csum(l4, cap - hdrs, &seg->hdr, seg->len, c->local_ip,
+					      c->remote_ip, ol);
 	if (n == 0) {
-		frame_put(s, loop, handle, 0);
+		frame_put(s, loop, handle, 0, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
 		return -1;
 	}
@@ -83,10 +86,12 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 	ss_ipv4_write(l3, seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
 		      (uint16_t)(SS_IPV4_HDR_MIN + n), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
 		      c->local_ip, c->remote_ip);
+	if (ol)
+		ss_wr16(l3 + 10, 0); /* the port's (it sums the header with the field 0) */
 	memcpy(buf, sc->peer_mac, SS_ETH_ALEN);
 	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
 	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
-	frame_put(s, loop, handle, hdrs + n);
+	frame_put(s, loop, handle, hdrs + n, ol ? SS_TX_CSUM : 0);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);
 	if (seg->len)
 		ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, seg->len);
@@ -108,7 +113,7 @@ static void arp_request(struct ss_stack *s, uint32_t target)
 		return;
 	}
 	if (cap < SS_ETH_HDR_LEN + SS_ARP_LEN) {
-		s->io.frame_send(s->io.arg, handle, 0);
+		s->io.frame_send(s->io.arg, handle, 0, 0);
 		return;
 	}
 	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_ARP };
@@ -118,7 +123,7 @@ static void arp_request(struct ss_stack *s, uint32_t target)
 	memcpy(req.sha, s->mac, 6);
 	ss_eth_build(buf, cap, &eth);
 	size_t n = ss_arp_build(buf + SS_ETH_HDR_LEN, cap - SS_ETH_HDR_LEN, &req);
-	s->io.frame_send(s->io.arg, handle, SS_ETH_HDR_LEN + n);
+	s->io.frame_send(s->io.arg, handle, SS_ETH_HDR_LEN + n, 0);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_arp_request);
 }
 

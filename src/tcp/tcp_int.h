@@ -125,5 +125,8 @@ int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us);
 uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c);
+/* ss_tcp_output() without its one-segment path: the loop for every case
+ * (the tests compare the two). */
+unsigned tcp_output_general(struct ss_tcp_conn *c, uint64_t now_us);
 
 #endif /* SS_TCP_TCP_INT_H */

@@ -282,7 +282,30 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
 	return true;
 }
 
-unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
+/*
+ * The one-segment case of ss_tcp_output() (a request's reply): the send
+ * loop's first pass would send all that is unsent as one PSH segment and
+ * its second pass would find nothing more.  True when
+ *   - ESTABLISHED, no FIN queued, no persist timer (zero window);
+ *   - nothing to resend (snd_nxt = snd_max): new data only;
+ *   - the unsent data fits in one segment (at most the MSS) and in
+ *     min(cwnd, snd_wnd) from snd_una;
+ *   - pacing budget left (or not paced).
+ * Keep in step with the loop below.
+ */
+static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
+	uint32_t avail = end - f->snd_nxt;
+
+	return f->state == SS_TCPS_ESTABLISHED && f->snd_nxt == f->snd_max &&
+	       !(f->flags & SS_TCPF_FIN_QUEUED) && !c->persist_deadline_us && c->tx_budget &&
+	       ss_seq_lt(f->snd_nxt, end) && avail <= f->mss &&
+	       ss_seq_leq(end, f->snd_una + wnd);
+}
+
+static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool one)
 {
 	struct ss_tcp_flow *f = &c->f;
 	unsigned n = 0;
@@ -299,8 +322,29 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 
 	c->budget_hit = 0;
 
+	if (one && tcp_output_one_fits(c, end)) {
+		/* What the loop's first pass does for it, once. */
+		uint32_t len = end - f->snd_nxt;
+
+		if (tcp_output_seg(c, f->snd_nxt, len, SS_TCP_ACK | SS_TCP_PSH, now_us) == 0) {
+			if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED)
+				c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
+			if (!(f->flags & SS_TCPF_RTT_TIMING)) {
+				f->flags |= SS_TCPF_RTT_TIMING;
+				f->rtt_seq = f->snd_nxt;
+				c->rtt_start_us = now_us;
+			}
+			f->snd_nxt = f->snd_max = end;
+			/* The segment carried the ACK: no delayed ACK left;
+			 * RFC 6298 §5.1: the RTO runs once per flight. */
+			if (!c->rto_deadline_us)
+				tcp_rto_arm(c, now_us);
+			return 1;
+		}
+		failed = true; /* as the loop: stays queued, the timer retries */
+	}
 	/* No Nagle (TCP_NODELAY): whatever the windows allow goes now. */
-	while (can_send) {
+	while (can_send && !failed) {
 		uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
 		uint32_t edge = f->snd_una + wnd;
 		uint32_t len = 0;
@@ -394,6 +438,16 @@ unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 		}
 	}
 	return n;
+}
+
+unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	return tcp_output(c, now_us, true);
+}
+
+unsigned tcp_output_general(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	return tcp_output(c, now_us, false);
 }
 
 /* Answer @in with the RFC 9293 §3.10.7.1 reset (CLOSED state, bad ACK in

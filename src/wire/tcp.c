@@ -275,8 +275,14 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 	return ss_tcp_build_in_place(buf, cap, h, h->payload_len, src_ip, dst_ip);
 }
 
-size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
-			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip)
+void ss_tcp_csum_finish(uint8_t *seg, size_t len)
+{
+	ss_wr16(seg + 16, ss_csum_fold(ss_csum_partial(seg, len, 0)));
+}
+
+size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+				  size_t payload_len, uint32_t src_ip, uint32_t dst_ip,
+				  bool offload)
 {
 	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
 	size_t len;
@@ -295,7 +301,16 @@ size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 	ss_wr16(buf + 18, h->urg);
 	ss_tcp_opts_build(buf + SS_TCP_HDR_MIN, hdr_len - SS_TCP_HDR_MIN,
 			  &h->opts);
-	ss_wr16(buf + 16, ss_csum_l4_ipv4(src_ip, dst_ip, SS_IPPROTO_TCP, buf,
-					  len));
+	if (offload) /* the pseudo-header sum, folded, not complemented */
+		ss_wr16(buf + 16, (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(
+					  src_ip, dst_ip, SS_IPPROTO_TCP, (uint16_t)len)));
+	else
+		ss_wr16(buf + 16, ss_csum_l4_ipv4(src_ip, dst_ip, SS_IPPROTO_TCP, buf, len));
 	return len;
+}
+
+size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip)
+{
+	return ss_tcp_build_in_place_csum(buf, cap, h, payload_len, src_ip, dst_ip, false);
 }

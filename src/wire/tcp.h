@@ -5,6 +5,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "wire/bytes.h"
 
 #define SS_TCP_HDR_MIN 20
 #define SS_TCP_HDR_MAX 60
@@ -111,6 +114,47 @@ enum ss_tcp_status ss_tcp_parse(const uint8_t *seg, size_t len,
 				struct ss_tcp *out);
 
 /*
+ * ss_tcp_parse_usual - ss_tcp_parse() for nearly every segment, inline:
+ * data offset 5 (no options) or 8 with NOP NOP TS (RFC 7323 Appendix A,
+ * what Linux sends once timestamps are on).  Then *out is filled exactly
+ * as ss_tcp_parse() fills it and true is returned; for any other segment
+ * (other options, a bad offset, too short) false, with *out unspecified:
+ * call ss_tcp_parse(), which reports the status.
+ */
+static inline bool ss_tcp_parse_usual(const uint8_t *seg, size_t len, struct ss_tcp *out)
+{
+	unsigned doff;
+
+	if (len < SS_TCP_HDR_MIN)
+		return false;
+	doff = seg[12] >> 4;
+	memset(&out->opts, 0, sizeof(out->opts));
+	if (doff == 8) {
+		if (len < 32 || ss_rd32(seg + 20) != (uint32_t)(SS_TCP_OPT_NOP << 24 |
+								SS_TCP_OPT_NOP << 16 |
+								SS_TCP_OPT_TS << 8 | SS_TCP_OLEN_TS))
+			return false;
+		out->opts.present = SS_TCP_OPTF_TS;
+		out->opts.ts_val = ss_rd32(seg + 24);
+		out->opts.ts_ecr = ss_rd32(seg + 28);
+	} else if (doff != 5) {
+		return false;
+	}
+	out->sport = ss_rd16(seg);
+	out->dport = ss_rd16(seg + 2);
+	out->seq = ss_rd32(seg + 4);
+	out->ack = ss_rd32(seg + 8);
+	out->hdr_len = (uint8_t)(doff * 4);
+	out->flags = seg[13];
+	out->window = ss_rd16(seg + 14);
+	out->csum = ss_rd16(seg + 16);
+	out->urg = ss_rd16(seg + 18);
+	out->payload = seg + doff * 4;
+	out->payload_len = len - doff * 4;
+	return true;
+}
+
+/*
  * Parse the option area @opts of @len bytes (RFC 9293 §3.1, §3.2).  *out is reset
  * first.  EOL ends parsing; NOP is skipped; unknown options with a valid
  * length are skipped; a repeated option: the last one wins.  Returns
@@ -180,5 +224,25 @@ size_t ss_tcp_build(uint8_t *buf, size_t cap, const struct ss_tcp *h,
  */
 size_t ss_tcp_build_in_place(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 			     size_t payload_len, uint32_t src_ip, uint32_t dst_ip);
+
+/*
+ * ss_tcp_build_in_place() with @offload true: for a port that computes the
+ * TCP checksum (TX checksum offload), the checksum field holds the
+ * pseudo-header sum for host-order @src_ip/@dst_ip, folded and not
+ * complemented, as DPDK's rte_ipv4_phdr_cksum() gives it; the NIC (or
+ * ss_tcp_csum_finish()) adds the segment and stores the complement.  With
+ * @offload false, exactly ss_tcp_build_in_place().
+ */
+size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp *h,
+				  size_t payload_len, uint32_t src_ip, uint32_t dst_ip,
+				  bool offload);
+
+/*
+ * What the NIC does for a segment built with ss_tcp_build_in_place_csum(offload):
+ * the checksum over the @len bytes at @seg (its checksum field holding the
+ * pseudo-header sum), complemented and stored.  The result is the
+ * segment ss_tcp_build_in_place() builds, byte for byte.
+ */
+void ss_tcp_csum_finish(uint8_t *seg, size_t len);
 
 #endif /* SS_WIRE_TCP_H */

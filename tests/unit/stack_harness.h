@@ -28,6 +28,7 @@
 #include "service/proto.h"
 #include "service/stack.h"
 #include "wire/bytes.h"
+#include "wire/csum.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
 #include "wire/tcp.h"
@@ -46,9 +47,17 @@ static uint32_t sh_loop_slots = 0;
 static const uint8_t sh_svc_mac[6] = { 0x02, 0, 0, 0, 0, 1 };
 static const uint8_t sh_peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
 
+/* ss_stack_io.tx_offload for the next sh_init(): SS_TX_CSUM has the stack
+ * leave checksums to the "port"; sh_deliver() then completes them in
+ * software, as a NIC would, before the peer checks them. */
+static unsigned sh_tx_offload = 0;
+/* Frames sent marked SS_TX_CSUM, all harnesses together. */
+static uint64_t sh_csum_offload_total = 0;
+
 struct sh_frame {
 	uint8_t b[SH_FRAME_CAP];
 	size_t len;
+	unsigned flags; /* SS_TX_* */
 };
 
 struct sh_peer_conn {
@@ -70,6 +79,7 @@ struct sh {
 	struct sh_frame *out;
 	unsigned n_out;
 	uint64_t frames_from_stack, frames_to_stack;
+	uint64_t frames_csum_offload; /* sent marked SS_TX_CSUM */
 	/* Drop filter: return true to lose a frame going stack -> peer. */
 	bool (*lose)(struct sh *h, const struct ss_tcp *seg);
 	unsigned lose_count;
@@ -95,10 +105,11 @@ static inline uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
 	*handle = f;
 	*cap = sizeof(f->b);
 	f->len = 0;
+	f->flags = 0;
 	return f->b;
 }
 
-static inline void sh_frame_send(void *arg, void *handle, size_t len)
+static inline void sh_frame_send(void *arg, void *handle, size_t len, unsigned flags)
 {
 	struct sh *h = arg;
 	struct sh_frame *f = handle;
@@ -107,7 +118,24 @@ static inline void sh_frame_send(void *arg, void *handle, size_t len)
 		return;
 	}
 	f->len = len;
+	f->flags = flags;
 	h->frames_from_stack++;
+	if (flags & SS_TX_CSUM) {
+		h->frames_csum_offload++;
+		sh_csum_offload_total++;
+	}
+}
+
+/* What a port with TX checksum offload does to a frame marked SS_TX_CSUM:
+ * the IPv4 header checksum (field 0) and the TCP checksum (field: the
+ * pseudo-header sum) computed and stored. */
+static inline void sh_frame_csum_finish(struct sh_frame *f)
+{
+	if (!(f->flags & SS_TX_CSUM))
+		return;
+	ss_wr16(f->b + 24, ss_csum_ipv4_header(f->b + 14, 20));
+	ss_tcp_csum_finish(f->b + 34, ss_rd16(f->b + 16) - 20u);
+	f->flags &= ~SS_TX_CSUM;
 }
 
 /*
@@ -205,6 +233,7 @@ static inline unsigned sh_deliver(struct sh *h)
 			struct ss_ipv4 ip;
 			struct ss_tcp seg;
 			n++;
+			sh_frame_csum_finish(f);
 			if (ss_eth_parse(f->b, f->len, &eth) != SS_ETH_OK ||
 			    eth.ethertype != SS_ETHERTYPE_IPV4)
 				continue; /* ARP requests: the test pre-loads the cache */
@@ -318,7 +347,7 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 				      .timer_slots = 256, .cmd_budget = 32,
 				      .max_orphan_mem = 1u << 20,
 				      .loop_slots = sh_loop_slots };
-	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send };
+	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send, sh_tx_offload };
 	if (ss_stack_init(&h->st, &sl, &h->params, &h->ctr, sh_svc_mac, SH_SVC_IP, 24, 0, &h->arp,
 			  &h->reg, 0, &io) != 0)
 		return -1;

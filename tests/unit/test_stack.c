@@ -1,6 +1,7 @@
 /* test_stack.c - the service's TCP stack end to end in one process: app queues, flows, a peer engine. */
 #include "check.h"
 #include "stack_harness.h"
+#include "service/stack_internal.h"
 
 #include <errno.h>
 
@@ -689,6 +690,113 @@ static void test_syn_cookies(void)
 	sh_fini(&h);
 }
 
+/*
+ * TX checksum offload (SS_TX_CSUM): every kind of segment the stack sends
+ * (SYN, SYN-ACK, data of every length, ACK, FIN, RST, with and without
+ * timestamps, SACK blocks, ECN marks), built for the port and completed in
+ * software as a NIC does, is byte for byte the frame built with software
+ * checksums; as the port gets it, its IPv4 checksum is 0 and its TCP
+ * checksum field the pseudo-header sum (rte_ipv4_phdr_cksum()).
+ */
+static void test_tx_csum_offload_frames(void)
+{
+	static const uint8_t kinds[] = {
+		SS_TCP_SYN, SS_TCP_SYN | SS_TCP_ACK, SS_TCP_SYN | SS_TCP_ACK | SS_TCP_ECE,
+		SS_TCP_ACK, SS_TCP_ACK | SS_TCP_PSH, SS_TCP_ACK | SS_TCP_FIN,
+		SS_TCP_ACK | SS_TCP_PSH | SS_TCP_FIN, SS_TCP_ACK | SS_TCP_CWR | SS_TCP_PSH,
+		SS_TCP_RST, SS_TCP_RST | SS_TCP_ACK,
+	};
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = sh_peer_new(&h, 40000, 7);
+	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
+	sh_pump(&h, 16);
+	struct app_conn ac = { 0 };
+	app_poll(&h, &ac, false);
+	CHECK(ac.connected);
+	struct ss_flow_key k = { .local_ip = SH_SVC_IP, .remote_ip = SH_PEER_IP,
+				 .local_port = 7, .remote_port = 40000 };
+	struct ss_sconn *sc = ss_flow_table_lookup(&h.st.flows, &k);
+	CHECK(sc != NULL);
+	if (!sc || !ac.connected) {
+		sh_fini(&h);
+		return;
+	}
+	uint32_t tsize = h.app->txbuf_size;
+	uint64_t rng = 1071;
+	for (uint32_t i = 0; i < tsize; i++)
+		ac.tx[i] = (uint8_t)check_rand(&rng);
+	unsigned bad = 0, n_kinds = sizeof(kinds) / sizeof(kinds[0]);
+	for (unsigned n = 0; n < 4000; n++) {
+		struct ss_tcp_seg_out seg;
+		uint8_t fl = kinds[n % n_kinds];
+
+		memset(&seg, 0, sizeof(seg));
+		seg.hdr.sport = 7;
+		seg.hdr.dport = 40000;
+		seg.hdr.seq = (uint32_t)check_rand(&rng);
+		seg.hdr.ack = fl & SS_TCP_ACK ? (uint32_t)check_rand(&rng) : 0;
+		seg.hdr.flags = fl;
+		seg.hdr.window = (uint16_t)check_rand(&rng);
+		if (fl & SS_TCP_SYN) {
+			seg.hdr.opts.present = SS_TCP_OPTF_MSS | SS_TCP_OPTF_WSCALE |
+					       SS_TCP_OPTF_SACK_PERM;
+			seg.hdr.opts.mss = 1460;
+			seg.hdr.opts.wscale = (uint8_t)(check_rand(&rng) % 15);
+		}
+		if (check_rand(&rng) % 4) {
+			seg.hdr.opts.present |= SS_TCP_OPTF_TS;
+			seg.hdr.opts.ts_val = (uint32_t)check_rand(&rng);
+			seg.hdr.opts.ts_ecr = (uint32_t)check_rand(&rng);
+		}
+		if (!(fl & (SS_TCP_SYN | SS_TCP_RST)) && check_rand(&rng) % 5 == 0) {
+			seg.hdr.opts.present |= SS_TCP_OPTF_SACK;
+			seg.hdr.opts.sack_count = (uint8_t)(1 + check_rand(&rng) % 3);
+			for (unsigned b = 0; b < seg.hdr.opts.sack_count; b++) {
+				seg.hdr.opts.sack[b].left = (uint32_t)check_rand(&rng);
+				seg.hdr.opts.sack[b].right = (uint32_t)check_rand(&rng);
+			}
+		}
+		if (fl & SS_TCP_PSH) {
+			seg.len = (uint32_t)(1 + check_rand(&rng) % 1460);
+			seg.hdr.ip_ecn = check_rand(&rng) % 2 ? SS_IP_ECN_ECT0 : 0;
+		}
+		seg.tx_pos = (uint32_t)check_rand(&rng);
+		seg.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg.hdr.opts));
+
+		h.n_out = 0;
+		uint16_t id = h.st.ip_id;
+		h.st.io.tx_offload = 0;
+		int rc_sw = stack_conn_emit(&h.st, &sc->tcp, &seg);
+		h.st.ip_id = id; /* the same IPv4 id for both */
+		h.st.io.tx_offload = SS_TX_CSUM;
+		int rc_ol = stack_conn_emit(&h.st, &sc->tcp, &seg);
+		h.st.io.tx_offload = 0;
+		if (rc_sw != 0 || rc_ol != 0 || h.n_out != 2) {
+			bad++;
+			break;
+		}
+		struct sh_frame *sw = &h.out[0], *ol = &h.out[1];
+		uint16_t l4_len = (uint16_t)(ol->len - 34);
+		uint16_t phdr = (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(SH_SVC_IP, SH_PEER_IP,
+									   SS_IPPROTO_TCP, l4_len));
+		if (sw->flags != 0 || ol->flags != SS_TX_CSUM || ss_rd16(ol->b + 24) != 0 ||
+		    ss_rd16(ol->b + 50) != phdr)
+			bad++;
+		sh_frame_csum_finish(ol);
+		if (sw->len != ol->len || memcmp(sw->b, ol->b, sw->len) != 0)
+			bad++;
+		/* and the software frame's checksums are right */
+		if (ss_csum_ipv4_header(sw->b + 14, 20) != 0 ||
+		    !ss_tcp_csum_ok(SH_SVC_IP, SH_PEER_IP, sw->b + 34, l4_len))
+			bad++;
+	}
+	CHECK_EQ_U64(bad, 0);
+	h.n_out = 0;
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	test_passive_echo();
@@ -701,5 +809,18 @@ int main(void)
 	test_event_ring_full();
 	test_hostile_commands();
 	test_random_commands();
+	test_tx_csum_offload_frames();
+	/* Again, the stack leaving every TCP checksum to the "port"
+	 * (sh_deliver() completes them as a NIC would; the peer checks). */
+	uint64_t marked = sh_csum_offload_total;
+	sh_tx_offload = SS_TX_CSUM;
+	test_passive_echo();
+	test_syn_cookies();
+	test_delayed_ack();
+	test_active_close_first();
+	test_peer_reset();
+	test_connect_refused();
+	sh_tx_offload = 0;
+	CHECK(sh_csum_offload_total > marked + 100);
 	return check_done("test_stack");
 }

@@ -223,18 +223,64 @@ static inline void h_input(struct harness *h, const struct ss_tcp *s)
 	h_after(h, ev);
 }
 
+/* Segments the general output path emits on a copy of the connection
+ * (h_output()), to compare with what ss_tcp_output() emits. */
+struct h_shadow {
+	struct harness *h;
+	struct h_seg out[H_MAX_SEGS];
+	unsigned nout;
+};
+
+static inline int h_emit_shadow(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+{
+	struct h_shadow *sh = arg;
+
+	if (sh->h->emit_fail)
+		return -1;
+	if (sh->nout >= H_MAX_SEGS || seg->len > H_SEG_DATA)
+		return -1;
+	struct h_seg *s = &sh->out[sh->nout++];
+
+	s->hdr = seg->hdr;
+	s->len = seg->len;
+	if (seg->len)
+		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, s->data, seg->len);
+	return 0;
+}
+
 static inline unsigned h_output(struct harness *h)
 {
 	uint8_t ev = h->c.events;
 	/* ss_tcp_output_quiet() on a copy: where it claims the case, the
 	 * real ss_tcp_output() must send nothing and leave the connection
 	 * exactly as the quiet path left the copy. */
-	static struct ss_tcp_conn quiet;
+	static struct ss_tcp_conn quiet, general;
+	static struct h_shadow sh;
 	unsigned nout = h->nout;
 	memcpy(&quiet, &h->c, sizeof(quiet));
 	bool claimed = ss_tcp_output_quiet(&quiet, h->now);
+	/* The general path (no one-segment shortcut) on another copy: the
+	 * same segments, field for field and byte for byte, and the same
+	 * connection afterwards. */
+	memcpy(&general, &h->c, sizeof(general));
+	general.emit = h_emit_shadow;
+	general.emit_arg = &sh;
+	sh.h = h;
+	sh.nout = 0;
+	unsigned ng = tcp_output_general(&general, h->now);
 	unsigned n = ss_tcp_output(&h->c, h->now);
 
+	general.emit = h->c.emit;
+	general.emit_arg = h->c.emit_arg;
+	CHECK_EQ_U64(n, ng);
+	CHECK_EQ_U64(h->nout - nout, sh.nout);
+	CHECK(memcmp(&general, &h->c, sizeof(general)) == 0);
+	for (unsigned i = 0; i < sh.nout && nout + i < h->nout; i++) {
+		const struct h_seg *a = &sh.out[i], *b = &h->out[nout + i];
+
+		CHECK(memcmp(&a->hdr, &b->hdr, sizeof(a->hdr)) == 0 && a->len == b->len &&
+		      memcmp(a->data, b->data, a->len) == 0);
+	}
 	if (claimed) {
 		CHECK_EQ_U64(n, 0);
 		CHECK_EQ_U64(h->nout, nout);
