@@ -116,6 +116,7 @@
 	X(drop_tcp_rst_ignored)                                                  \
 	X(drop_app_event_ring_full)                                              \
 	X(tcp_lost_rexmits)                                                      \
+	X(tcp_sack_rexmits)                                                      \
 	X(tcp_challenge_ack_limited)                                             \
 	X(tcp_dup_acks)                                                          \
 	X(tcp_persist_probes)                                                    \

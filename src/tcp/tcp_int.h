@@ -120,6 +120,7 @@ int tcp_send_rst(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_send_challenge_ack(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us);
+int tcp_retransmit_hole(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us);
 int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in);
 int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);

@@ -232,8 +232,21 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
 		return 0;
 	tcp_st(c)->retrans_segs++;
 	c->rexmit_mark = f->snd_max;
+	if (ss_seq_lt(c->rexmit_next, f->snd_una + len))
+		c->rexmit_next = f->snd_una + len;
 	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
+}
+
+/* In recovery: resend [seq, seq + len), a hole above snd_una that the
+ * scoreboard shows lost (RFC 6675 §5 NextSeg rule 1).  Holes end where
+ * SACKed data begins, so never at the FIN. */
+int tcp_retransmit_hole(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us)
+{
+	tcp_st(c)->retrans_segs++;
+	tcp_st(c)->sack_rexmits++;
+	tcp_rtt_karn(c);
+	return tcp_output_seg(c, seq, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
 }
 
 /* RFC 9293 §3.8.6.1 zero-window probe: one byte of new data beyond the

@@ -861,6 +861,197 @@ static void test_established_lost_retransmission(void)
 	CHECK_EQ_U64(h.c.st.rto_fired, 0);
 }
 
+/* A duplicate ACK with up to four SACK blocks, given as segment indices
+ * [l, r) counted in MSS_TS from @una. */
+static struct ss_tcp h_sack_segs(struct harness *hh, uint32_t una, uint32_t ack_seg, unsigned n,
+				 const uint32_t *lr)
+{
+	struct ss_tcp s = h_seg_make(hh, SS_TCP_ACK, hh->peer_nxt, una + ack_seg * MSS_TS, 65535,
+				     NULL, 0);
+	s.opts.present |= SS_TCP_OPTF_SACK;
+	s.opts.sack_count = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		s.opts.sack[i].left = una + lr[2 * i] * MSS_TS;
+		s.opts.sack[i].right = una + lr[2 * i + 1] * MSS_TS;
+	}
+	return s;
+}
+
+/* Segments out since the last h_clear() that resend data below snd_max. */
+static unsigned h_resent(const struct harness *hh, uint32_t *first_seq)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < hh->nout; i++) {
+		if (hh->out[i].len && ss_seq_lt(hh->out[i].hdr.seq, hh->c.f.snd_max) &&
+		    ss_seq_lt(hh->out[i].hdr.seq, hh->c.f.recover)) {
+			if (!n && first_seq)
+				*first_seq = hh->out[i].hdr.seq;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* The scoreboard (RFC 6675 §3): ranges sorted, merged when they touch,
+ * the highest forgotten when a fifth would not fit, trimmed at snd_una. */
+static void test_established_sack_scoreboard(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h.c.f.cwnd = 24 * MSS_TS;
+	CHECK(h_app_send(&h, 20 * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 20);
+	uint32_t una = cfg.iss + 1;
+#define SEG(k) (una + (k) * MSS_TS)
+	const uint32_t four[] = { 16, 17, 14, 15, 12, 13, 10, 11 };
+	struct ss_tcp s = h_sack_segs(&h, una, 0, 4, four);
+	CHECK(tcp_sack_reports_new(&h.c, &s));
+	CHECK_EQ_U64(h.c.sackb_n, 4);
+	for (unsigned i = 0; i < 4; i++) {
+		CHECK_EQ_U64(h.c.sackb[i].left, SEG(10 + 2 * i));
+		CHECK_EQ_U64(h.c.sackb[i].right, SEG(11 + 2 * i));
+	}
+	/* A fifth, lower range: the highest goes. */
+	const uint32_t low[] = { 2, 3 };
+	s = h_sack_segs(&h, una, 0, 1, low);
+	CHECK(!tcp_sack_reports_new(&h.c, &s)); /* nothing above sack_high */
+	CHECK_EQ_U64(h.c.sackb_n, 4);
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(2));
+	CHECK_EQ_U64(h.c.sackb[3].right, SEG(15));
+	/* A range above every one kept, board full: forgotten, but new. */
+	const uint32_t high[] = { 18, 19 };
+	s = h_sack_segs(&h, una, 0, 1, high);
+	CHECK(tcp_sack_reports_new(&h.c, &s));
+	CHECK_EQ_U64(h.c.sack_high, SEG(19));
+	CHECK_EQ_U64(h.c.sackb_n, 4);
+	CHECK_EQ_U64(h.c.sackb[3].right, SEG(15));
+	/* Touching ranges merge: [10,11) [11,12) [12,13) -> [10,13). */
+	const uint32_t mid[] = { 11, 12 };
+	s = h_sack_segs(&h, una, 0, 1, mid);
+	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.sackb_n, 3);
+	CHECK_EQ_U64(h.c.sackb[1].left, SEG(10));
+	CHECK_EQ_U64(h.c.sackb[1].right, SEG(13));
+	CHECK_EQ_U64(h.c.sackb[2].left, SEG(14));
+	/* One range over all of them. */
+	const uint32_t all[] = { 1, 16 };
+	s = h_sack_segs(&h, una, 0, 1, all);
+	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.sackb_n, 1);
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(1));
+	CHECK_EQ_U64(h.c.sackb[0].right, SEG(16));
+	/* Insane blocks change nothing: at or below the ACK (D-SACK), empty,
+	 * beyond snd_max. */
+	const uint32_t bad[] = { 0, 1, 17, 17, 19, 21 };
+	s = h_sack_segs(&h, una, 0, 3, bad);
+	CHECK(!tcp_sack_reports_new(&h.c, &s));
+	CHECK_EQ_U64(h.c.sackb_n, 1);
+	/* The ACK moves to segment 5: the range is trimmed there, and gone
+	 * once the ACK passes it. */
+	h_peer_ack(&h, SEG(5), 65535);
+	const uint32_t none[] = { 17, 18 };
+	s = h_sack_segs(&h, una, 5, 1, none);
+	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.sackb_n, 2);
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(5));
+	CHECK_EQ_U64(h.c.sackb[0].right, SEG(16));
+	h_peer_ack(&h, SEG(16), 65535);
+	s = h_sack_segs(&h, una, 16, 1, none);
+	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.sackb_n, 1);
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(17));
+#undef SEG
+}
+
+/* Three holes in one window (segments 0, 4 and 8 lost of 12): each hole
+ * is resent as soon as the SACKs show it lost (RFC 6675), within the
+ * first round trip, not one per partial ACK (NewReno); a partial ACK
+ * does not resend what the scoreboard resent already. */
+static void test_established_sack_recovery_many_holes(void)
+{
+	struct h_cfg cfg;
+	uint32_t seq = 0;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h.c.f.cwnd = 16 * MSS_TS;
+	CHECK(h_app_send(&h, 12 * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 12);
+	uint32_t una = cfg.iss + 1;
+#define SEG(k) (una + (k) * MSS_TS)
+	/* Segments 1-3 arrive: the third SACK shows 3 MSS above the hole. */
+	for (uint32_t k = 2; k <= 4; k++) {
+		const uint32_t b[] = { 1, k };
+		struct ss_tcp s = h_sack_segs(&h, una, 0, 1, b);
+		h_clear(&h);
+		h_input(&h, &s);
+	}
+	CHECK(h.c.f.flags & SS_TCPF_IN_RECOVERY);
+	CHECK_EQ_U64(h_resent(&h, &seq), 1);
+	CHECK_EQ_U64(seq, SEG(0));
+	/* Segments 5 and 6 arrive: the hole at 4 has 1, then 2 MSS SACKed
+	 * above it: not lost yet (IsLost counts only what lies above). */
+	const uint32_t b5[] = { 5, 6, 1, 4 };
+	const uint32_t b6[] = { 5, 7, 1, 4 };
+	struct ss_tcp s = h_sack_segs(&h, una, 0, 2, b5);
+	h_clear(&h);
+	h_input(&h, &s);
+	s = h_sack_segs(&h, una, 0, 2, b6);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h_resent(&h, NULL), 0);
+	/* 7: 3 MSS above the hole at 4: resent now. */
+	const uint32_t b7[] = { 5, 8, 1, 4 };
+	s = h_sack_segs(&h, una, 0, 2, b7);
+	h_clear(&h);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h_resent(&h, &seq), 1);
+	CHECK_EQ_U64(seq, SEG(4));
+	CHECK_EQ_U64(h.out[0].len, MSS_TS);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	CHECK_EQ_U64(h.c.st.sack_rexmits, 1);
+	/* 9, 10: the hole at 8 has 2 MSS above: not lost yet. */
+	const uint32_t b10[] = { 9, 11, 5, 8, 1, 4 };
+	s = h_sack_segs(&h, una, 0, 3, b10);
+	h_clear(&h);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h_resent(&h, NULL), 0);
+	/* 11: now it is. */
+	const uint32_t b11[] = { 9, 12, 5, 8, 1, 4 };
+	s = h_sack_segs(&h, una, 0, 3, b11);
+	h_clear(&h);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h_resent(&h, &seq), 1);
+	CHECK_EQ_U64(seq, SEG(8));
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	CHECK_EQ_U64(h.c.st.sack_rexmits, 2);
+	CHECK_EQ_U64(h.c.st.fast_retrans, 1);
+	CHECK_EQ_U64(h.c.st.lost_rexmits, 0);
+	/* The resent 0 arrives: a partial ACK to 4, whose resend is out
+	 * already: nothing is resent. */
+	const uint32_t p4[] = { 5, 8, 9, 12 };
+	s = h_sack_segs(&h, una, 4, 2, p4);
+	h_clear(&h);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h.c.f.snd_una, SEG(4));
+	CHECK_EQ_U64(h_resent(&h, NULL), 0);
+	/* The resent 4, then 8: the ACK reaches recover; recovery ends with
+	 * no timeout and every segment sent once more at most. */
+	s = h_sack_segs(&h, una, 8, 1, p4 + 2);
+	h_clear(&h);
+	h_input(&h, &s);
+	CHECK_EQ_U64(h_resent(&h, NULL), 0);
+	h_peer_ack(&h, SEG(12), 65535);
+	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
+	CHECK_EQ_U64(h.c.st.retrans_segs, 3);
+	CHECK_EQ_U64(h.c.st.rto_fired, 0);
+#undef SEG
+}
+
 /* RFC 8985 §7: with no ACK for two SRTTs, the last segment is resent once
  * before the RTO; an ACK that advances allows the next probe. */
 static void test_established_tail_loss_probe(void)
@@ -968,6 +1159,8 @@ int main(void)
 	test_established_bulk_both_ways();
 	test_established_sack_loss_one_dupack();
 	test_established_lost_retransmission();
+	test_established_sack_scoreboard();
+	test_established_sack_recovery_many_holes();
 	test_established_tail_loss_probe();
 	test_established_delayed_ack();
 	return check_done("test_tcp_established");
