@@ -144,6 +144,7 @@
 	X(drop_tx_full)                                                       \
 	X(drop_tx_link_down)                                                  \
 	X(tx_kept)                                                            \
+	X(tx_ring_full)                                                       \
 	X(fp_tx_waits)                                                        \
 	X(fp_link_naps)                                                       \
 	X(fp_peer_kicks)                                                      \

@@ -103,17 +103,25 @@ static void txq_flush(struct ss_fastpath *fp)
 		kick_peer(fp);
 	fp->tx_flush_at = SS_FP_TXQ;
 	fp->ntx = 0;
-	if (sent == n)
+	if (sent == n) {
+		fp->nkept = 0;
 		return;
+	}
 	if (fp->kind == SS_NIC_KIND_MEMIF && sent == 0)
 		memif_refresh(fp, now_ns());
 	if (!fp->link_up) {
 		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_link_down, n - sent);
 		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
+		fp->nkept = 0;
 		return;
 	}
-	ss_ctr_add(&fp->ctr, SS_CTR_tx_kept, n - sent);
+	/* tx_ring_full: bursts that left frames; tx_kept: frames kept for
+	 * the first time (those kept before are at the front). */
+	unsigned again = fp->nkept > sent ? fp->nkept - sent : 0;
+	ss_ctr_inc(&fp->ctr, SS_CTR_tx_ring_full);
+	ss_ctr_add(&fp->ctr, SS_CTR_tx_kept, n - sent - again);
 	fp->ntx = ss_txq_keep((void **)fp->txq, n, sent);
+	fp->nkept = fp->ntx;
 	/* The next try once a burst's worth more is queued (or next round). */
 	fp->tx_flush_at = RTE_MIN(fp->ntx + SS_FP_TXQ, SS_FP_TXQ_MAX);
 }
@@ -445,7 +453,7 @@ int ss_fastpath_run(void *arg)
 	if (fp->ntx) {
 		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, fp->ntx);
 		rte_pktmbuf_free_bulk(fp->txq, fp->ntx);
-		fp->ntx = 0;
+		fp->ntx = fp->nkept = 0;
 	}
 	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, -1);
 	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, -1);

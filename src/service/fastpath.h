@@ -40,6 +40,7 @@ struct ss_fastpath {
 	 * oldest first; those a burst did not take stay at the front. */
 	struct rte_mbuf *txq[SS_FP_TXQ_MAX];
 	unsigned ntx;
+	unsigned nkept;         /* of them, at the front: refused by a burst before */
 	unsigned tx_flush_at;   /* burst when ntx reaches this */
 	bool armed;             /* RX wake-up armed for the coming sleep */
 

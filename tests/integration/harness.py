@@ -43,7 +43,7 @@ drop_ipv4_bad_src drop_icmp_truncated drop_icmp_bad_checksum
 drop_icmp_unsupported_type drop_tcp_truncated drop_tcp_bad_offset
 drop_tcp_bad_option drop_tcp_bad_checksum drop_tcp_no_flow drop_tx_full
 drop_no_mbuf tx_loopback rx_loopback drop_loopback_full drop_tx_link_down
-tx_kept fp_tx_waits fp_link_naps fp_peer_kicks fp_peer_kick_failed
+tx_kept tx_ring_full fp_tx_waits fp_link_naps fp_peer_kicks fp_peer_kick_failed
 """.split()
 
 
