@@ -39,7 +39,7 @@ both ends  ("both"): client and server both on the stack under test.
                 between two machines, not the service's loopback path.
                 The wire (--both-link):
         memif   (default) DPDK's memif PMD on both services, joined by
-                shared-memory rings (copy mode, rsize=MEMIF_RSIZE: 4096
+                shared-memory rings (copy mode, rsize=MEMIF_RSIZE: 16384
                 slots each way) through a path socket in /run/slipstream
                 (abstract sockets are per network namespace); the server's
                 service is the memif server.  No kernel on the data path:
@@ -76,8 +76,10 @@ STACKS = ("slipstream", "linux")
 SETUP_TITLES = {"server": "server-side", "both": "both ends"}
 # The wire between the two services of a Slipstream both-ends bed.
 BOTH_LINKS = ("memif", "veth")
-# memif rings: 2^12 slots of 2048 bytes each way (the PMD's default is 2^10).
-MEMIF_RSIZE = 12
+# memif rings: 2^14 slots of 2048 bytes each way (32 MiB; the PMD's default is
+# 2^10, its maximum 2^14): one request or response of each of 16384
+# connections fits while the receiving service is off its CPU.
+MEMIF_RSIZE = 14
 
 # Service options for the benchmarks (beyond the defaults of slipstreamd --help):
 #   --max-app-conns  room for 16384 connections plus listeners in one program

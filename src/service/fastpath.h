@@ -16,7 +16,7 @@ struct ss_nic;
 
 #define SS_FP_BURST 32
 #define SS_FP_TXQ 64            /* frames buffered before a TX burst */
-#define SS_FP_TXQ_MAX 1024      /* frames held while the NIC's TX ring is full */
+#define SS_FP_TXQ_MAX 4096      /* frames held while the NIC's TX ring is full */
 
 struct ss_fastpath {
 	/* Written only by this thread (read by the control thread). */
