@@ -137,7 +137,8 @@ class Run:
             "settings": dict(self.rs.as_dict(), budget_s=self.settings["budget_s"],
                              napi=args.napi, service_args=args.service_args,
                              client_qdisc=args.client_qdisc, veth_sysfs=args.veth_sysfs,
-                             vdev_args=args.vdev_args, rx_backlog=args.rx_backlog),
+                             vdev_args=args.vdev_args, rx_backlog=args.rx_backlog,
+                             both_link=args.both_link),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -165,7 +166,7 @@ class Run:
                                            for kv in (self.args.veth_sysfs or "").split()),
                            client_qdisc=None if self.args.client_qdisc == "none"
                            else self.args.client_qdisc,
-                           vdev_args=self.args.vdev_args)
+                           vdev_args=self.args.vdev_args, both_link=self.args.both_link)
             try:
                 bed.up(self.procs)
                 echo = bed.start_server(self.procs, "%s-%s-echo" % (setup, stack),
@@ -477,6 +478,10 @@ def main():
                     "%(default)s); recorded in the JSON")
     ap.add_argument("--vdev-args", metavar="K=V,...", default="",
                     help="more devargs for the AF_XDP PMD (e.g. \"busy_budget=0\")")
+    ap.add_argument("--both-link", choices=beds.BOTH_LINKS, default="memif",
+                    help="what joins the two services of Slipstream both-ends set-ups: "
+                    "memif shared-memory rings (default) or the veth with AF_XDP on each "
+                    "end; Linux both ends stays on the veth; recorded in the JSON")
     ap.add_argument("--napi", choices=beds.NAPI_MODES, default="thread",
                     help="where the kernel receives for a service's veth (XDP + AF_XDP "
                     "copy): a NAPI thread pinned to the service's CPU (default), or "

@@ -30,15 +30,26 @@ both ends  ("both"): client and server both on the stack under test.
     Linux       client in P-peer1, server in P-svc, two kernels' worth of
                 namespaces over the veth; nothing pinned, no RPS: the
                 scheduler places everything.
-    Slipstream  two service instances, one per namespace, each on its end
-                of the veth (AF_XDP on both ends; P-p1 has no kernel
-                address): the server's service (198.18.0.1) in P-svc pinned
-                to CPU 1, the client's (198.18.0.2) in P-peer1 pinned to
-                CPU 0, each with its veth end's NAPI thread on its CPU; the
-                server program under `slipstream run` of the first, pinned
-                to CPU 1, the client under `slipstream run` of the second,
-                pinned to CPU 0.  Segments cross a wire (the veth), as
+    Slipstream  two service instances, one per namespace: the server's
+                service (198.18.0.1) in P-svc pinned to CPU 1, the client's
+                (198.18.0.2) in P-peer1 pinned to CPU 0; the server program
+                under `slipstream run` of the first, pinned to CPU 1, the
+                client under `slipstream run` of the second, pinned to
+                CPU 0.  Segments cross a wire between the two services, as
                 between two machines, not the service's loopback path.
+                The wire (--both-link):
+        memif   (default) DPDK's memif PMD on both services, joined by
+                shared-memory rings (copy mode, rsize=MEMIF_RSIZE: 16384
+                slots each way) through a path socket in /run/slipstream
+                (abstract sockets are per network namespace); the server's
+                service is the memif server.  No kernel on the data path:
+                each service's fast path copies its frames in and out, on
+                its own CPU, and rings the other's eventfd after a burst.
+        veth    the test bed's veth, AF_XDP on both ends (P-p1 has no kernel
+                address), each end's NAPI thread on its service's CPU.  The
+                receiving veth's 256-slot ring toward the XDP socket
+                overflows when its NAPI thread waits for the CPU (issue 5:
+                ~5 % of frames at 1024 connections).
 """
 
 import json
@@ -63,6 +74,12 @@ CLIENT_IP = testbed.peer_ip(1)           # 198.18.0.2
 SETUPS = ("server", "both")
 STACKS = ("slipstream", "linux")
 SETUP_TITLES = {"server": "server-side", "both": "both ends"}
+# The wire between the two services of a Slipstream both-ends bed.
+BOTH_LINKS = ("memif", "veth")
+# memif rings: 2^14 slots of 2048 bytes each way (32 MiB; the PMD's default is
+# 2^10, its maximum 2^14): one request or response of each of 16384
+# connections fits while the receiving service is off its CPU.
+MEMIF_RSIZE = 14
 
 # Service options for the benchmarks (beyond the defaults of slipstreamd --help):
 #   --max-app-conns  room for 16384 connections plus listeners in one program
@@ -204,17 +221,32 @@ def affinity(pid):
     return out
 
 
+def memif_vdev(role, sock):
+    """The EAL argument of a memif port: copy mode (zero-copy needs
+    hugepages), a path socket (an abstract one is per network namespace)."""
+    return ("--vdev=net_memif0,role=%s,id=0,socket=%s,socket-abstract=no,rsize=%d"
+            % (role, sock, MEMIF_RSIZE))
+
+
+def link_up(stats):
+    """The port's link state in a `stats` reply (memif: the peer connected)."""
+    return bool(stats.get("service", {}).get("port", {}).get("link_up"))
+
+
 class Service:
-    """One slipstreamd on one veth end of a test bed."""
+    """One slipstreamd on one veth end of a test bed, or on a memif port."""
 
     def __init__(self, build, ns, iface, cidr, gateway, cpu, ctl_path, name, napi_thread=True,
-                 extra_args=(), napi_fifo_prio=None, vdev_args=""):
+                 extra_args=(), napi_fifo_prio=None, vdev_args="", memif=None):
+        """memif: None (AF_XDP on iface) or (role, socket path): a memif port
+        instead, which waits for its peer (start() waits for the link)."""
         self.build, self.ns, self.iface, self.cpu = Path(build), ns, iface, cpu
-        self.napi_thread = napi_thread
+        self.memif = memif
+        self.napi_thread = napi_thread and not memif
         self.napi_fifo_prio = napi_fifo_prio
         self.ctl_path, self.name = ctl_path, name
-        eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu),
-               "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1%s"
+        eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", str(cpu), memif_vdev(*memif)
+               if memif else "--vdev=net_af_xdp0,iface=%s,start_queue=0,queue_count=1%s"
                % (iface, "," + vdev_args if vdev_args else "")]
         self.argv = [self.build / "src/service/slipstreamd", "--ip", cidr, "--gateway", gateway,
                      "--ctl", ctl_path] + SERVICE_ARGS + list(extra_args) + ["--"] + eal
@@ -239,6 +271,18 @@ class Service:
             self.napi = napi_thread_pin(self.ns, self.iface, self.cpu, self.napi_fifo_prio)
         return self
 
+    def wait_link(self, timeout=10.0):
+        """Until the port's link is up (memif: the peer connected)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if link_up(self.stats()):
+                return
+            if not self.proc.alive():
+                raise BedError("slipstreamd %s exited: %s" % (self.name, self.proc.log_tail()))
+            time.sleep(0.1)
+        raise BedError("slipstreamd %s: link not up after %.0f s: %s"
+                       % (self.name, timeout, self.proc.log_tail()))
+
     def stats(self):
         try:
             return ctl.ctl_query("stats", self.ctl_path, timeout=5.0)
@@ -258,8 +302,10 @@ class Bed:
     and how to start the server and the client."""
 
     def __init__(self, stack, setup, prefix, build, ctl_dir="/run/slipstream", napi="thread",
-                 service_args=(), veth_sysfs=None, client_qdisc=CLIENT_QDISC, vdev_args=""):
+                 service_args=(), veth_sysfs=None, client_qdisc=CLIENT_QDISC, vdev_args="",
+                 both_link="memif"):
         assert stack in STACKS and setup in SETUPS and napi in NAPI_MODES
+        assert both_link in BOTH_LINKS
         self.stack, self.setup, self.build = stack, setup, Path(build)
         self.napi = napi
         self.service_args = list(service_args)   # --service-args: beyond SERVICE_ARGS
@@ -268,6 +314,11 @@ class Bed:
         self.qdisc = client_qdisc if setup == "server" and client_qdisc else None
         self.vdev_args = vdev_args                # --vdev-args: the AF_XDP PMD's devargs
         self.tb = testbed.Testbed(prefix=prefix, peers=1)
+        # --both-link: what joins the two services of Slipstream both ends
+        # (None elsewhere: the veth, with the kernel or AF_XDP on it).
+        self.link = both_link if stack == "slipstream" and setup == "both" else None
+        self.memif_sock = ("%s/%s-memif.sock" % (ctl_dir, prefix)
+                           if self.link == "memif" else None)
         self.server_ns, self.client_ns = self.tb.svc_ns, testbed.peer_ns_name(prefix, 1)
         self.server_iface, self.client_iface = self.tb.svc_iface, testbed.peer_iface_name(prefix, 1)
         self.services = []          # [server's, client's (both ends only)]
@@ -303,12 +354,15 @@ class Bed:
                 rps(self.client_ns, self.client_iface, self.client_cpu)
             return self
         os.makedirs(self.ctl_dir, exist_ok=True)
+        self._remove_memif_sock()
         svc = Service(self.build, self.server_ns, self.server_iface, self.tb.service_cidr,
                       CLIENT_IP, self.server_cpu, "%s/%s-a.sock" % (self.ctl_dir, self.tb.prefix),
                       "%s-slipstreamd-server" % self.setup, self.napi != "softirq",
-                      self.service_args, self._napi_fifo_prio(), self.vdev_args)
+                      self.service_args, self._napi_fifo_prio(), self.vdev_args,
+                      memif=("server", self.memif_sock) if self.memif_sock else None)
         self.services.append(svc.start(procs))
-        sysfs_set(self.server_ns, self.server_iface, self.veth_sysfs)
+        if not svc.memif:
+            sysfs_set(self.server_ns, self.server_iface, self.veth_sysfs)
         if self.setup == "server":
             rps(self.client_ns, self.client_iface, self.client_cpu)
             return self
@@ -319,13 +373,28 @@ class Bed:
                       "%s/%d" % (CLIENT_IP, testbed.PREFIX_LEN), SERVER_IP, self.client_cpu,
                       "%s/%s-b.sock" % (self.ctl_dir, self.tb.prefix),
                       "%s-slipstreamd-client" % self.setup, self.napi != "softirq",
-                      self.service_args, self._napi_fifo_prio(), self.vdev_args)
+                      self.service_args, self._napi_fifo_prio(), self.vdev_args,
+                      memif=("client", self.memif_sock) if self.memif_sock else None)
         self.services.append(cli.start(procs))
-        sysfs_set(self.client_ns, self.client_iface, self.veth_sysfs)
+        if cli.memif:
+            svc.wait_link()
+            cli.wait_link()
+        else:
+            sysfs_set(self.client_ns, self.client_iface, self.veth_sysfs)
         return self
 
     def down(self):
         self.tb.down()
+        self._remove_memif_sock()
+
+    def _remove_memif_sock(self):
+        """The memif socket, by name (its server removes it when it exits
+        cleanly; a killed one leaves it)."""
+        if self.memif_sock:
+            try:
+                os.unlink(self.memif_sock)
+            except FileNotFoundError:
+                pass
 
     # -- programs
 
@@ -484,11 +553,24 @@ class Bed:
         if self.stack == "linux":
             return ("client and server programs (one thread each) in two namespaces over the "
                     "veth, nothing pinned, no RPS: the scheduler places programs and softirq")
-        return ("two slipstreamd instances, one per veth end: the server's pinned to CPU 1 "
-                "(taskset -c 1, EAL -l 1) with the server program under `slipstream run` on "
-                "CPU 1, the client's pinned to CPU 0 (EAL -l 0) with the client under "
+        if self.link == "memif":
+            return ("two slipstreamd instances in the two namespaces, joined by memif (DPDK's "
+                    "memif PMD on both, copy mode, %d-slot rings each way, path socket %s; the "
+                    "server's service is the memif server; the veth is unused): the server's "
+                    "pinned to CPU 1 (taskset -c 1, EAL -l 1) with the server program under "
+                    "`slipstream run` on CPU 1, the client's pinned to CPU 0 (EAL -l 0) with "
+                    "the client under `slipstream run` on CPU 0; no kernel on the data path "
+                    "(each fast path copies its frames through the shared rings and rings "
+                    "the other's eventfd)" % (1 << MEMIF_RSIZE, self.memif_sock))
+        return ("two slipstreamd instances, one per veth end (AF_XDP): the server's pinned to "
+                "CPU 1 (taskset -c 1, EAL -l 1) with the server program under `slipstream run` "
+                "on CPU 1, the client's pinned to CPU 0 (EAL -l 0) with the client under "
                 "`slipstream run` on CPU 0; for each veth end, %s"
                 % self._napi_words("its service's CPU"))
+
+    def link_name(self):
+        """What joins client and server: "memif" or "veth"."""
+        return self.link or "veth"
 
     def _napi_fifo_prio(self):
         return NAPI_FIFO_PRIO if self.napi == "thread-fifo" else None
@@ -514,9 +596,9 @@ class Bed:
                     str(p): dict(affinity(p), sched=sched_policy(p)) for p in s.napi}
         for p in servers:
             threads[p.name] = affinity(p.pid)
-        return {"layout": self.layout(), "prefix": self.tb.prefix,
+        return {"layout": self.layout(), "prefix": self.tb.prefix, "link": self.link_name(),
                 "server_cpu": self.server_cpu, "client_cpu": self.client_cpu,
-                "napi": self.napi if self.stack == "slipstream" else None,
+                "napi": self.napi if self.stack == "slipstream" and self.link != "memif" else None,
                 "service_args": SERVICE_ARGS + self.service_args
                 if self.stack == "slipstream" else None,
                 "service_argv": [" ".join(str(a) for a in s.argv) for s in self.services],

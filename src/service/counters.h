@@ -143,6 +143,13 @@
 	X(drop_loopback_full)                                                    \
 	X(drop_rx_chained)                                                    \
 	X(drop_tx_full)                                                       \
+	X(drop_tx_link_down)                                                  \
+	X(tx_kept)                                                            \
+	X(tx_ring_full)                                                       \
+	X(fp_tx_waits)                                                        \
+	X(fp_link_naps)                                                       \
+	X(fp_peer_kicks)                                                      \
+	X(fp_peer_kick_failed)                                                \
 	X(drop_no_mbuf)
 
 enum ss_counter_id {

@@ -113,11 +113,13 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 		sb_printf(b, "null");
 	sb_printf(b, ", \"mac\": \"%s\", \"fast_path_threads\": %u, \"idle_wait\": \"%s\", ",
 		  mac, ctl->nb_fps, ss_nic_wait_mode_name(nic->wait_mode));
-	sb_printf(b, "\"port\": {\"id\": %u, \"driver\": \"%s\", \"name\": \"%s\", "
+	sb_printf(b, "\"port\": {\"id\": %u, \"driver\": \"%s\", \"kind\": \"%s\", "
+		  "\"link_up\": %s, \"name\": \"%s\", "
 		  "\"rx_queues\": %u, \"tx_queues\": %u, \"mtu\": %u, \"rss\": %s, "
 		  "\"reta_size\": %u, \"rx_csum_offload\": %s, \"tx_csum_offload\": %s, "
 		  "\"tso\": %s, \"max_rx_queues\": %u, \"max_tx_queues\": %u}}, ",
-		  nic->port_id, nic->driver, nic->name, nic->nb_queues, nic->nb_queues, nic->mtu,
+		  nic->port_id, nic->driver, ss_nic_kind_name(nic->kind),
+		  jbool(ss_nic_link_up(nic->port_id)), nic->name, nic->nb_queues, nic->nb_queues, nic->mtu,
 		  jbool(nic->caps.rss), nic->caps.reta_size,
 		  jbool(nic->use_rx_ip_csum || nic->use_rx_tcp_csum),
 		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->caps.tso),

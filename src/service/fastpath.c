@@ -2,7 +2,9 @@
 #include "service/fastpath.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include <rte_prefetch.h>
 
 #include "service/log.h"
+#include "service/nic.h"
 #include "service/stack.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
@@ -24,6 +27,9 @@
 #define GW_ARP_MAX_NS (30000 * NS_PER_MS)
 #define TIMED_SLEEP_NS (200 * 1000)     /* no wake-up source: 200 us naps */
 #define MAX_SLEEP_MS 1000               /* re-check the stop flag at least this often */
+#define TX_RETRY_NS (50 * 1000)         /* frames kept for a full TX ring: retry after */
+#define LINK_CHECK_NS (10 * NS_PER_MS)  /* memif: look for the peer's (dis)connection */
+#define LINK_DOWN_NAP_NS (20 * NS_PER_MS) /* memif, no peer: nap this long at most */
 
 static uint64_t now_ns(void)
 {
@@ -37,7 +43,53 @@ static bool stopping(const struct ss_fastpath *fp)
 	return __atomic_load_n(fp->stop, __ATOMIC_ACQUIRE);
 }
 
-/* Sends the queued frames; frees and counts what the NIC would not take. */
+static void fd_replace(int *fd, int *src, int now_src)
+{
+	if (now_src == *src)
+		return;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = now_src >= 0 ? fcntl(now_src, F_DUPFD_CLOEXEC, 0) : -1;
+	*src = *fd >= 0 ? now_src : -1;
+}
+
+/*
+ * memif: the link's state and the queue's eventfds.  The PMD makes them
+ * when the peer connects and closes them when it goes; this thread holds
+ * duplicates, so a closed and reused fd number is never written.
+ */
+static void memif_refresh(struct ss_fastpath *fp, uint64_t now)
+{
+	if (fp->kind != SS_NIC_KIND_MEMIF)
+		return;
+	fp->link_next_ns = now + LINK_CHECK_NS;
+	bool up = ss_nic_link_up(fp->port);
+	if (up != fp->link_up)
+		SS_INFO("fast path %u: port %u link %s", fp->id, fp->port, up ? "up" : "down");
+	fp->link_up = up;
+	int rx = -1, tx = -1;
+	if (up)
+		ss_nic_memif_fds(fp->nic, fp->queue, &rx, &tx);
+	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, rx);
+	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, tx);
+}
+
+/* memif: tells the peer frames wait on its RX ring (it may be asleep on it). */
+static void kick_peer(struct ss_fastpath *fp)
+{
+	uint64_t one = 1;
+	if (write(fp->memif_tx_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kicks);
+	else
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kick_failed);
+}
+
+/*
+ * Sends the queued frames.  What the NIC would not take (its TX ring full:
+ * a memif peer not keeping up) stays queued, in order, for the next burst
+ * (tx_kept), unless the link is down (drop_tx_link_down: a memif peer not
+ * connected).
+ */
 static void txq_flush(struct ss_fastpath *fp)
 {
 	uint16_t n = (uint16_t)fp->ntx;
@@ -49,17 +101,43 @@ static void txq_flush(struct ss_fastpath *fp)
 		bytes += fp->txq[i]->pkt_len;
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
-	if (sent < n) {
-		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, n - sent);
-		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
-	}
+	if (sent && fp->memif_tx_fd >= 0)
+		kick_peer(fp);
+	fp->tx_flush_at = SS_FP_TXQ;
 	fp->ntx = 0;
+	if (sent == n) {
+		fp->nkept = 0;
+		return;
+	}
+	if (fp->kind == SS_NIC_KIND_MEMIF && sent == 0)
+		memif_refresh(fp, now_ns());
+	if (!fp->link_up) {
+		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_link_down, n - sent);
+		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
+		fp->nkept = 0;
+		return;
+	}
+	/* tx_ring_full: bursts that left frames; tx_kept: frames kept for
+	 * the first time (those kept before are at the front). */
+	unsigned again = fp->nkept > sent ? fp->nkept - sent : 0;
+	ss_ctr_inc(&fp->ctr, SS_CTR_tx_ring_full);
+	ss_ctr_add(&fp->ctr, SS_CTR_tx_kept, n - sent - again);
+	fp->ntx = ss_txq_keep((void **)fp->txq, n, sent);
+	fp->nkept = fp->ntx;
+	/* The next try once a burst's worth more is queued (or next round). */
+	fp->tx_flush_at = RTE_MIN(fp->ntx + SS_FP_TXQ, SS_FP_TXQ_MAX);
 }
 
 static void txq_add(struct ss_fastpath *fp, struct rte_mbuf *m)
 {
-	if (fp->ntx == SS_FP_TXQ)
+	if (fp->ntx >= fp->tx_flush_at)
 		txq_flush(fp);
+	if (fp->ntx == SS_FP_TXQ_MAX) {
+		/* The ring stayed full for SS_FP_TXQ_MAX frames. */
+		ss_ctr_inc(&fp->ctr, SS_CTR_drop_tx_full);
+		rte_pktmbuf_free(m);
+		return;
+	}
 	fp->txq[fp->ntx++] = m;
 }
 
@@ -187,6 +265,47 @@ static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
  * receive thread need the CPU now; under load, yielding cuts batches. */
 #define YIELD_MAX_RX 2
 
+/* Reads an eventfd to zero (a wake-up source that counts). */
+static void drain_eventfd(int fd)
+{
+	uint64_t v;
+	if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		SS_WARN("eventfd %d: %s", fd, strerror(errno));
+}
+
+/*
+ * Before sleeping: turn the RX wake-up on, then poll once more (frames
+ * that came before it was on raise nothing).  Returns false if this wait
+ * mode needs nothing.
+ */
+static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
+{
+	switch (fp->wait_mode) {
+	case SS_NIC_WAIT_RX_INTR:
+		if (rte_eth_dev_rx_intr_enable(fp->port, fp->queue) != 0)
+			return false;
+		return true;
+	case SS_NIC_WAIT_MEMIF:
+		/* The peer rings after every burst it sends, also while we
+		 * are awake: forget those, the next poll sees their frames. */
+		memif_refresh(fp, now);
+		drain_eventfd(fp->memif_rx_fd);
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void rx_wake_disarm(struct ss_fastpath *fp)
+{
+	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR) {
+		rte_eth_dev_rx_intr_disable(fp->port, fp->queue);
+		if (fp->wait_fd_counter)
+			drain_eventfd(fp->wait_fd);
+	}
+	fp->armed = false;
+}
+
 /* Blocks until RX has frames, a kick arrives, or the next timer is due. */
 static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 {
@@ -200,23 +319,37 @@ static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 			wait_ns = next <= now ? 0 : RTE_MIN(wait_ns, next - now);
 		}
 	}
+	if (fp->ntx) {
+		/* Frames kept for a full TX ring: the peer frees slots
+		 * without telling us, so try again soon. */
+		wait_ns = RTE_MIN(wait_ns, (uint64_t)TX_RETRY_NS);
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_tx_waits);
+	}
+	int wait_fd = fp->wait_mode == SS_NIC_WAIT_MEMIF ? fp->memif_rx_fd : fp->wait_fd;
+	if (fp->wait_mode == SS_NIC_WAIT_MEMIF && wait_fd < 0) {
+		/* No peer yet: nothing to wake us when it comes. */
+		wait_ns = RTE_MIN(wait_ns, (uint64_t)LINK_DOWN_NAP_NS);
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_link_naps);
+	}
 
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_sleeps);
-	if (fp->wait_fd < 0) {
+	if (fp->wait_mode == SS_NIC_WAIT_TIMED) {
 		struct timespec ts = { 0, (long)(wait_ns < TIMED_SLEEP_NS ? wait_ns : TIMED_SLEEP_NS) };
 		nanosleep(&ts, NULL);
 	} else {
-		struct pollfd pfd[3] = {
-			{ .fd = fp->wait_fd, .events = POLLIN },
-			{ .fd = fp->kick_fd, .events = POLLIN },
-			{ .fd = fp->doorbell_fd, .events = POLLIN },
-		};
+		struct pollfd pfd[3];
+		nfds_t n = 0;
+		pfd[n++] = (struct pollfd){ .fd = fp->kick_fd, .events = POLLIN };
+		if (fp->doorbell_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = fp->doorbell_fd, .events = POLLIN };
+		if (wait_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = wait_fd, .events = POLLIN };
 		/* ppoll: pacing and control intervals need wake-ups finer
 		 * than poll()'s milliseconds. */
 		struct timespec ts = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
-		if (ppoll(pfd, fp->doorbell_fd >= 0 ? 3 : 2, &ts, NULL) < 0 && errno != EINTR)
+		if (ppoll(pfd, n, &ts, NULL) < 0 && errno != EINTR)
 			SS_WARN("fast path %u: poll: %s", fp->id, strerror(errno));
-		if (fp->doorbell_fd >= 0 && (pfd[2].revents & POLLIN)) {
+		if (fp->doorbell_fd >= 0 && (pfd[1].revents & POLLIN)) {
 			uint64_t v;
 			if (read(fp->doorbell_fd, &v, sizeof(v)) < 0)
 				ss_ctr_inc(&fp->ctr, SS_CTR_app_kick_failed);
@@ -250,18 +383,35 @@ int ss_fastpath_run(void *arg)
 
 	fp->gw_next_ns = now_ns();
 	fp->gw_backoff_ns = GW_ARP_FIRST_NS;
+	fp->tx_flush_at = SS_FP_TXQ;
+	fp->link_up = true;
+	fp->memif_rx_fd = fp->memif_tx_fd = fp->memif_rx_src = fp->memif_tx_src = -1;
+	fp->wait_fd_counter = false;
+	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR && fp->wait_fd >= 0) {
+		/* An eventfd (MSI-X, VFIO) counts and must be read to re-arm;
+		 * another fd (TAP's queue) is drained by the RX burst itself. */
+		char path[64], target[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fp->wait_fd);
+		ssize_t len = readlink(path, target, sizeof(target) - 1);
+		target[len > 0 ? len : 0] = '\0';
+		fp->wait_fd_counter = strstr(target, "eventfd") != NULL;
+	}
+	memif_refresh(fp, fp->gw_next_ns);
 	/* Timed sleeps end within 1 us, not the default 50 us of slack: the
 	 * pacer's departures are timed sleeps. */
 	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) != 0)
 		SS_WARN("fast path %u: timer slack: %s", fp->id, strerror(errno));
-	SS_INFO("fast path %u: serving port %u queue %u on lcore %u", fp->id, fp->port,
-		fp->queue, rte_lcore_id());
+	SS_INFO("fast path %u: serving port %u (%s) queue %u on lcore %u, idle waits by %s",
+		fp->id, fp->port, ss_nic_kind_name(fp->kind), fp->queue, rte_lcore_id(),
+		ss_nic_wait_mode_name(fp->wait_mode));
 	uint64_t last = 0; /* start of the previous round; 0 after a sleep */
 	while (!stopping(fp)) {
 		uint64_t now = now_ns();
 		if (last)
 			count_gap(fp, now - last);
 		last = now;
+		if (fp->kind == SS_NIC_KIND_MEMIF && now >= fp->link_next_ns)
+			memif_refresh(fp, now);
 		gateway_tick(fp, now);
 		if (fp->stack)
 			fp->stack->now_us = now / 1000;
@@ -273,6 +423,8 @@ int ss_fastpath_run(void *arg)
 			did |= ss_stack_round(fp->stack, now / 1000);
 		txq_flush(fp);
 		if (did) {
+			if (fp->armed)
+				rx_wake_disarm(fp);
 			idle = 0;
 			continue;
 		}
@@ -280,7 +432,14 @@ int ss_fastpath_run(void *arg)
 		 * cheaply; after that, block instead of spinning. */
 		if (++idle >= fp->idle_polls) {
 			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
+				/* Wake-up on, then one more round before sleeping. */
+				if (!fp->armed && rx_wake_arm(fp, now)) {
+					fp->armed = true;
+					continue;
+				}
 				sleep_until_work(fp, now);
+				if (fp->armed)
+					rx_wake_disarm(fp);
 				last = 0;
 				if (fp->stack)
 					ss_stack_woke(fp->stack);
@@ -297,6 +456,15 @@ int ss_fastpath_run(void *arg)
 			sched_yield();
 		}
 	}
+	if (fp->armed)
+		rx_wake_disarm(fp);
+	if (fp->ntx) {
+		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, fp->ntx);
+		rte_pktmbuf_free_bulk(fp->txq, fp->ntx);
+		fp->ntx = fp->nkept = 0;
+	}
+	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, -1);
+	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, -1);
 	SS_INFO("fast path %u: stopped", fp->id);
 	return 0;
 }

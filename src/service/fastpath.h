@@ -6,14 +6,17 @@
 #include <stdint.h>
 
 #include "service/counters.h"
+#include "service/nic_kind.h"
 #include "service/proto.h"
 
 struct rte_mempool;
 struct rte_mbuf;
 struct ss_stack;
+struct ss_nic;
 
 #define SS_FP_BURST 32
 #define SS_FP_TXQ 64            /* frames buffered before a TX burst */
+#define SS_FP_TXQ_MAX 4096      /* frames held while the NIC's TX ring is full */
 
 struct ss_fastpath {
 	/* Written only by this thread (read by the control thread). */
@@ -24,14 +27,29 @@ struct ss_fastpath {
 	uint16_t port;
 	uint16_t queue;
 	struct rte_mempool *pool;
+	const struct ss_nic *nic;
+	enum ss_nic_kind kind;
+	enum ss_nic_wait_mode wait_mode;
 	int wait_fd;            /* readable when RX has frames; -1: timed sleep */
+	bool wait_fd_counter;   /* RX interrupt fd is an eventfd: read it to re-arm */
 	int kick_fd;            /* eventfd: wakes the thread (stop) */
 	int doorbell_fd;        /* eventfd the applications ring; -1: none */
 	struct ss_stack *stack; /* the TCP stack this thread serves, or NULL */
 
-	/* Frames waiting for the next TX burst (replies and TCP output). */
-	struct rte_mbuf *txq[SS_FP_TXQ];
+	/* Frames waiting for the next TX burst (replies and TCP output),
+	 * oldest first; those a burst did not take stay at the front. */
+	struct rte_mbuf *txq[SS_FP_TXQ_MAX];
 	unsigned ntx;
+	unsigned nkept;         /* of them, at the front: refused by a burst before */
+	unsigned tx_flush_at;   /* burst when ntx reaches this */
+	bool armed;             /* RX wake-up armed for the coming sleep */
+
+	/* memif: the queue's eventfds (our duplicates of the PMD's, which
+	 * come and go with the peer), -1 while unconnected. */
+	bool link_up;
+	uint64_t link_next_ns;  /* next link check */
+	int memif_rx_fd, memif_tx_fd;
+	int memif_rx_src, memif_tx_src;  /* the PMD's fds they duplicate */
 	uint32_t idle_polls;    /* empty polls before sleeping */
 	bool idle_yield;        /* sched_yield() after each empty poll */
 	uint32_t rx_budget;     /* RX frames per round, in bursts of SS_FP_BURST */

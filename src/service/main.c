@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	ss_log_threshold = (enum ss_log_level)cfg.log_level;
 
 	ss_nic_detach_stale_xdp(cfg.eal_argc, cfg.eal_argv);
+	ss_nic_remove_stale_memif(cfg.eal_argc, cfg.eal_argv);
 	if (rte_eal_init(cfg.eal_argc, cfg.eal_argv) < 0) {
 		SS_ERR("DPDK EAL init failed: %s", rte_strerror(rte_errno));
 		return EXIT_FAILURE;
@@ -120,6 +121,9 @@ int main(int argc, char **argv)
 		fp->port = nic.port_id;
 		fp->queue = (uint16_t)nfp;
 		fp->pool = nic.pool[nfp];
+		fp->nic = &nic;
+		fp->kind = nic.kind;
+		fp->wait_mode = nic.wait_mode;
 		fp->wait_fd = nic.wait_fd[nfp];
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;

@@ -1,4 +1,8 @@
 /* nic.c - DPDK port set-up: queues, mbuf pools sized from the rings, offload choice, wake-up fds. */
+/* rte_intr_fd_get(), rte_intr_type_get(): experimental in DPDK 22.11
+ * (memif's queue eventfds, see memif_layout_ok()). */
+#define ALLOW_EXPERIMENTAL_API 1
+
 #include "service/nic.h"
 
 #include <dirent.h>
@@ -8,11 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
+#include <rte_version.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
@@ -22,12 +31,6 @@
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
-
-
-const char *ss_nic_wait_mode_name(enum ss_nic_wait_mode m)
-{
-	return m == SS_NIC_WAIT_SOCKET ? "socket-poll" : "timed-sleep";
-}
 
 /* ---- stale XDP programs ------------------------------------------------ */
 
@@ -149,6 +152,144 @@ static void find_wait_fds(struct ss_nic *nic)
 	nic->wait_mode = SS_NIC_WAIT_SOCKET;
 }
 
+/* ---- memif ------------------------------------------------------------------ */
+
+static void remove_stale_memif(const char *vdev)
+{
+	struct ss_memif_args a;
+	struct stat st;
+	if (!ss_memif_args_parse(vdev, &a) || !a.server || a.abstract)
+		return;
+	if (stat(a.socket, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a.socket);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	int rc = connect(fd, (struct sockaddr *)&sun, sizeof(sun));
+	int err = errno;
+	close(fd);
+	if (rc == 0) {
+		SS_WARN("memif: %s is served by another process; this service cannot bind it",
+			a.socket);
+		return;
+	}
+	if (err == ECONNREFUSED && unlink(a.socket) == 0)
+		SS_WARN("memif: removed stale socket %s (nothing listened on it)", a.socket);
+}
+
+void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv)
+{
+	for (int i = 1; i < eal_argc; i++) {
+		const char *a = eal_argv[i];
+		if (strncmp(a, "--vdev=", 7) == 0)
+			remove_stale_memif(a + 7);
+		else if (strcmp(a, "--vdev") == 0 && i + 1 < eal_argc)
+			remove_stale_memif(eal_argv[i + 1]);
+	}
+}
+
+/*
+ * DPDK 22.11's memif PMD has no RX interrupt in its ethdev ops, and each
+ * end masks the interrupts of the rings it receives on (polling mode): the
+ * sender never rings the peer.  Both ends of a Slipstream memif link are
+ * Slipstream, so the sender rings the queue's eventfd itself after each TX
+ * burst that sent frames (fastpath.c), and the receiver sleeps on it.
+ * The eventfds are the memif queue's interrupt handles, which the PMD keeps
+ * in its private queue structure; this is DPDK 22.11's layout
+ * (drivers/net/memif/rte_eth_memif.h, struct memif_queue) as far as the
+ * handle, checked at start-up against what the port must hold (our mbuf
+ * pool, port id, ring directions).  Any mismatch: timed sleeps, logged.
+ */
+struct memif_queue_2211 {
+	struct rte_mempool *mempool;            /* RX: the pool given at queue set-up */
+	void *pmd;
+	uint32_t type;                          /* 0: client to server ring, 1: server to client */
+	uint16_t region;
+	uint16_t in_port;
+	uint32_t ring_offset;
+	uint16_t last_head;
+	uint16_t last_tail;
+	struct rte_mbuf **buffers;
+	uint64_t n_pkts;
+	uint64_t n_bytes;
+	struct rte_intr_handle *intr_handle;    /* fd: the ring's eventfd, -1 unconnected */
+	uint8_t log2_ring_size;
+};
+_Static_assert(offsetof(struct memif_queue_2211, intr_handle) == 0x38,
+	       "DPDK 22.11 memif_queue layout");
+
+#define MEMIF_RING_C2S 0u
+#define MEMIF_RING_S2C 1u
+
+static const struct memif_queue_2211 *memif_q(uint16_t port, uint16_t q, bool rx)
+{
+	const struct rte_ethdev_qdata *d = rx ? &rte_eth_fp_ops[port].rxq : &rte_eth_fp_ops[port].txq;
+	return d->data ? d->data[q] : NULL;
+}
+
+static bool memif_layout_ok(const struct ss_nic *nic)
+{
+	if (strncmp(rte_version(), "DPDK 22.11", 10) != 0) {
+		SS_WARN("port %u: memif wake-ups are built for DPDK 22.11, this is %s",
+			nic->port_id, rte_version());
+		return false;
+	}
+	unsigned rx_type = nic->memif_server ? MEMIF_RING_C2S : MEMIF_RING_S2C;
+	for (uint16_t q = 0; q < nic->nb_queues; q++) {
+		const struct memif_queue_2211 *rx = memif_q(nic->port_id, q, true);
+		const struct memif_queue_2211 *tx = memif_q(nic->port_id, q, false);
+		if (!rx || !tx || rx->mempool != nic->pool[q] || rx->in_port != nic->port_id ||
+		    tx->in_port != nic->port_id || rx->type != rx_type || tx->type != 1u - rx_type ||
+		    !rx->intr_handle || !tx->intr_handle ||
+		    rte_intr_type_get(rx->intr_handle) != RTE_INTR_HANDLE_EXT ||
+		    rte_intr_type_get(tx->intr_handle) != RTE_INTR_HANDLE_EXT) {
+			SS_WARN("port %u: memif queue %u is not laid out as in DPDK 22.11", nic->port_id,
+				q);
+			return false;
+		}
+	}
+	return true;
+}
+
+void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd)
+{
+	*rx_fd = *tx_fd = -1;
+	if (nic->wait_mode != SS_NIC_WAIT_MEMIF || !ss_nic_link_up(nic->port_id))
+		return;
+	*rx_fd = rte_intr_fd_get(memif_q(nic->port_id, q, true)->intr_handle);
+	*tx_fd = rte_intr_fd_get(memif_q(nic->port_id, q, false)->intr_handle);
+}
+
+bool ss_nic_link_up(uint16_t port)
+{
+	struct rte_eth_link link;
+	memset(&link, 0, sizeof(link));
+	return rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+}
+
+/* ---- RX interrupts ------------------------------------------------------------ */
+
+/*
+ * Ports whose PMD has RX interrupts (configured with intr_conf.rxq): each
+ * queue's interrupt fd, if enabling and disabling work on it.
+ */
+static bool find_rx_intr_fds(struct ss_nic *nic)
+{
+	int fds[SS_NIC_MAX_QUEUES];
+	for (uint16_t q = 0; q < nic->nb_queues; q++) {
+		fds[q] = rte_eth_dev_rx_intr_ctl_q_get_fd(nic->port_id, q);
+		if (fds[q] < 0 || rte_eth_dev_rx_intr_enable(nic->port_id, q) != 0)
+			return false;
+		rte_eth_dev_rx_intr_disable(nic->port_id, q);
+	}
+	for (uint16_t q = 0; q < nic->nb_queues; q++)
+		nic->wait_fd[q] = fds[q];
+	nic->wait_mode = SS_NIC_WAIT_RX_INTR;
+	return true;
+}
+
 /* ---- port set-up ---------------------------------------------------------- */
 
 static void read_caps(const struct rte_eth_dev_info *info, struct ss_nic_caps *c)
@@ -194,8 +335,18 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		return rc;
 	}
 	snprintf(nic->driver, sizeof(nic->driver), "%s", info.driver_name);
+	nic->kind = ss_nic_kind_of(nic->driver);
 	nic->ifindex = (int)info.if_index;
 	rte_eth_dev_get_name_by_port(port, nic->name);
+	if (nic->kind == SS_NIC_KIND_MEMIF) {
+		struct ss_memif_args ma;
+		const struct rte_devargs *da = rte_dev_devargs(info.device);
+		const char *args = da ? da->args : "";
+		char vdev[256];
+		snprintf(vdev, sizeof(vdev), "net_memif,%s", args ? args : "");
+		if (ss_memif_args_parse(vdev, &ma))
+			nic->memif_server = ma.server;
+	}
 	read_caps(&info, &nic->caps);
 
 	unsigned nq = cfg->cores;
@@ -234,7 +385,18 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	if (nic->use_tx_tcp_csum)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
 
+	/* RX interrupts where the PMD may have them (not the socket PMDs,
+	 * whose sockets poll() reports, nor memif, which has none). */
+	bool try_intr = nic->kind == SS_NIC_KIND_OTHER;
+	conf.intr_conf.rxq = try_intr;
 	rc = rte_eth_dev_configure(port, (uint16_t)nq, (uint16_t)nq, &conf);
+	if (rc != 0 && try_intr) {
+		SS_INFO("port %u: no RX interrupts (%s); configuring without", port,
+			rte_strerror(-rc));
+		try_intr = false;
+		conf.intr_conf.rxq = 0;
+		rc = rte_eth_dev_configure(port, (uint16_t)nq, (uint16_t)nq, &conf);
+	}
 	if (rc != 0) {
 		SS_ERR("port %u: configure %u queues: %s", port, nq, rte_strerror(-rc));
 		return rc;
@@ -246,7 +408,9 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		return rc;
 	}
 
-	bool af_xdp = strcmp(nic->driver, "net_af_xdp") == 0;
+	bool af_xdp = nic->kind == SS_NIC_KIND_AF_XDP;
+	/* Neither AF_XDP nor memif (copy mode) does DMA: packed pools. */
+	bool packed = af_xdp || nic->kind == SS_NIC_KIND_MEMIF;
 	unsigned pool_n = ss_nic_pool_size(nrx, ntx, af_xdp);
 	int socket = rte_eth_dev_socket_id(port);
 	if (socket < 0)
@@ -255,7 +419,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	for (unsigned q = 0; q < nq; q++) {
 		char name[RTE_MEMPOOL_NAMESIZE];
 		snprintf(name, sizeof(name), "ss_p%u_q%u", port, q);
-		nic->pool[q] = ss_nic_pool_create(name, pool_n, socket, af_xdp);
+		nic->pool[q] = ss_nic_pool_create(name, pool_n, socket, packed);
 		if (!nic->pool[q]) {
 			SS_ERR("port %u: mbuf pool of %u for queue %u: %s (raise EAL -m?)",
 			       port, pool_n, q, rte_strerror(rte_errno));
@@ -297,7 +461,14 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	rte_eth_macaddr_get(port, &mac);
 	memcpy(nic->mac, mac.addr_bytes, 6);
 	rte_eth_dev_get_mtu(port, &nic->mtu);
-	find_wait_fds(nic);
+	if (nic->kind == SS_NIC_KIND_AF_XDP || nic->kind == SS_NIC_KIND_AF_PACKET)
+		find_wait_fds(nic);
+	else if (try_intr && find_rx_intr_fds(nic))
+		;
+	else if (nic->kind == SS_NIC_KIND_MEMIF && memif_layout_ok(nic))
+		nic->wait_mode = SS_NIC_WAIT_MEMIF;
+	else
+		nic->wait_mode = SS_NIC_WAIT_TIMED;
 
 	SS_INFO("port %u: %s (%s) mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u, %u queue(s), "
 		"%u rx / %u tx descriptors, pools of %u mbufs",
@@ -313,8 +484,15 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		offload_state(nic->caps.tx_ip_csum, nic->use_tx_ip_csum),
 		offload_state(nic->caps.tx_tcp_csum, nic->use_tx_tcp_csum),
 		offload_state(nic->caps.tso, false));
-	SS_INFO("port %u: idle fast-path threads wait by %s", port,
-		ss_nic_wait_mode_name(nic->wait_mode));
+	if (nic->kind == SS_NIC_KIND_MEMIF)
+		SS_INFO("port %u: memif %s, link %s (up once the peer connects)", port,
+			nic->memif_server ? "server" : "client",
+			ss_nic_link_up(port) ? "up" : "down");
+	SS_INFO("port %u: kind %s; idle fast-path threads wait by %s", port,
+		ss_nic_kind_name(nic->kind), ss_nic_wait_mode_name(nic->wait_mode));
+	if (nic->wait_mode == SS_NIC_WAIT_TIMED)
+		SS_WARN("port %u: no wake-up source on this port: idle fast-path threads take "
+			"timed naps", port);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "service/config.h"
+#include "service/nic_kind.h"
 
 struct rte_mempool;
 
@@ -24,24 +25,22 @@ struct ss_nic_caps {
 	bool tso;
 };
 
-/* How a fast-path thread sleeps on an RX queue when it has no work. */
-enum ss_nic_wait_mode {
-	SS_NIC_WAIT_SOCKET, /* poll() the PMD's kernel socket (AF_XDP, AF_PACKET) */
-	SS_NIC_WAIT_TIMED,  /* no wake-up source: short timed sleeps */
-};
-
 struct ss_nic {
 	uint16_t port_id;
 	uint16_t nb_queues;
 	char driver[64];
 	char name[64];
+	enum ss_nic_kind kind;
+	bool memif_server;               /* memif: role=server */
 	uint8_t mac[6];
 	uint16_t mtu;
 	struct ss_nic_caps caps;
 	/* Offloads in use; for everything else the software path runs. */
 	bool use_rx_ip_csum, use_rx_tcp_csum, use_tx_ip_csum, use_tx_tcp_csum;
 	enum ss_nic_wait_mode wait_mode;
-	int wait_fd[SS_NIC_MAX_QUEUES];  /* per queue, -1 if none */
+	/* per queue, -1 if none (memif: none; its eventfds come and go with
+	 * the peer, see ss_nic_memif_fds()) */
+	int wait_fd[SS_NIC_MAX_QUEUES];
 	int xsk_fd[SS_NIC_MAX_QUEUES];   /* the queue's AF_XDP socket (statistics), -1 if none */
 	int ifindex;                     /* the kernel interface under the PMD, 0 if none */
 	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
@@ -55,10 +54,26 @@ struct ss_nic {
  */
 void ss_nic_detach_stale_xdp(int eal_argc, char **eal_argv);
 
+/*
+ * Before rte_eal_init(): removes the socket file of a memif server
+ * (role=server, socket-abstract=no) that a killed service left behind:
+ * only if nothing accepts on it (DPDK's memif cannot bind over it).
+ */
+void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv);
+
 /* After rte_eal_init(): configures and starts cfg->port_id with up to cfg->cores queues. */
 int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg);
 void ss_nic_close(struct ss_nic *nic);
 
-const char *ss_nic_wait_mode_name(enum ss_nic_wait_mode m);
+/*
+ * memif (wait mode SS_NIC_WAIT_MEMIF): queue @q's eventfds as the PMD holds
+ * them now: *rx_fd rung by the peer when it has sent to us, *tx_fd the one
+ * we ring after sending to it.  -1 while the peer is not connected (they
+ * are made at connection and closed at disconnection).
+ */
+void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd);
+
+/* The port's link is up (memif: the peer is connected). */
+bool ss_nic_link_up(uint16_t port);
 
 #endif

@@ -34,9 +34,9 @@ unsigned ss_nic_pool_size(unsigned rx_desc, unsigned tx_desc, bool af_xdp)
  * load the kernel found it empty (xsk_rx_dropped).  AF_XDP does no DMA, so
  * its pool drops the IOVA requirement and its objects are contiguous.
  */
-struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool af_xdp)
+struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool packed)
 {
-	if (!af_xdp)
+	if (!packed)
 		return rte_pktmbuf_pool_create(name, n, MBUF_CACHE, 0,
 					       RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 	/* rte_pktmbuf_pool_create_by_ops(), with RTE_MEMPOOL_F_NO_IOVA_CONTIG. */

@@ -19,12 +19,13 @@ struct rte_mempool;
 unsigned ss_nic_pool_size(unsigned rx_desc, unsigned tx_desc, bool af_xdp);
 
 /*
- * A pool of @n mbufs of RTE_MBUF_DEFAULT_BUF_SIZE.  For AF_XDP (@af_xdp)
- * its objects lie back to back in one chunk (see nic_pool.c); otherwise
- * rte_pktmbuf_pool_create()'s (IOVA-contiguous, for DMA).  NULL and
- * rte_errno on failure.
+ * A pool of @n mbufs of RTE_MBUF_DEFAULT_BUF_SIZE.  @packed (ports that
+ * do no DMA: AF_XDP, which needs it, and memif in copy mode): its objects
+ * lie back to back in one chunk (see nic_pool.c); otherwise
+ * rte_pktmbuf_pool_create()'s (IOVA-contiguous, for DMA: without
+ * hugepages one mbuf per 4 KiB page).  NULL and rte_errno on failure.
  */
-struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool af_xdp);
+struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool packed);
 
 /*
  * How many of @mp's mbufs lie outside the UMEM the AF_XDP PMD derives

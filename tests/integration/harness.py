@@ -42,7 +42,8 @@ drop_ipv4_options drop_ipv4_fragment drop_ipv4_unsupported_proto
 drop_ipv4_bad_src drop_icmp_truncated drop_icmp_bad_checksum
 drop_icmp_unsupported_type drop_tcp_truncated drop_tcp_bad_offset
 drop_tcp_bad_option drop_tcp_bad_checksum drop_tcp_no_flow drop_tx_full
-drop_no_mbuf tx_loopback rx_loopback drop_loopback_full
+drop_no_mbuf tx_loopback rx_loopback drop_loopback_full drop_tx_link_down
+tx_kept tx_ring_full fp_tx_waits fp_link_naps fp_peer_kicks fp_peer_kick_failed
 """.split()
 
 
@@ -62,9 +63,14 @@ def _tail(path, limit=20000):
 class Service:
     """One slipstreamd inside the test bed's service namespace."""
 
-    def __init__(self, tb, pmd=PMD, binary=SERVICE_BIN, extra_eal=None, extra_args=None):
+    def __init__(self, tb, pmd=PMD, binary=SERVICE_BIN, extra_eal=None, extra_args=None,
+                 ns=None, cidr=None, gateway=None, eal=None):
+        """By default on the test bed's service veth end (@pmd) in its
+        service namespace; @ns, @cidr, @gateway and @eal (the EAL arguments
+        before -l and @extra_eal, e.g. a memif vdev) put it elsewhere."""
         self.tb = tb
         self.pmd = pmd
+        self.ns = ns or tb.svc_ns
         self.binary = Path(binary)
         # Short path: sun_path holds 108 bytes.
         self.dir = Path(tempfile.mkdtemp(prefix="sst-svc-"))
@@ -73,9 +79,11 @@ class Service:
         self.stderr_path = self.dir / "stderr.log"
         if extra_eal is None:
             extra_eal = os.environ.get("SLIPSTREAM_EAL_EXTRA", "").split()
-        eal = tb.dpdk_args(pmd) + ["-l", "0"] + list(extra_eal)
+        eal = (list(eal) if eal is not None else tb.dpdk_args(pmd) + ["-l", "0"]) \
+            + list(extra_eal)
         # extra_args: more service options (e.g. ["--time-wait-ms", "500"]).
-        self.argv = [str(self.binary), "--ip", tb.service_cidr, "--gateway", tb.gateway,
+        self.argv = [str(self.binary), "--ip", cidr or tb.service_cidr,
+                     "--gateway", gateway or tb.gateway,
                      "--ctl", self.ctl_path] + list(extra_args or []) + ["--"] + eal
         self.proc = None
         self.returncode = None
@@ -87,7 +95,7 @@ class Service:
         self.tb.xdp_detach()     # a SIGKILLed predecessor may have left one
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             # Own session: a Ctrl-C at the terminal reaches pytest, not this.
-            self.proc = self.tb.ns_popen(self.tb.svc_ns, self.argv, stdout=out,
+            self.proc = self.tb.ns_popen(self.ns, self.argv, stdout=out,
                                          stderr=err, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
         deadline = time.monotonic() + timeout

@@ -53,6 +53,8 @@ def test_service_info(service, testbed):
     expect_driver = {"af_xdp": "net_af_xdp", "af_packet": "net_af_packet"}[service.pmd]
     assert port["driver"] == expect_driver, port
     assert port["rx_queues"] == 1 and port["tx_queues"] == 1, port
+    assert port["kind"] == service.pmd and port["link_up"] is True, port
+    assert info["idle_wait"] == "socket-poll", info
     for key in ("id", "name", "mtu", "rss", "reta_size", "rx_csum_offload",
                 "tx_csum_offload", "tso", "max_rx_queues"):
         assert key in port, key
