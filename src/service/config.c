@@ -36,6 +36,8 @@ const char ss_config_usage[] =
 	"  --max-orphan-mem BYTES  data still to send, kept after its application exited\n"
 	"                        (default 268435456; beyond it such connections are reset)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
+	"  --local-ports LO-HI   ephemeral ports for connect() and bind(0), as Linux's\n"
+	"                        ip_local_port_range (default 32768-60999)\n"
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
@@ -80,6 +82,8 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->delack_us = 1000;
 	cfg->ecn = true;
 	cfg->syn_cookies = SS_SYN_COOKIES_ON;
+	cfg->local_port_lo = 32768;
+	cfg->local_port_hi = 60999;
 	ss_cc_policy_default(&cfg->cc);
 	cfg->log_level = SS_LOG_INFO;
 	cfg->eal_argc = 1;
@@ -308,6 +312,24 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		else
 			return fail(err, errlen, "syn-cookies: expected on, off or always, got '%s'",
 				    val);
+	} else if (strcmp(key, "local-ports") == 0) {
+		char lo_s[8], hi_s[8];
+		const char *dash = strchr(val, '-');
+		unsigned long lo = 0, hi = 0;
+		size_t ln = dash ? (size_t)(dash - val) : 0;
+		bool ok = dash && ln && ln < sizeof(lo_s) && strlen(dash + 1) < sizeof(hi_s);
+		if (ok) {
+			memcpy(lo_s, val, ln);
+			lo_s[ln] = '\0';
+			strcpy(hi_s, dash + 1);
+			ok = parse_uint(lo_s, 1, 65535, &lo) == 0 && parse_uint(hi_s, 1, 65535, &hi) == 0 &&
+			     lo <= hi;
+		}
+		if (!ok)
+			return fail(err, errlen, "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, "
+				    "got '%s'", val);
+		cfg->local_port_lo = (uint16_t)lo;
+		cfg->local_port_hi = (uint16_t)hi;
 	} else if (strcmp(key, "time-wait-ms") == 0) {
 		if (parse_uint(val, 0, 240000, &n) != 0)
 			return fail(err, errlen, "time-wait-ms: expected 0..240000, got '%s'", val);

@@ -36,6 +36,8 @@ struct ss_config {
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
 	uint8_t syn_cookies;    /* SS_SYN_COOKIES_* (stack.h) */
+	uint16_t local_port_lo; /* ephemeral ports for connect() and bind(0), */
+	uint16_t local_port_hi; /* inclusive (as Linux's ip_local_port_range) */
 	struct ss_cc_policy cc; /* congestion control: algorithm, per-app rules */
 	char cc_trace[256];     /* --cc-trace: one line per control interval; "" = off */
 	int log_level;          /* enum ss_log_level */
@@ -61,7 +63,8 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * Applies a config file's text: "key = value" lines, '#' comments, blank
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, rx-budget, max-apps, max-flows,
- * max-app-conns, max-buf, max-listeners, max-app-mem, max-orphan-mem, time-wait-ms, delack-us, ecn,
+ * max-app-conns, max-buf, max-listeners, max-app-mem, max-orphan-mem, time-wait-ms, local-ports,
+ * delack-us, ecn,
  * cc, cc-app, app-rate-cap, cc-interval-rtts, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */

@@ -165,6 +165,7 @@ int main(int argc, char **argv)
 		.max_flows = cfg.max_flows, .max_listeners = cfg.max_listeners,
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg.max_orphan_mem,
 		.syn_cookies = cfg.syn_cookies,
+		.local_port_lo = cfg.local_port_lo, .local_port_hi = cfg.local_port_hi,
 	};
 	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send,
 				  nic.use_tx_ip_csum && nic.use_tx_tcp_csum ? SS_TX_CSUM : 0 };

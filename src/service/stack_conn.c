@@ -539,10 +539,10 @@ static bool addr_bad(const struct ss_stack *s, uint32_t ip)
 
 static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out)
 {
-	uint32_t span = SS_EPHEMERAL_HI - SS_EPHEMERAL_LO + 1;
+	uint32_t lo = STACK_EPH_LO(s), span = STACK_EPH_HI(s) - lo + 1;
 	uint32_t start = (uint32_t)((s->ts_seed ^ (s->now_us * 0x9e3779b97f4a7c15ull)) >> 40) % span;
 	for (uint32_t i = 0; i < span; i++) {
-		uint16_t p = (uint16_t)(SS_EPHEMERAL_LO + (start + i) % span);
+		uint16_t p = (uint16_t)(lo + (start + i) % span);
 		struct ss_flow_key k = { s->ip, rip, p, rport };
 		if (!ss_flow_table_lookup(&s->flows, &k) && !stack_port_in_use(s, p)) {
 			*out = p;

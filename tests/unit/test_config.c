@@ -50,6 +50,14 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
+	CHECK_EQ_U64(cfg.local_port_lo, 32768);
+	CHECK_EQ_U64(cfg.local_port_hi, 60999);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--local-ports", "1024-65535"), 0);
+	CHECK_EQ_U64(cfg.local_port_lo, 1024);
+	CHECK_EQ_U64(cfg.local_port_hi, 65535);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--local-ports", "5000-5000"), 0);
+	CHECK_EQ_U64(cfg.local_port_lo, 5000);
+	CHECK_EQ_U64(cfg.local_port_hi, 5000);
 
 	CHECK_EQ_U64(PARSE("--ip=10.0.0.5/8", "--gateway", "10.1.2.3", "--cores", "2",
 			   "--ctl", "/tmp/x.sock", "--rx-desc", "512", "--log-level", "debug",
@@ -100,6 +108,16 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
 		{ "--idle-yield", "1", "idle-yield: expected on or off, got '1'" },
+		{ "--local-ports", "5000", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5000'" },
+		{ "--local-ports", "0-10", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '0-10'" },
+		{ "--local-ports", "10-5", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '10-5'" },
+		{ "--local-ports", "1-65536", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '1-65536'" },
+		{ "--local-ports", "-5", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '-5'" },
+		{ "--local-ports", "5-", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5-'" },
+		{ "--local-ports", "a-b", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got 'a-b'" },
+		{ "--local-ports", "1-2-3", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '1-2-3'" },
+		{ "--local-ports", " 1-2", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got ' 1-2'" },
+		{ "--local-ports", "+1-2", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '+1-2'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const char *argv[] = { "slipstreamd", "--ip", "198.18.0.1/24", bad[i].a, bad[i].b };

@@ -276,6 +276,44 @@ static void test_connect_refused(void)
 	sh_fini(&h);
 }
 
+/* --local-ports: connect() takes its ports from the configured range and
+ * fails with EADDRNOTAVAIL once every one of them is held. */
+static void test_local_ports(void)
+{
+	struct sh h;
+	struct ss_shm_ev ev = { 0 };
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.st.lim.local_port_lo = 40000;
+	h.st.lim.local_port_hi = 40001;
+	h.peer_listen_port = 9000;
+	for (uint64_t k = 1; k <= 3; k++)
+		sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9000,
+						 .cookie = k });
+	sh_pump(&h, 16);
+	unsigned connected = 0, refused = 0, seen = 0;
+	while (sh_event(&h, &ev)) {
+		if (ev.type == SS_EV_CONNECTED && ev.error == 0) {
+			connected++;
+			CHECK(ev.local_port == 40000 || ev.local_port == 40001);
+			seen |= 1u << (ev.local_port - 40000);
+		} else if (ev.error == EADDRNOTAVAIL) {
+			refused++;
+			CHECK_EQ_U64(ev.cookie, 3);
+		}
+	}
+	CHECK_EQ_U64(connected, 2);
+	CHECK_EQ_U64(seen, 3);
+	CHECK_EQ_U64(refused, 1);
+	unsigned peers = 0;
+	for (unsigned i = 0; i < sizeof(h.peer) / sizeof(h.peer[0]); i++)
+		if (h.peer[i].used) {
+			peers++;
+			CHECK(h.peer[i].c.remote_port == 40000 || h.peer[i].c.remote_port == 40001);
+		}
+	CHECK_EQ_U64(peers, 2);
+	sh_fini(&h);
+}
+
 /* Bad commands get exact errors; a corrupted index disconnects the app. */
 static void test_hostile_commands(void)
 {
@@ -805,6 +843,7 @@ int main(void)
 	test_active_close_first();
 	test_peer_reset();
 	test_connect_refused();
+	test_local_ports();
 	test_connect_arp();
 	test_event_ring_full();
 	test_hostile_commands();
