@@ -122,3 +122,14 @@ int ss_cc_policy_add_cap(struct ss_cc_policy *p, const char *val, char *err, siz
 	rule_commit(p, r);
 	return 0;
 }
+
+int ss_cc_policy_set_share(struct ss_cc_policy *p, const char *val, char *err, size_t errlen)
+{
+	if (strcmp(val, "host") == 0)
+		p->share = SS_CC_SHARE_HOST;
+	else if (strcmp(val, "flow") == 0)
+		p->share = SS_CC_SHARE_FLOW;
+	else
+		return policy_fail(err, errlen, "cc-share: expected host or flow, got '%s'", val);
+	return 0;
+}
