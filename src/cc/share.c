@@ -188,10 +188,9 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		 * loss_md, those with marks by alpha/2, the others step. */
 		uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
 		uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
-		uint64_t calm = n - lost - marked;
+		uint64_t calm = n - lost - marked, step = host_step(h, p, rate, n, srtt_us);
 
-		rate = cc_rate_cut(rate, cut / n);
-		rate += cc_mul_n(host_step(h, p, rate, n, srtt_us), calm);
+		rate = cc_rate_cut(rate, cut / n) + cc_mul_n(step, calm);
 		h->slow_start = 0;
 		h->loss_mode |= !h->ecn;
 		flags |= SS_CC_OUT_REDUCED;

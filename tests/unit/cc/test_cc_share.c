@@ -180,7 +180,7 @@ static void test_loss_as_n_flows(void)
 			ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
 	ss_cc_host_run(&h, &prm, 100, &out);
-	CHECK_EQ_U64(out.rate_bps, 14000000 + 3 * 437500);
+	CHECK_EQ_U64(out.rate_bps, 14000000 + 3 * 500000);
 	CHECK(h.loss_mode);
 	/* Then, unmarked: each flow's step is max(step, one MSS per RTT) as
 	 * dctcp-rate's after unmarked loss: srtt 100 us, mss 1000, 1 ms
@@ -191,7 +191,50 @@ static void test_loss_as_n_flows(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 3500000);
 	}
 	ss_cc_host_run(&h, &prm, 100, &out);
-	CHECK_EQ_U64(out.rate_bps, 15312500 + 4 * 100000000ull);
+	CHECK_EQ_U64(out.rate_bps, 15500000 + 4 * 100000000ull);
+}
+
+/* Marks in some flows: those cut by alpha/2, the others step, as that
+ * many independent flows at the share would; marks in all: R *= 1 -
+ * alpha/2.  A flow with marks and then a loss counts as a loss. */
+static void test_marks_as_n_flows(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[4];
+	struct ss_cc_out out;
+
+	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s, alpha 1 */
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(4000000, 1000, 4000, i < 2 ? 4000 : 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	CHECK_EQ_U64(h.n_mark, 2);
+	/* alpha = 15/16 + 1/16 x 1/2 = 968 750 ppm. */
+	ss_cc_host_run(&h, &prm, 100, &out);
+	CHECK_EQ_U64(h.alpha, 968750);
+	/* Cut by (2 x 484 375) / 4 ppm, and the two unmarked flows step by
+	 * min(1.25 MB/s, their share 4 MB/s / 8) = 500 000 each. */
+	CHECK_EQ_U64(out.rate_bps, 16000000 - 16000000ull * (2 * 484375 / 4) / 1000000 +
+					   2 * 500000);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	uint64_t r = out.rate_bps;
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(r / 4, 1000, 4000, 4000);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, r / 4);
+		if (i == 3) {
+			s.fast_retx = 1;
+			ss_cc_host_add(&h, &prm, &f[i], &s, r / 4);
+		}
+	}
+	CHECK_EQ_U64(h.n_mark, 3);
+	CHECK_EQ_U64(h.n_loss, 1);
+	ss_cc_host_run(&h, &prm, 100, &out);
+	/* alpha = 968 750 x 15/16 + 62 500 = 970 703; cut (3 x 485 351 +
+	 * 500 000) / 4 ppm. */
+	CHECK_EQ_U64(h.alpha, 970703);
+	CHECK_EQ_U64(out.rate_bps, r - r * ((3 * 485351 + 500000) / 4) / 1000000);
 }
 
 /* The send-rate cap applies to the aggregate when no flow was held back
@@ -408,6 +451,7 @@ int main(void)
 	test_first_run_and_slow_start();
 	test_additive_increase();
 	test_loss_as_n_flows();
+	test_marks_as_n_flows();
 	test_cap();
 	test_water_filling();
 	test_join_leave();
