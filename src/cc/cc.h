@@ -306,6 +306,7 @@ struct ss_cc_host {
 	uint64_t join_rate;   /* sum of the flows' paced rates (for the first run) */
 	uint64_t small_sum;   /* demands of the flows below the level (water-filling) */
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
+	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
 	uint32_t mss;         /* largest MSS seen */
 };
@@ -314,6 +315,7 @@ struct ss_cc_host {
 struct ss_cc_share_flow {
 	uint32_t epoch;  /* host epoch of its last sample (0: none) */
 	uint8_t lost;    /* in that epoch: 2 counted in n_loss, 1 in n_mark */
+	uint8_t acked;   /* in that epoch: counted in n_acked */
 	uint64_t demand; /* > 0: it did not use its rate; counted in small_sum */
 };
 
@@ -329,6 +331,7 @@ static inline void ss_cc_share_flow_init(struct ss_cc_share_flow *f)
 {
 	f->epoch = 0;
 	f->lost = 0;
+	f->acked = 0;
 	f->demand = 0;
 }
 
@@ -346,10 +349,14 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
  * added: R and the shares are kept, HELD), start a new interval, and
  * return the decision for R in *@out (OUT_RATE, rate_bps = R, REDUCED,
  * SLOW_START, CAPPED, HELD as for one flow).  @srtt_us: the host's RTT
- * (for the Reno increase after unmarked loss).
+ * (for the Reno increase after unmarked loss).  @flow_iv_us: the control
+ * interval one flow at the share would have (0: the host's own): the
+ * host runs more often than that, as its interval holds 4 segments of R,
+ * not of the share, and each flow's step is scaled to the run's length,
+ * so that R gains per second what n flows at the share would.
  */
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
-		    struct ss_cc_out *out);
+		    uint32_t flow_iv_us, struct ss_cc_out *out);
 
 /* The rate flow @f is paced at: the level, or its own demand when that is
  * smaller (it did not use its rate); within [min_rate, max_rate]. */

@@ -16,13 +16,15 @@
  *   - send-rate cap: R <= cap x the aggregate's sent rate, unless some
  *     flow was held back by its pacer (it used its rate);
  *   - alpha from the aggregate's marked bytes (RFC 8257 §3.3);
- *   - loss: the flows that saw one cut by loss_md, the others (with marks)
- *     by alpha/2: R *= 1 - (n_loss x loss_md + (n - n_loss) x alpha/2) / n;
- *   - marks: R *= 1 - alpha/2;
+ *   - a signal: the flows that saw a loss cut by loss_md, those with marks
+ *     by alpha/2, the others step:
+ *     R = R (1 - (n_loss x loss_md + n_mark x alpha/2) / n) + n_calm x step;
  *   - slow start: R += the aggregate's delivery rate, at most doubling;
- *   - additive increase: R += n x step, the step at most an eighth of the
- *     share (as dctcp-rate's is of the path's mean rate); after unmarked
- *     loss, n x max(step, a window TCP's increase);
+ *   - additive increase: R += n x step (n: the flows with bytes acked;
+ *     the others hold), the step at most an eighth of the share (as
+ *     dctcp-rate's is of the path's mean rate); after unmarked loss,
+ *     max(step, a window TCP's increase); scaled to the run's length
+ *     where one flow at the share would have a longer interval;
  *   - R within [n x min_rate, n x max_rate].
  * Aggregate rates are n times the flows' mean rate over the samples
  * (bytes over the sum of the samples' lengths): the flows' intervals are
@@ -49,7 +51,7 @@ static void host_reset_acc(struct ss_cc_host *h)
 {
 	h->acked = h->ecn = h->sent = 0;
 	h->sample_us = h->join_rate = h->small_sum = 0;
-	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = 0;
+	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
 	h->rate_limited = 0;
 }
 
@@ -79,6 +81,7 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 	if (f->epoch != h->epoch) {
 		f->epoch = h->epoch;
 		f->lost = 0;
+		f->acked = 0;
 		f->demand = 0;
 		h->n++;
 		h->join_rate = cc_u64_min(h->join_rate + cc_u64_min(flow_rate, SS_CC_RATE_LIMIT),
@@ -90,6 +93,10 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 			h->n_small--;
 		}
 		f->demand = 0;
+	}
+	if (s->acked_bytes && !f->acked) {
+		f->acked = 1;
+		h->n_acked++;
 	}
 	h->acked += s->acked_bytes;
 	h->ecn += s->ecn_bytes;
@@ -128,9 +135,9 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 /* One flow's additive step at the share @rate / @n: dctcp-rate's, at most
  * an eighth of the share; after unmarked loss at least a window TCP's. */
 static uint64_t host_step(const struct ss_cc_host *h, const struct ss_cc_dctcp_rate_params *p,
-			  uint64_t rate, uint64_t n, uint32_t srtt_us)
+			  uint64_t rate, uint64_t n, uint32_t srtt_us, uint32_t flow_iv_us)
 {
-	uint64_t step = p->step, share = rate / n;
+	uint64_t step = p->step, share = rate / n, run_us = h->sample_us / h->n_samples;
 
 	if (share / 8 < step)
 		step = cc_u64_max(share / 8, 1);
@@ -143,6 +150,10 @@ static uint64_t host_step(const struct ss_cc_host *h, const struct ss_cc_dctcp_r
 		s.mss = h->mss;
 		step = cc_u64_max(step, cc_rate_reno_step(&s));
 	}
+	/* A flow at the share would step once per flow_iv_us: in a shorter
+	 * run, that fraction of it (the same gain per second). */
+	if (flow_iv_us && run_us < flow_iv_us)
+		step = cc_u64_max(step * run_us / flow_iv_us, 1);
 	return step;
 }
 
@@ -154,7 +165,7 @@ static void host_out(const struct ss_cc_host *h, uint32_t flags, struct ss_cc_ou
 }
 
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_t srtt_us,
-		    struct ss_cc_out *out)
+		    uint32_t flow_iv_us, struct ss_cc_out *out)
 {
 	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
 	uint64_t n = h->n, rate, big;
@@ -188,7 +199,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		 * loss_md, those with marks by alpha/2, the others step. */
 		uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
 		uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
-		uint64_t calm = n - lost - marked, step = host_step(h, p, rate, n, srtt_us);
+		uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0, step = host_step(h, p, rate, n, srtt_us, flow_iv_us);
 
 		rate = cc_rate_cut(rate, cut / n) + cc_mul_n(step, calm);
 		h->slow_start = 0;
@@ -201,7 +212,8 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 
 		rate += cc_u64_min(delivered, rate);
 	} else {
-		rate += cc_mul_n(host_step(h, p, rate, n, srtt_us), n);
+		/* Each flow that had bytes acknowledged steps; the others hold. */
+		rate += cc_mul_n(host_step(h, p, rate, n, srtt_us, flow_iv_us), h->n_acked);
 	}
 	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, n),
 				cc_u64_min(cc_mul_n(p->max_rate, n), SS_CC_RATE_LIMIT));

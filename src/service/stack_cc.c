@@ -395,11 +395,25 @@ static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
 	ss_cc_host_restart(&p->host, &s->ccp->params);
 }
 
+/* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2 RTTs. */
+static uint32_t cc_iv_at(const struct ss_stack *s, uint32_t rtt, uint64_t rate, uint32_t mss)
+{
+	uint32_t iv = ss_cc_interval_us(&s->ccp->params, rtt);
+	uint64_t seg;
+
+	if (rate) {
+		seg = (uint64_t)CC_IV_SEGS * mss * 1000000u / rate;
+		if (seg > iv)
+			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
+	}
+	return iv;
+}
+
 /* @sc's next interval; @update: its interval ended, fold it into the path. */
 static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, bool update)
 {
-	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip, rtt, iv;
-	uint64_t rate = sc->cc.pf.rate, seg;
+	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip, rtt;
+	uint64_t rate = sc->cc.pf.rate;
 	struct ss_cc_path *p = cc_path(s, ip);
 
 	if (update && srtt && cc_path_taken(s, p, ip)) {
@@ -418,16 +432,14 @@ static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, b
 	if (p->ip == ip && p->rtt_us) {
 		rtt = p->rtt_us;
 		rate = p->rate ? p->rate : rate;
+		/* A shared host's controller sees all its flows' segments: 4
+		 * of them at R, the host's rate (cc_host_interval()). */
+		if (sc->cc.shared && !p->host.fresh && p->host.rate)
+			rate = p->host.rate;
 	} else {
 		rtt = srtt;
 	}
-	iv = ss_cc_interval_us(&s->ccp->params, rtt);
-	if (rate && sc->cc.pf.rate) {
-		seg = (uint64_t)CC_IV_SEGS * sc->tcp.f.mss * 1000000u / rate;
-		if (seg > iv)
-			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
-	}
-	return iv;
+	return cc_iv_at(s, rtt, sc->cc.pf.rate ? rate : 0, sc->tcp.f.mss);
 }
 
 void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
@@ -538,8 +550,13 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 	iv = cc_interval_len(s, sc, false);
 	if (s->now_us - p->host_start_us + iv / 4 >= iv) {
 		struct ss_cc_out h;
+		uint32_t rtt = p->rtt_us ? p->rtt_us : sc->tcp.f.srtt_us;
+		uint64_t share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
 
-		ss_cc_host_run(&p->host, prm, p->rtt_us ? p->rtt_us : sc->tcp.f.srtt_us, &h);
+		/* What one flow at the share would have: its step is scaled
+		 * to the (shorter) run. */
+		ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, sc->tcp.f.mss) : 0,
+			       &h);
 		p->host_start_us = s->now_us;
 		flags = h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD);
 		ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);

@@ -32,7 +32,7 @@ static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigne
 		ss_cc_share_flow_init(&f[i]);
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
-	ss_cc_host_run(h, &prm, 100, &out); /* nothing acked: held at the sum */
+	ss_cc_host_run(h, &prm, 100, 0, &out); /* nothing acked: held at the sum */
 	CHECK_EQ_U64(out.rate_bps, n * rate);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	for (unsigned i = 0; i < n; i++) {
@@ -40,7 +40,7 @@ static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigne
 
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
-	ss_cc_host_run(h, &prm, 100, &out);
+	ss_cc_host_run(h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, n * rate / 2);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
@@ -69,7 +69,7 @@ static void test_first_run_and_slow_start(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 1000000);
 	}
 	CHECK_EQ_U64(h.n, 3);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 3000000 + 1500000);
 	CHECK(out.flags & SS_CC_OUT_SLOW_START);
 	CHECK_EQ_U64(h.alpha, 1000000); /* held at 1 until the first mark */
@@ -83,11 +83,11 @@ static void test_first_run_and_slow_start(void)
 	ss_cc_host_add(&h, &prm, &f[2], &s, 1500000);
 	CHECK_EQ_U64(h.n, 3);
 	CHECK_EQ_U64(h.n_samples, 4);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 9000000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 3000000);
 	/* Nothing added: held, shares unchanged. */
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK_EQ_U64(out.rate_bps, 9000000);
 }
@@ -106,7 +106,7 @@ static void test_additive_increase(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 10000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 40000000 + 4 * 1250000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), 11250000);
 	/* 4 flows at 4 MB/s: R = 8 MB/s, share 2 MB/s: step 250 000. */
@@ -116,8 +116,17 @@ static void test_additive_increase(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 8000000 + 4 * 250000);
+	/* Runs of 1 ms where a flow at the share would have 4 ms intervals:
+	 * a quarter of the step per run. */
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(2250000, 1000, 2000, 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 2250000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 4000, &out);
+	CHECK_EQ_U64(out.rate_bps, 9000000 + 4 * (9000000 / 4 / 8 / 4));
 }
 
 /*
@@ -141,7 +150,7 @@ static void test_loss_as_n_flows(void)
 		s.fast_retx = 1;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(h.loss_mode);
@@ -160,7 +169,7 @@ static void test_loss_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_loss, 3);
 	uint32_t a1 = cc_dctcp_alpha(a0, prm.dctcp_rate.g_ppm, 20000, 7 * (2000 / 35));
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(h.alpha, a1);
 	uint64_t indep = 3 * 1000000 + 7 * cc_rate_cut(2000000, a1 / 2);
 	/* The combined cut is truncated to a ppm of R (20 B), the
@@ -179,7 +188,7 @@ static void test_loss_as_n_flows(void)
 		if (i == 2)
 			ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 14000000 + 3 * 500000);
 	CHECK(h.loss_mode);
 	/* Then, unmarked: each flow's step is max(step, one MSS per RTT) as
@@ -190,7 +199,7 @@ static void test_loss_as_n_flows(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 3500000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 15500000 + 4 * 100000000ull);
 }
 
@@ -211,7 +220,7 @@ static void test_marks_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_mark, 2);
 	/* alpha = 15/16 + 1/16 x 1/2 = 968 750 ppm. */
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(h.alpha, 968750);
 	/* Cut by (2 x 484 375) / 4 ppm, and the two unmarked flows step by
 	 * min(1.25 MB/s, their share 4 MB/s / 8) = 500 000 each. */
@@ -230,7 +239,7 @@ static void test_marks_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_mark, 3);
 	CHECK_EQ_U64(h.n_loss, 1);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	/* alpha = 968 750 x 15/16 + 62 500 = 970 703; cut (3 x 485 351 +
 	 * 500 000) / 4 ppm. */
 	CHECK_EQ_U64(h.alpha, 970703);
@@ -252,7 +261,7 @@ static void test_cap(void)
 		s.rate_limited = 0;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 5000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK(out.flags & SS_CC_OUT_CAPPED);
 	/* 1.2 x 2 MB/s, then + 2 x step (share 1.2 MB/s: step 150 000). */
 	CHECK_EQ_U64(out.rate_bps, 2400000 + 2 * 150000);
@@ -262,7 +271,7 @@ static void test_cap(void)
 	ss_cc_host_add(&h, &prm, &f[0], &s, 5000000);
 	s.rate_limited = 0;
 	ss_cc_host_add(&h, &prm, &f[1], &s, 5000000);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK(!(out.flags & SS_CC_OUT_CAPPED));
 }
 
@@ -289,7 +298,7 @@ static void test_water_filling(void)
 	}
 	CHECK_EQ_U64(h.n_small, 1);
 	CHECK_EQ_U64(h.small_sum, 1200000);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 16000000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1200000);
 	uint64_t bulk_share = (16000000 - 1200000) / 3;
@@ -302,7 +311,7 @@ static void test_water_filling(void)
 		s = bulk(i ? bulk_share : 1200000, 1000, 1000, 0);
 		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), out.rate_bps / 4);
 	/* All flows below the level: each gets its demand. */
@@ -311,7 +320,7 @@ static void test_water_filling(void)
 		s.rate_limited = 0;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 2400000); /* capped: 1.2 x 2 MB/s */
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 600000);
 	ss_cc_params_default(&prm);
@@ -334,7 +343,7 @@ static void test_join_leave(void)
 		s = bulk(4000000, 1000, 4000, 0);
 		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(h.n_last, 2);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 2);
 	/* One joins (a new flow), one comes back after an interval away. */
@@ -346,7 +355,7 @@ static void test_join_leave(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
 	CHECK_EQ_U64(h.n, 4);
-	ss_cc_host_run(&h, &prm, 100, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(h.n_last, 4);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[4]), out.rate_bps / 4);
 	/* A restarted entry (another host took it) keeps counting epochs, so
@@ -406,7 +415,7 @@ static void fluid(unsigned n)
 		s.mss = 1448;
 		ss_cc_host_add(&h, &prm, &f[i], &s, rate[i]);
 		if (i == 0) {
-			ss_cc_host_run(&h, &prm, 100, &out);
+			ss_cc_host_run(&h, &prm, 100, 0, &out);
 			for (unsigned j = 0; j < n; j++)
 				rate[j] = ss_cc_host_share(&h, &prm, &f[j]);
 		}
