@@ -31,8 +31,9 @@
  * one length but not in phase, so a host interval may hold two samples of
  * one flow and one of another.
  *
- * Water-filling: a flow that was not held back by its pacer did not use
- * its rate (application-limited, or held by its window or the peer's); its
+ * Water-filling: a flow that was held back neither by its pacer nor by
+ * its own window (2 RTTs of its rate: held by it, the RTT grew) did not
+ * use its rate (application-limited, or held by the peer's window); its
  * demand is cap x its sent rate, as the send-rate cap gives one flow.  A
  * demand below the last level counts as "small": the level is then
  * (R - small demands) / (other flows), at least R / n, and each flow is
@@ -119,6 +120,10 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 		h->rate_limited++;
 		return;
 	}
+	/* Held by its own window, 2 RTTs of its rate (stack_cc.c): the RTT
+	 * grew, which is congestion, not a lack of data.  Not a demand. */
+	if (s->win_limited)
+		return;
 	/* Did not use its rate: its demand, as the send-rate cap sees it
 	 * (which has nothing to measure when nothing was sent). */
 	if (p->cap_ppm == 0 || s->sent_bytes == 0)

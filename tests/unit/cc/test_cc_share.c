@@ -314,6 +314,18 @@ static void test_water_filling(void)
 	ss_cc_host_run(&h, &prm, 100, 0, &out);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), out.rate_bps / 4);
+	/* Held by its own window (its RTT grew): not a demand, at the level. */
+	for (int i = 0; i < 4; i++) {
+		s = bulk(i ? out.rate_bps / 4 : 100000, 1000, 100, 0);
+		s.rate_limited = 0;
+		s.win_limited = i ? 0 : 2;
+		if (i)
+			s.rate_limited = 1;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
+	}
+	CHECK_EQ_U64(h.n_small, 0);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
 	/* All flows below the level: each gets its demand. */
 	for (int i = 0; i < 4; i++) {
 		s = bulk(500000, 1000, 500, 0);
