@@ -33,7 +33,7 @@ struct ss_cc_policy {
 	const struct ss_cc_ops *ops; /* NULL: the TCP engine's own NewReno, no
 				      * control loop (the stack's unit tests) */
 	struct ss_cc_params params;
-	uint8_t share;               /* enum ss_cc_share (default: host) */
+	uint8_t share;               /* enum ss_cc_share (default: flow) */
 	uint32_t n_rules;
 	struct ss_cc_app_rule rules[SS_CC_APP_RULES];
 };

@@ -381,7 +381,8 @@ static void test_host_share(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
-	CHECK_EQ_U64(pol.share, SS_CC_SHARE_HOST);
+	CHECK_EQ_U64(pol.share, SS_CC_SHARE_FLOW); /* the default */
+	pol.share = SS_CC_SHARE_HOST;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
 	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
@@ -434,7 +435,6 @@ static void test_host_share(void)
 	/* cc-share flow: no host controller. */
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
-	pol.share = SS_CC_SHARE_FLOW;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
 	run(&h, fl, 2, 20000, 1u << 30);
