@@ -269,4 +269,98 @@ void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev
 		       const struct ss_cc_counters *cur, uint32_t interval_us,
 		       uint32_t srtt_us, uint32_t rtt_us, uint32_t inflight, uint32_t mss);
 
+/*
+ * Host-shared congestion state (share.c; the Congestion Manager, RFC 3124,
+ * and TCB ensemble sharing, RFC 9040): ONE dctcp-rate controller per remote
+ * host instead of one per flow.  Each flow's interval end adds its sample
+ * to the host's accumulator (ss_cc_host_add()); once per host interval the
+ * caller runs the law on the aggregate (ss_cc_host_run()), which yields the
+ * host rate R; every flow is then paced at its share (ss_cc_host_share()):
+ * R split equally, with water-filling so that flows that did not use their
+ * rate leave the rest to those that did.
+ *
+ * The aggregate emulates the flows it stands for, so that it is as
+ * aggressive as n TCPs (n: the distinct flows that added in the interval):
+ * additive increase n x step; ECN cut R *= 1 - alpha/2 with alpha from the
+ * aggregate marked fraction; a loss cuts loss_md x (flows that saw a loss
+ * / n), not the whole aggregate by loss_md; slow start grows by the
+ * aggregate delivery rate (at most doubling); the send-rate cap applies to
+ * the aggregate sent rate unless some flow was held back by its pacer.
+ *
+ * Pure as the rest of src/cc/: no clock (the caller decides when an
+ * interval has elapsed), integer arithmetic, no allocation.  Cost per add
+ * and per run: O(1).
+ */
+struct ss_cc_host {
+	uint64_t rate;        /* R, B/s: the aggregate (0 before the first run) */
+	uint64_t level;       /* water level: the share of a flow that uses it */
+	uint32_t alpha;       /* ppm, of the aggregate */
+	uint32_t epoch;       /* host intervals run, + 1 (a flow's 0: never added) */
+	uint32_t n_last;      /* flows in the last run's interval */
+	uint8_t slow_start;
+	uint8_t loss_mode;    /* unmarked loss: Reno's increase, as dctcp-rate */
+	uint8_t fresh;        /* never run: the first run starts from the flows' rates */
+	/* The interval being accumulated. */
+	uint64_t acked, ecn, sent; /* bytes, summed over the flows' samples */
+	uint64_t sample_us;   /* sum of the samples' interval lengths */
+	uint64_t join_rate;   /* sum of the flows' paced rates (for the first run) */
+	uint64_t small_sum;   /* demands of the flows below the level (water-filling) */
+	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
+	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
+	uint32_t rate_limited; /* samples in which the pacer held a flow back */
+	uint32_t mss;         /* largest MSS seen */
+};
+
+/* A flow's membership in its host's interval (embedded in the flow). */
+struct ss_cc_share_flow {
+	uint32_t epoch;  /* host epoch of its last sample (0: none) */
+	uint8_t lost;    /* in that epoch: 2 counted in n_loss, 1 in n_mark */
+	uint8_t acked;   /* in that epoch: counted in n_acked */
+	uint64_t demand; /* > 0: it did not use its rate; counted in small_sum */
+};
+
+/* A host with no history: slow start, alpha_init, R set by the first run. */
+void ss_cc_host_init(struct ss_cc_host *h, const struct ss_cc_params *p);
+
+/* The same, for a host entry that is reused: its epochs go on from where
+ * they were, so no flow that added to it before counts as a member. */
+void ss_cc_host_restart(struct ss_cc_host *h, const struct ss_cc_params *p);
+
+/* A flow joins (again): forget its membership of earlier epochs. */
+static inline void ss_cc_share_flow_init(struct ss_cc_share_flow *f)
+{
+	f->epoch = 0;
+	f->lost = 0;
+	f->acked = 0;
+	f->demand = 0;
+}
+
+/*
+ * Add one flow's interval @s to the host's current interval.  @flow_rate
+ * is the rate the flow was paced at (counts toward R's start on a fresh
+ * host).  A flow that adds again in the same host interval is counted
+ * once in n; its bytes all count.
+ */
+void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
+		    struct ss_cc_share_flow *f, const struct ss_cc_sample *s, uint64_t flow_rate);
+
+/*
+ * Run the control law once on what was added since the last run (nothing
+ * added: R and the shares are kept, HELD), start a new interval, and
+ * return the decision for R in *@out (OUT_RATE, rate_bps = R, REDUCED,
+ * SLOW_START, CAPPED, HELD as for one flow).  @srtt_us: the host's RTT
+ * (for the Reno increase after unmarked loss).  @flow_iv_us: the control
+ * interval one flow at the share would have (0: the host's own): the
+ * host runs more often than that, as its interval holds 4 segments of R,
+ * not of the share, and each flow's step is scaled to the run's length,
+ * so that R gains per second what n flows at the share would.
+ */
+void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
+		    uint32_t flow_iv_us, struct ss_cc_out *out);
+
+/* The rate flow @f is paced at: the level, or its own demand when that is
+ * smaller (it did not use its rate); within [min_rate, max_rate]. */
+uint64_t ss_cc_host_share(const struct ss_cc_host *h, const struct ss_cc_params *p,
+			  const struct ss_cc_share_flow *f);
+
 #endif /* SS_CC_CC_H */

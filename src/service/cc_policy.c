@@ -23,6 +23,9 @@ void ss_cc_policy_default(struct ss_cc_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->ops = ss_cc_default();
 	ss_cc_params_default(&p->params);
+	/* Per flow until host sharing does as well at 32 flows as at 2 and 8
+	 * (docs/congestion.md, "Host-shared control"). */
+	p->share = SS_CC_SHARE_FLOW;
 }
 
 const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm)
@@ -120,5 +123,16 @@ int ss_cc_policy_add_cap(struct ss_cc_policy *p, const char *val, char *err, siz
 				   num);
 	r->cap_bps = (uint64_t)(mbit * 1e6 / 8 + 0.5);
 	rule_commit(p, r);
+	return 0;
+}
+
+int ss_cc_policy_set_share(struct ss_cc_policy *p, const char *val, char *err, size_t errlen)
+{
+	if (strcmp(val, "host") == 0)
+		p->share = SS_CC_SHARE_HOST;
+	else if (strcmp(val, "flow") == 0)
+		p->share = SS_CC_SHARE_FLOW;
+	else
+		return policy_fail(err, errlen, "cc-share: expected host or flow, got '%s'", val);
 	return 0;
 }

@@ -25,10 +25,15 @@ struct ss_cc_app_rule {
 	uint64_t cap_bps;            /* bytes/s over all its flows; 0: none */
 };
 
+/* Who runs a rate-based (dctcp-rate) flow's controller: one per remote
+ * host, split among its flows (share.c), or each flow its own. */
+enum ss_cc_share { SS_CC_SHARE_HOST, SS_CC_SHARE_FLOW };
+
 struct ss_cc_policy {
 	const struct ss_cc_ops *ops; /* NULL: the TCP engine's own NewReno, no
 				      * control loop (the stack's unit tests) */
 	struct ss_cc_params params;
+	uint8_t share;               /* enum ss_cc_share (default: flow) */
 	uint32_t n_rules;
 	struct ss_cc_app_rule rules[SS_CC_APP_RULES];
 };
@@ -48,5 +53,7 @@ const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, con
 int ss_cc_policy_set_algo(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
 int ss_cc_policy_add_algo(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
 int ss_cc_policy_add_cap(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
+/*   ss_cc_policy_set_share "host" or "flow" */
+int ss_cc_policy_set_share(struct ss_cc_policy *p, const char *val, char *err, size_t errlen);
 
 #endif

@@ -50,6 +50,9 @@ const char ss_config_usage[] =
 	"                        (repeatable)\n"
 	"  --app-rate-cap NAME=MBIT  cap in Mbit/s over all flows of application NAME\n"
 	"                        (repeatable)\n"
+	"  --cc-share host|flow  dctcp-rate: one controller per remote host, its rate\n"
+	"                        split among the host's flows (host), or one per flow\n"
+	"                        (flow, default)\n"
 	"  --cc-interval-rtts N  control interval in smoothed RTTs (default 2)\n"
 	"  --cc-step-mbit MBIT   additive increase per interval of dctcp-rate and\n"
 	"                        timely (default 10)\n"
@@ -279,6 +282,8 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		return ss_cc_policy_add_algo(&cfg->cc, val, err, errlen);
 	} else if (strcmp(key, "app-rate-cap") == 0) {
 		return ss_cc_policy_add_cap(&cfg->cc, val, err, errlen);
+	} else if (strcmp(key, "cc-share") == 0) {
+		return ss_cc_policy_set_share(&cfg->cc, val, err, errlen);
 	} else if (strcmp(key, "cc-interval-rtts") == 0) {
 		if (parse_uint(val, 1, 64, &n) != 0)
 			return fail(err, errlen, "cc-interval-rtts: expected 1..64, got '%s'", val);

@@ -135,6 +135,8 @@
 	X(cc_window_updates)                                                     \
 	X(cc_reductions)                                                         \
 	X(cc_idle)                                                               \
+	X(cc_host_intervals)                                                     \
+	X(cc_share_collisions)                                                   \
 	X(cc_paced_waits)                                                        \
 	X(cc_cap_waits)                                                          \
 	X(cc_pacer_releases)                                                     \

@@ -76,6 +76,9 @@ struct ss_sconn_cc {
 	uint64_t start_us;            /* start of the current interval */
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
+	bool shared;                  /* paced at its host's share (cc-share host) */
+	struct ss_cc_share_flow share; /* its membership of the host's interval */
+	struct ss_sconn *host_next, *host_prev; /* the host's members while shared */
 	/* For TCP_INFO (published at each interval, cc_publish()). */
 	uint32_t total_retrans;       /* segments, summed as the stats drain */
 	uint32_t rx_seen;             /* rx_tail at the last publish */
@@ -225,6 +228,10 @@ struct ss_stack {
 		uint32_t ip;            /* interval of its flows (stack_cc.c: */
 		uint32_t rtt_us;        /* cc_interval_len): mean srtt ... */
 		uint64_t rate;          /* ... and mean paced rate, B/s */
+		uint64_t last_us;       /* a flow's interval last ended (0: never) */
+		uint64_t host_start_us; /* the host controller's interval began */
+		struct ss_cc_host host; /* cc-share host: the host's controller */
+		struct ss_sconn *members; /* its flows paced at their share */
 	} cc_paths[256];
 
 	struct ss_stack_loop loop;      /* segments to our own address */

@@ -268,6 +268,8 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	ss_pacer_flow_init(&sc->cc.pf, 0, cc_now_ns(s));
 	ss_timer_init(&sc->cc.timer);
 	sc->cc.ops = ops;
+	sc->cc.shared = false;
+	sc->cc.host_next = sc->cc.host_prev = NULL;
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
 	sc->cc.start_us = s->now_us;
@@ -339,34 +341,105 @@ static struct ss_cc_path *cc_path(struct ss_stack *s, uint32_t ip)
 	return &s->cc_paths[(ip * 2654435761u) >> 24];
 }
 
+/*
+ * With cc-share host an entry belongs to one address while its flows are
+ * active: another address that hashes to it (a collision) gets no entry,
+ * and its flows run their own controllers (cc_share_collisions), until
+ * the entry has seen no interval end for CC_HOST_STALE_US.  Then the
+ * entry changes hands, and a host of its own that comes back after as
+ * long starts over (RFC 9040 §5 ages what it caches).  With cc-share flow
+ * the entry goes to whichever host's interval ended last, as before.
+ */
+#define CC_HOST_STALE_US 1000000u
+
+/* Whether @p is another address's, still in use (cc-share host). */
+static bool cc_path_taken(const struct ss_stack *s, const struct ss_cc_path *p, uint32_t ip)
+{
+	return s->ccp->share == SS_CC_SHARE_HOST && p->ip != ip && p->last_us &&
+	       s->now_us - p->last_us < CC_HOST_STALE_US;
+}
+
+/* A member of a host takes the share its host's run gave it. */
+static void cc_set_rate(struct ss_stack *s, struct ss_sconn *sc, uint64_t rate)
+{
+	struct ss_cc_out out = { .rate_bps = rate, .cwnd = 0, .flags = SS_CC_OUT_RATE };
+
+	cc_apply(s, sc, &out);
+	stack_conn_dirty(s, sc); /* a larger window may let it send */
+}
+
+/* @sc, a member of @p's host, leaves it: from now on its own controller
+ * (or, at its next interval end, its host's again). */
+static void cc_host_leave(struct ss_cc_path *p, struct ss_sconn *sc)
+{
+	if (sc->cc.host_prev)
+		sc->cc.host_prev->cc.host_next = sc->cc.host_next;
+	else
+		p->members = sc->cc.host_next;
+	if (sc->cc.host_next)
+		sc->cc.host_next->cc.host_prev = sc->cc.host_prev;
+	sc->cc.host_next = sc->cc.host_prev = NULL;
+	sc->cc.shared = false;
+}
+
+/* @p becomes @ip's, with no history. */
+static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
+{
+	while (p->members) /* an old host's flows, idle for CC_HOST_STALE_US */
+		cc_host_leave(p, p->members);
+	p->ip = ip;
+	p->rtt_us = 0;
+	p->rate = 0;
+	p->last_us = s->now_us;
+	p->host_start_us = s->now_us;
+	ss_cc_host_restart(&p->host, &s->ccp->params);
+}
+
+/* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2 RTTs. */
+static uint32_t cc_iv_at(const struct ss_stack *s, uint32_t rtt, uint64_t rate, uint32_t mss)
+{
+	uint32_t iv = ss_cc_interval_us(&s->ccp->params, rtt);
+	uint64_t seg;
+
+	if (rate) {
+		seg = (uint64_t)CC_IV_SEGS * mss * 1000000u / rate;
+		if (seg > iv)
+			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
+	}
+	return iv;
+}
+
 /* @sc's next interval; @update: its interval ended, fold it into the path. */
 static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, bool update)
 {
-	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip, rtt, iv;
-	uint64_t rate = sc->cc.pf.rate, seg;
+	uint32_t srtt = sc->tcp.f.srtt_us, ip = sc->tcp.remote_ip, rtt;
+	uint64_t rate = sc->cc.pf.rate;
 	struct ss_cc_path *p = cc_path(s, ip);
 
-	if (update && srtt && (p->ip != ip || !p->rtt_us)) {
-		p->ip = ip;
+	if (update && srtt && cc_path_taken(s, p, ip)) {
+		/* a collision: the flow's own srtt and rate below */
+	} else if (update && srtt && (p->ip != ip || !p->rtt_us)) {
+		if (p->ip != ip)
+			cc_path_take(s, p, ip);
 		p->rtt_us = srtt;
 		p->rate = rate;
 	} else if (update && srtt) {
 		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
 		p->rate = rate ? (p->rate ? (p->rate * 7 + rate) / 8 : rate) : p->rate;
 	}
+	if (update && p->ip == ip)
+		p->last_us = s->now_us;
 	if (p->ip == ip && p->rtt_us) {
 		rtt = p->rtt_us;
 		rate = p->rate ? p->rate : rate;
+		/* A shared host's controller sees all its flows' segments: 4
+		 * of them at R, the host's rate (cc_host_interval()). */
+		if (sc->cc.shared && !p->host.fresh && p->host.rate)
+			rate = p->host.rate;
 	} else {
 		rtt = srtt;
 	}
-	iv = ss_cc_interval_us(&s->ccp->params, rtt);
-	if (rate && sc->cc.pf.rate) {
-		seg = (uint64_t)CC_IV_SEGS * sc->tcp.f.mss * 1000000u / rate;
-		if (seg > iv)
-			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
-	}
-	return iv;
+	return cc_iv_at(s, rtt, sc->cc.pf.rate ? rate : 0, sc->tcp.f.mss);
 }
 
 void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
@@ -430,6 +503,81 @@ void ss_stack_set_cc_trace(struct ss_stack *s, FILE *f)
 			   "rate_Bps cwnd flags inflight rate_limited win_limited\n");
 }
 
+/*
+ * cc-share host (share.c): the interval of @sc, a dctcp-rate flow, ended
+ * with @smp.  Its sample goes into its host's controller; once the host's
+ * interval (the one every flow to it has, cc_interval_len()) has elapsed,
+ * or 3/4 of it, since the flows' intervals end at their own phases and
+ * jitter by a wheel tick, the controller runs on the aggregate.  The flow
+ * is then paced at its share.  The other flows take up a new share at
+ * their next interval end, within one interval.  Returns false (the flow
+ * runs its own controller) when another address holds the host's entry.
+ */
+static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
+			     const struct ss_cc_sample *smp, struct ss_cc_out *out)
+{
+	const struct ss_cc_params *prm = &s->ccp->params;
+	uint32_t ip = sc->tcp.remote_ip, flags = 0, iv;
+	struct ss_cc_path *p = cc_path(s, ip);
+	uint64_t rate;
+
+	if (cc_path_taken(s, p, ip)) {
+		ss_ctr_inc(s->ctr, SS_CTR_cc_share_collisions);
+		if (sc->cc.shared) { /* cannot happen: cc_path_take() let it go */
+			/* Its own controller goes on from where the host's was. */
+			struct ss_cc_dctcp_rate *st = &sc->cc.st.dctcp_rate;
+
+			cc_host_leave(p, sc);
+			st->rate = sc->cc.pf.rate ? sc->cc.pf.rate : prm->dctcp_rate.init_rate;
+			st->alpha = p->host.alpha;
+			st->slow_start = 0;
+			st->loss_mode = 0;
+		}
+		return false;
+	}
+	if (p->ip != ip || !p->last_us || s->now_us - p->last_us >= CC_HOST_STALE_US)
+		cc_path_take(s, p, ip);
+	if (!sc->cc.shared) {
+		ss_cc_share_flow_init(&sc->cc.share);
+		sc->cc.shared = true;
+		sc->cc.host_prev = NULL;
+		sc->cc.host_next = p->members;
+		if (p->members)
+			p->members->cc.host_prev = sc;
+		p->members = sc;
+	}
+	ss_cc_host_add(&p->host, prm, &sc->cc.share, smp, sc->cc.pf.rate);
+	iv = cc_interval_len(s, sc, false);
+	if (s->now_us - p->host_start_us + iv / 4 >= iv) {
+		struct ss_cc_out h;
+		uint32_t rtt = p->rtt_us ? p->rtt_us : sc->tcp.f.srtt_us;
+		uint64_t share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
+
+		/* What one flow at the share would have: its step is scaled
+		 * to the (shorter) run. */
+		ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, sc->tcp.f.mss) : 0,
+			       &h);
+		p->host_start_us = s->now_us;
+		flags = h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD);
+		ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);
+		/* Every member takes its new share now, not at its own
+		 * interval end: one cut for all at once.  Its members are the
+		 * host's active flows (an idle flow leaves), so the walk
+		 * grows with them only. */
+		for (struct ss_sconn *m = p->members; m; m = m->cc.host_next) {
+			uint64_t r = ss_cc_host_share(&p->host, prm, &m->cc.share);
+
+			if (m != sc && r && r != m->cc.pf.rate)
+				cc_set_rate(s, m, r);
+		}
+	}
+	rate = ss_cc_host_share(&p->host, prm, &sc->cc.share);
+	out->rate_bps = rate ? rate : sc->cc.pf.rate; /* before the host's first run */
+	out->cwnd = 0;
+	out->flags = SS_CC_OUT_RATE | flags | (p->host.slow_start ? SS_CC_OUT_SLOW_START : 0);
+	return true;
+}
+
 /* One control interval of @sc has ended. */
 static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 {
@@ -439,8 +587,11 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	uint64_t iv = s->now_us - sc->cc.start_us;
 	uint32_t rtt = c->cc.acked_bytes != sc->cc.prev.acked_bytes ? c->last_rtt_us : 0;
 
-	if (c->f.state == SS_TCPS_CLOSED)
+	if (c->f.state == SS_TCPS_CLOSED) {
+		if (sc->cc.shared)
+			cc_host_leave(cc_path(s, c->remote_ip), sc);
 		return;
+	}
 	ss_cc_sample_fill(&smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
 			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
 	{
@@ -449,7 +600,9 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		if (p->ip == c->remote_ip)
 			smp.path_rate = p->rate;
 	}
-	sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
+	if (!(s->ccp->share == SS_CC_SHARE_HOST && sc->cc.ops == &ss_cc_dctcp_rate_ops &&
+	      cc_host_interval(s, sc, &smp, &out)))
+		sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
 	cc_apply(s, sc, &out);
 	if (s->cc_trace)
 		cc_trace(s, sc, &smp, &out);
@@ -462,8 +615,11 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	if (smp.sent_bytes || smp.acked_bytes || smp.inflight)
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
 			     s->now_us + cc_interval_len(s, sc, true));
-	else
+	else {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
+		if (sc->cc.shared) /* its host's run walks active flows only */
+			cc_host_leave(cc_path(s, c->remote_ip), sc);
+	}
 }
 
 void stack_cc_run_intervals(struct ss_stack *s)
@@ -507,6 +663,8 @@ void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc)
 		return;
 	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
 	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
+	if (sc->cc.shared)
+		cc_host_leave(cc_path(s, sc->tcp.remote_ip), sc);
 	sc->cc.ops = NULL;
 }
 

@@ -102,6 +102,8 @@ static void test_errors(void)
 		{ "--app-rate-cap", "iperf3=0", "app-rate-cap: expected Mbit/s in 0.1..100000, got '0'" },
 		{ "--app-rate-cap", "iperf3=fast", "app-rate-cap: expected Mbit/s in 0.1..100000, got 'fast'" },
 		{ "--cc-interval-rtts", "0", "cc-interval-rtts: expected 1..64, got '0'" },
+		{ "--cc-share", "path", "cc-share: expected host or flow, got 'path'" },
+		{ "--cc-share", "", "cc-share: expected host or flow, got ''" },
 		{ "--cc-trace", "", "cc-trace: expected a file name of 1..255 bytes" },
 		{ "--max-orphan-mem", "-1", "max-orphan-mem: expected 0..1099511627776, got '-1'" },
 		{ "--max-orphan-mem", "1099511627777", "max-orphan-mem: expected 0..1099511627776, got '1099511627777'" },
@@ -142,7 +144,12 @@ static void test_cc_options(void)
 	CHECK(cfg.cc.ops == ss_cc_find("dctcp-rate"));
 	CHECK_EQ_U64(cfg.cc.n_rules, 0);
 	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 2);
+	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_FLOW);
 	CHECK_STR(cfg.cc_trace, "");
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc-share", "flow"), 0);
+	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_FLOW);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc-share", "host"), 0);
+	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_HOST);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc-trace", "/tmp/cc.trace"), 0);
 	CHECK_STR(cfg.cc_trace, "/tmp/cc.trace");
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc", "cubic", "--cc-app", "redis-server=dctcp-win",

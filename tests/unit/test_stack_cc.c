@@ -363,6 +363,89 @@ static void test_interval_holds_segments(void)
 	sh_fini(&h);
 }
 
+/*
+ * cc-share host: three flows to one host run one controller.  Whenever
+ * the host's controller has run, every member flow is paced at the same
+ * share (most often all three), and the host counts three flows; the
+ * data stays exact.  cc-share flow:
+ * no host controller runs.  A collision (the host's entry held by another
+ * address that is active) falls back to each flow's own controller and
+ * counts cc_share_collisions.
+ */
+static void test_host_share(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[3];
+	unsigned equal = 0;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	CHECK_EQ_U64(pol.share, SS_CC_SHARE_FLOW); /* the default */
+	pol.share = SS_CC_SHARE_HOST;
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 3);
+	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
+	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
+	uint64_t runs = 0;
+	for (unsigned step = 0; step < 2000; step++) {
+		run(&h, fl, 3, 50, 1u << 30);
+		if (ctr(&h, SS_CTR_cc_host_intervals) != runs) {
+			runs = ctr(&h, SS_CTR_cc_host_intervals);
+			/* Every member (a flow that went idle leaves) is at its
+			 * share now: the level, or its demand if that is less
+			 * (it did not use its rate). */
+			unsigned members = 0;
+			for (unsigned i = 0; i < 3; i++) {
+				if (!sc[i]->cc.shared)
+					continue;
+				members++;
+				uint64_t want = ss_cc_host_share(&p->host, &pol.params, &sc[i]->cc.share);
+				CHECK_EQ_U64(sc[i]->cc.pf.rate, want);
+				CHECK(want <= p->host.level);
+				if (!sc[i]->cc.share.demand)
+					CHECK_EQ_U64(want, p->host.level);
+			}
+			equal += members == 3;
+		}
+	}
+	CHECK(equal >= 10);
+	CHECK_EQ_U64(p->ip, SH_PEER_IP);
+	CHECK_EQ_U64(p->host.n_last, 3);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_share_collisions), 0);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(!fl[i].bad && fl[i].got > 0);
+
+	/* Another address, active, holds the entry: each flow on its own. */
+	uint64_t iv = ctr(&h, SS_CTR_cc_intervals);
+	for (unsigned step = 0; step < 400; step++) {
+		p->ip = SH_PEER_IP + 1;
+		p->last_us = h.now_us;
+		run(&h, fl, 3, 50, 1u << 30);
+	}
+	CHECK(ctr(&h, SS_CTR_cc_intervals) > iv);
+	CHECK(ctr(&h, SS_CTR_cc_share_collisions) > 0);
+	CHECK(!sc[0]->cc.shared && !sc[1]->cc.shared && !sc[2]->cc.shared);
+	CHECK(!p->members);
+	CHECK(sc[0]->cc.pf.rate > 0);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(!fl[i].bad);
+	sh_fini(&h);
+
+	/* cc-share flow: no host controller. */
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 2);
+	run(&h, fl, 2, 20000, 1u << 30);
+	CHECK(ctr(&h, SS_CTR_cc_intervals) > 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_intervals), 0);
+	CHECK(!sconn(&h, &fl[0])->cc.shared);
+	for (unsigned i = 0; i < 2; i++)
+		CHECK(!fl[i].bad && fl[i].got > 0);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	sh_self_comm(self_comm);
@@ -373,5 +456,6 @@ int main(void)
 	test_ecn_feedback();
 	test_interval_per_path();
 	test_interval_holds_segments();
+	test_host_share();
 	return check_done("test_stack_cc");
 }

@@ -1,0 +1,253 @@
+/* share.c - one dctcp-rate controller per remote host, split among its flows (RFC 3124, RFC 9040). */
+#include "cc/cc_int.h"
+
+#include <string.h>
+
+/*
+ * Why (docs/congestion.md "Host-shared control"): flows to one host that
+ * each run their own controller see the same marks, yet cut at different
+ * moments, and one runs ahead of the other for a few hundred ms.  One
+ * controller for the host cuts all of them at once, and every flow gets
+ * the same share of its rate.
+ *
+ * The aggregate stands for n flows (n: the distinct flows that added a
+ * sample since the last run), so it is as aggressive as n TCPs would be
+ * together, no more and no less (see cc.h):
+ *   - send-rate cap: R <= cap x the aggregate's sent rate, unless some
+ *     flow was held back by its pacer (it used its rate);
+ *   - alpha from the aggregate's marked bytes (RFC 8257 §3.3);
+ *   - a signal: the flows that saw a loss cut by loss_md, those with marks
+ *     by alpha/2, the others step:
+ *     R = R (1 - (n_loss x loss_md + n_mark x alpha/2) / n) + n_calm x step;
+ *   - slow start: R += the aggregate's delivery rate, at most doubling;
+ *   - additive increase: R += n x step (n: the flows with bytes acked;
+ *     the others hold), the step at most an eighth of the share (as
+ *     dctcp-rate's is of the path's mean rate); after unmarked loss,
+ *     max(step, a window TCP's increase); scaled to the run's length
+ *     where one flow at the share would have a longer interval;
+ *   - R within [n x min_rate, n x max_rate].
+ * Aggregate rates are n times the flows' mean rate over the samples
+ * (bytes over the sum of the samples' lengths): the flows' intervals are
+ * one length but not in phase, so a host interval may hold two samples of
+ * one flow and one of another.
+ *
+ * Water-filling: a flow that was held back neither by its pacer nor by
+ * its own window (2 RTTs of its rate: held by it, the RTT grew) did not
+ * use its rate (application-limited, or held by the peer's window); its
+ * demand is cap x its sent rate, as the send-rate cap gives one flow.  A
+ * demand below the last level counts as "small": the level is then
+ * (R - small demands) / (other flows), at least R / n, and each flow is
+ * paced at min(its demand, level).  One pass, no sorting: a demand that
+ * crosses the level is classified anew at the flow's next sample.
+ */
+
+static uint64_t cc_mul_n(uint64_t x, uint64_t n)
+{
+	if (n && x > SS_CC_RATE_LIMIT / n)
+		return SS_CC_RATE_LIMIT;
+	return x * n;
+}
+
+static void host_reset_acc(struct ss_cc_host *h)
+{
+	h->acked = h->ecn = h->sent = 0;
+	h->sample_us = h->join_rate = h->small_sum = 0;
+	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
+	h->rate_limited = 0;
+}
+
+void ss_cc_host_init(struct ss_cc_host *h, const struct ss_cc_params *p)
+{
+	memset(h, 0, sizeof(*h));
+	h->alpha = p->dctcp_rate.alpha_init_ppm;
+	h->epoch = 1;
+	h->slow_start = 1;
+	h->fresh = 1;
+}
+
+void ss_cc_host_restart(struct ss_cc_host *h, const struct ss_cc_params *p)
+{
+	uint32_t epoch = h->epoch + 1;
+
+	ss_cc_host_init(h, p);
+	h->epoch = epoch ? epoch : 1;
+}
+
+void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
+		    struct ss_cc_share_flow *f, const struct ss_cc_sample *s, uint64_t flow_rate)
+{
+	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
+	uint64_t demand = 0;
+
+	if (f->epoch != h->epoch) {
+		f->epoch = h->epoch;
+		f->lost = 0;
+		f->acked = 0;
+		f->demand = 0;
+		h->n++;
+		h->join_rate = cc_u64_min(h->join_rate + cc_u64_min(flow_rate, SS_CC_RATE_LIMIT),
+					  SS_CC_RATE_LIMIT);
+	} else if (f->demand) {
+		/* A second sample in one host interval: classify it anew. */
+		if (h->n_small && h->small_sum >= f->demand) {
+			h->small_sum -= f->demand;
+			h->n_small--;
+		}
+		f->demand = 0;
+	}
+	if (s->acked_bytes && !f->acked) {
+		f->acked = 1;
+		h->n_acked++;
+	}
+	h->acked += s->acked_bytes;
+	h->ecn += s->ecn_bytes;
+	h->sent += s->sent_bytes;
+	h->sample_us += s->interval_us;
+	h->n_samples++;
+	if (s->mss > h->mss)
+		h->mss = s->mss;
+	/* Its worst signal in this host interval: a loss (2), marks (1). */
+	if ((s->fast_retx || s->timeouts) && f->lost < 2) {
+		if (f->lost == 1)
+			h->n_mark--;
+		f->lost = 2;
+		h->n_loss++;
+	} else if (s->ecn_bytes && f->lost == 0) {
+		f->lost = 1;
+		h->n_mark++;
+	}
+	if (s->rate_limited) {
+		h->rate_limited++;
+		return;
+	}
+	/* Held by its own window, 2 RTTs of its rate (stack_cc.c): the RTT
+	 * grew, which is congestion, not a lack of data.  Not a demand. */
+	if (s->win_limited)
+		return;
+	/* Did not use its rate: its demand, as the send-rate cap sees it
+	 * (which has nothing to measure when nothing was sent). */
+	if (p->cap_ppm == 0 || s->sent_bytes == 0)
+		return;
+	demand = cc_mul_ppm(cc_bytes_per_s(s->sent_bytes, s->interval_us), p->cap_ppm);
+	demand = cc_u64_max(demand, p->min_rate);
+	if (demand < h->level) {
+		f->demand = demand;
+		h->small_sum += demand;
+		h->n_small++;
+	}
+}
+
+/* One flow's additive step at the share @rate / @n: dctcp-rate's, at most
+ * an eighth of the share; after unmarked loss at least a window TCP's. */
+static uint64_t host_step(const struct ss_cc_host *h, const struct ss_cc_dctcp_rate_params *p,
+			  uint64_t rate, uint64_t n, uint32_t srtt_us, uint32_t flow_iv_us)
+{
+	uint64_t step = p->step, share = rate / n, run_us = h->sample_us / h->n_samples;
+
+	if (share / 8 < step)
+		step = cc_u64_max(share / 8, 1);
+	if (h->loss_mode) {
+		struct ss_cc_sample s;
+
+		memset(&s, 0, sizeof(s));
+		s.interval_us = (uint32_t)cc_u64_min(h->sample_us / h->n_samples, UINT32_MAX);
+		s.srtt_us = srtt_us;
+		s.mss = h->mss;
+		step = cc_u64_max(step, cc_rate_reno_step(&s));
+	}
+	/* A flow at the share would step once per flow_iv_us: in a shorter
+	 * run, that fraction of it (the same gain per second). */
+	if (flow_iv_us && run_us < flow_iv_us)
+		step = cc_u64_max(step * run_us / flow_iv_us, 1);
+	return step;
+}
+
+static void host_out(const struct ss_cc_host *h, uint32_t flags, struct ss_cc_out *out)
+{
+	out->rate_bps = h->rate;
+	out->cwnd = 0;
+	out->flags = SS_CC_OUT_RATE | flags | (h->slow_start ? SS_CC_OUT_SLOW_START : 0);
+}
+
+void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_t srtt_us,
+		    uint32_t flow_iv_us, struct ss_cc_out *out)
+{
+	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
+	uint64_t n = h->n, rate, big;
+	uint32_t flags = 0;
+
+	if (n == 0) {
+		host_out(h, SS_CC_OUT_HELD, out);
+		return;
+	}
+	if (h->fresh) {
+		h->fresh = 0;
+		h->rate = cc_rate_clamp(h->join_rate, p->min_rate, SS_CC_RATE_LIMIT);
+	}
+	rate = h->rate;
+	if (!h->rate_limited && p->cap_ppm && h->sent && h->sample_us) {
+		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), n),
+					  p->cap_ppm);
+
+		if (rate > cap) {
+			rate = cap;
+			flags |= SS_CC_OUT_CAPPED;
+		}
+	}
+	if (h->acked && (h->ecn || !h->slow_start))
+		h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->acked, h->ecn);
+
+	if (h->ecn)
+		h->loss_mode = 0;
+	if (h->n_loss || h->n_mark) {
+		/* As n flows at the share would: those that lost cut by
+		 * loss_md, those with marks by alpha/2, the others step. */
+		uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
+		uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
+		uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0, step = host_step(h, p, rate, n, srtt_us, flow_iv_us);
+
+		rate = cc_rate_cut(rate, cut / n) + cc_mul_n(step, calm);
+		h->slow_start = 0;
+		h->loss_mode |= !h->ecn;
+		flags |= SS_CC_OUT_REDUCED;
+	} else if (!h->acked) {
+		flags |= SS_CC_OUT_HELD;
+	} else if (h->slow_start) {
+		uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), n);
+
+		rate += cc_u64_min(delivered, rate);
+	} else {
+		/* Each flow that had bytes acknowledged steps; the others hold. */
+		rate += cc_mul_n(host_step(h, p, rate, n, srtt_us, flow_iv_us), h->n_acked);
+	}
+	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, n),
+				cc_u64_min(cc_mul_n(p->max_rate, n), SS_CC_RATE_LIMIT));
+
+	/* The water level: what is left once the small demands are met, over
+	 * the other flows, and never below an equal split. */
+	big = n - cc_u64_min(h->n_small, n);
+	if (big == 0) {
+		h->level = h->rate;
+	} else {
+		uint64_t lvl = h->rate > h->small_sum ? (h->rate - h->small_sum) / big : 0;
+
+		h->level = cc_u64_max(lvl, h->rate / n);
+	}
+	h->n_last = (uint32_t)n;
+	h->epoch = h->epoch + 1 ? h->epoch + 1 : 1;
+	host_reset_acc(h);
+	host_out(h, flags, out);
+}
+
+uint64_t ss_cc_host_share(const struct ss_cc_host *h, const struct ss_cc_params *pp,
+			  const struct ss_cc_share_flow *f)
+{
+	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
+	uint64_t r = h->level;
+
+	if (h->fresh)
+		return 0;
+	if (f->demand && f->demand < r)
+		r = f->demand;
+	return cc_rate_clamp(r, p->min_rate, p->max_rate);
+}

@@ -1,0 +1,481 @@
+/* test_cc_share.c - one dctcp-rate controller per host (share.c): the aggregate's law, equal shares, water-filling, join and leave. */
+#include "cc_harness.h"
+#include "check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct ss_cc_params prm;
+
+/* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
+ * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
+static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint64_t ecn)
+{
+	struct ss_cc_sample s = cc_sample(us, acked, ecn);
+
+	s.sent_bytes = rate * us / 1000000;
+	s.rate_limited = 3;
+	return s;
+}
+
+/* A host run once with @n flows at @rate each, then put out of slow start
+ * by one fully marked interval (alpha 1: R halves): R = n * rate / 2. */
+static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
+		       uint64_t rate)
+{
+	struct ss_cc_out out;
+
+	ss_cc_host_init(h, &prm);
+	for (unsigned i = 0; i < n; i++) {
+		struct ss_cc_sample s = bulk(rate, 1000, 0, 0);
+
+		ss_cc_share_flow_init(&f[i]);
+		ss_cc_host_add(h, &prm, &f[i], &s, rate);
+	}
+	ss_cc_host_run(h, &prm, 100, 0, &out); /* nothing acked: held at the sum */
+	CHECK_EQ_U64(out.rate_bps, n * rate);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	for (unsigned i = 0; i < n; i++) {
+		struct ss_cc_sample s = bulk(rate, 1000, 1000, 1000);
+
+		ss_cc_host_add(h, &prm, &f[i], &s, rate);
+	}
+	ss_cc_host_run(h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, n * rate / 2);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
+	CHECK_EQ_U64(h->alpha, 1000000);
+}
+
+/* Before the first run there is no share (the flows keep their own
+ * rates); the first run starts from the sum of the flows' rates, counting
+ * a flow that added twice once; slow start then grows R by the
+ * aggregate's delivery rate, at most doubling. */
+static void test_first_run_and_slow_start(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[3];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	ss_cc_host_init(&h, &prm);
+	for (int i = 0; i < 3; i++)
+		ss_cc_share_flow_init(&f[i]);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 0);
+	/* 3 flows at 1 MB/s, 1 ms intervals, each acked 500 bytes: the
+	 * aggregate delivered 3 x 500 B/ms = 1.5 MB/s. */
+	for (int i = 0; i < 3; i++) {
+		s = bulk(1000000, 1000, 500, 0);
+		ss_cc_host_add(&h, &prm, &f[i], &s, 1000000);
+	}
+	CHECK_EQ_U64(h.n, 3);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 3000000 + 1500000);
+	CHECK(out.flags & SS_CC_OUT_SLOW_START);
+	CHECK_EQ_U64(h.alpha, 1000000); /* held at 1 until the first mark */
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[1]), 1500000);
+	/* Flow 0 adds twice in one host interval (its bytes count, it counts
+	 * once in n); everything is delivered: R doubles, no more. */
+	s = bulk(1500000, 1000, 1500, 0);
+	ss_cc_host_add(&h, &prm, &f[0], &s, 1500000);
+	ss_cc_host_add(&h, &prm, &f[0], &s, 1500000);
+	ss_cc_host_add(&h, &prm, &f[1], &s, 1500000);
+	ss_cc_host_add(&h, &prm, &f[2], &s, 1500000);
+	CHECK_EQ_U64(h.n, 3);
+	CHECK_EQ_U64(h.n_samples, 4);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 9000000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 3000000);
+	/* Nothing added: held, shares unchanged. */
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, 9000000);
+}
+
+/* Additive increase: n x step, the step at most an eighth of the share. */
+static void test_additive_increase(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[4];
+	struct ss_cc_out out;
+
+	/* 4 flows at 20 MB/s: R = 40 MB/s, share 10 MB/s; step 1.25 MB/s. */
+	host_in_ca(&h, f, 4, 20000000);
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(10000000, 1000, 10000, 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 10000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 40000000 + 4 * 1250000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), 11250000);
+	/* 4 flows at 4 MB/s: R = 8 MB/s, share 2 MB/s: step 250 000. */
+	host_in_ca(&h, f, 4, 4000000);
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(2000000, 1000, 2000, 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 8000000 + 4 * 250000);
+	/* Runs of 1 ms where a flow at the share would have 4 ms intervals:
+	 * a quarter of the step per run. */
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(2250000, 1000, 2000, 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 2250000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 4000, &out);
+	CHECK_EQ_U64(out.rate_bps, 9000000 + 4 * (9000000 / 4 / 8 / 4));
+}
+
+/*
+ * Loss: the aggregate reacts as n independent flows at the share would.
+ * All n lose: halved.  k of n lose and the others see marks: the losers
+ * halve, the others cut alpha/2 each, summed (to the ppm).  k of n lose
+ * and no marks: R *= 1 - loss_md * k/n, not halved, and the others step.
+ * A flow that loses twice in one host interval counts once.
+ */
+static void test_loss_as_n_flows(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[10];
+	struct ss_cc_out out;
+
+	/* R = 10 x 2 MB/s = 20 MB/s, alpha 1. */
+	host_in_ca(&h, f, 10, 4000000);
+	for (int i = 0; i < 10; i++) {
+		struct ss_cc_sample s = bulk(2000000, 1000, 2000, 0);
+
+		s.fast_retx = 1;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 10000000);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(h.loss_mode);
+
+	/* 3 of 10 lose; the others see marks (2.85 % of their bytes): alpha =
+	 * (15/16) * alpha0 + (1/16) * 0.01.  10 independent flows at 2 MB/s
+	 * with that alpha: 3 x 1 MB/s + 7 x 2 MB/s x (1 - alpha/2). */
+	host_in_ca(&h, f, 10, 4000000);
+	uint32_t a0 = h.alpha;
+	for (int i = 0; i < 10; i++) {
+		struct ss_cc_sample s = bulk(2000000, 1000, 2000, i < 3 ? 0 : 2000 / 35);
+
+		s.fast_retx = i < 3;
+		s.timeouts = i == 0; /* both in one flow: still one flow */
+		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
+	}
+	CHECK_EQ_U64(h.n_loss, 3);
+	uint32_t a1 = cc_dctcp_alpha(a0, prm.dctcp_rate.g_ppm, 20000, 7 * (2000 / 35));
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(h.alpha, a1);
+	uint64_t indep = 3 * 1000000 + 7 * cc_rate_cut(2000000, a1 / 2);
+	/* The combined cut is truncated to a ppm of R (20 B), the
+	 * independent ones to a ppm of each rate. */
+	CHECK(out.rate_bps + 30 >= indep && out.rate_bps <= indep + 30);
+	CHECK(!h.loss_mode); /* the path marks */
+
+	/* 1 of 4 loses, no marks: R *= 1 - 0.5/4, and the 3 others step by
+	 * an eighth of the share they had: 3 x 16 MB/s / 4 / 8. */
+	host_in_ca(&h, f, 4, 8000000);
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(4000000, 1000, 4000, 0);
+
+		s.fast_retx = i == 2 ? 2 : 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+		if (i == 2)
+			ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 14000000 + 3 * 500000);
+	CHECK(h.loss_mode);
+	/* Then, unmarked: each flow's step is max(step, one MSS per RTT) as
+	 * dctcp-rate's after unmarked loss: srtt 100 us, mss 1000, 1 ms
+	 * interval: 1000 x 1000 / 100^2 x 10^6 = 10^8 B/s per flow. */
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(3500000, 1000, 3500, 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 3500000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 15500000 + 4 * 100000000ull);
+}
+
+/* Marks in some flows: those cut by alpha/2, the others step, as that
+ * many independent flows at the share would; marks in all: R *= 1 -
+ * alpha/2.  A flow with marks and then a loss counts as a loss. */
+static void test_marks_as_n_flows(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[4];
+	struct ss_cc_out out;
+
+	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s, alpha 1 */
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(4000000, 1000, 4000, i < 2 ? 4000 : 0);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	CHECK_EQ_U64(h.n_mark, 2);
+	/* alpha = 15/16 + 1/16 x 1/2 = 968 750 ppm. */
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(h.alpha, 968750);
+	/* Cut by (2 x 484 375) / 4 ppm, and the two unmarked flows step by
+	 * min(1.25 MB/s, their share 4 MB/s / 8) = 500 000 each. */
+	CHECK_EQ_U64(out.rate_bps, 16000000 - 16000000ull * (2 * 484375 / 4) / 1000000 +
+					   2 * 500000);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	uint64_t r = out.rate_bps;
+	for (int i = 0; i < 4; i++) {
+		struct ss_cc_sample s = bulk(r / 4, 1000, 4000, 4000);
+
+		ss_cc_host_add(&h, &prm, &f[i], &s, r / 4);
+		if (i == 3) {
+			s.fast_retx = 1;
+			ss_cc_host_add(&h, &prm, &f[i], &s, r / 4);
+		}
+	}
+	CHECK_EQ_U64(h.n_mark, 3);
+	CHECK_EQ_U64(h.n_loss, 1);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	/* alpha = 968 750 x 15/16 + 62 500 = 970 703; cut (3 x 485 351 +
+	 * 500 000) / 4 ppm. */
+	CHECK_EQ_U64(h.alpha, 970703);
+	CHECK_EQ_U64(out.rate_bps, r - r * ((3 * 485351 + 500000) / 4) / 1000000);
+}
+
+/* The send-rate cap applies to the aggregate when no flow was held back
+ * by its pacer; one that was lifts it. */
+static void test_cap(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	host_in_ca(&h, f, 2, 10000000); /* R = 10 MB/s */
+	for (int i = 0; i < 2; i++) {
+		s = bulk(1000000, 1000, 1000, 0); /* sent at 1 MB/s each */
+		s.rate_limited = 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 5000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK(out.flags & SS_CC_OUT_CAPPED);
+	/* 1.2 x 2 MB/s, then + 2 x step (share 1.2 MB/s: step 150 000). */
+	CHECK_EQ_U64(out.rate_bps, 2400000 + 2 * 150000);
+
+	host_in_ca(&h, f, 2, 10000000);
+	s = bulk(1000000, 1000, 1000, 0);
+	ss_cc_host_add(&h, &prm, &f[0], &s, 5000000);
+	s.rate_limited = 0;
+	ss_cc_host_add(&h, &prm, &f[1], &s, 5000000);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK(!(out.flags & SS_CC_OUT_CAPPED));
+}
+
+/*
+ * Water-filling: of 4 flows sharing R = 16 MB/s (level 4 MB/s), one sends
+ * at 1 MB/s by itself (not held back by its pacer): its demand is 1.2 MB/s
+ * and the 3 others share the rest, 14.8 / 3 MB/s each.  Every rate sums
+ * to R.  When it sends at its rate again, it is back at the level.
+ */
+static void test_water_filling(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[4];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s, level 4 MB/s */
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 4000000);
+	prm.dctcp_rate.step = 0; /* exact sums below */
+	for (int i = 0; i < 4; i++) {
+		s = bulk(i ? 4000000 : 1000000, 1000, i ? 4000 : 1000, 0);
+		s.rate_limited = i ? 3 : 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	CHECK_EQ_U64(h.n_small, 1);
+	CHECK_EQ_U64(h.small_sum, 1200000);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 16000000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1200000);
+	uint64_t bulk_share = (16000000 - 1200000) / 3;
+	for (int i = 1; i < 4; i++)
+		CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[i]), bulk_share);
+	CHECK(1200000 + 3 * bulk_share <= out.rate_bps);
+	/* It now uses its (small) rate: held back by its pacer, so it is a
+	 * bulk flow again, at the level. */
+	for (int i = 0; i < 4; i++) {
+		s = bulk(i ? bulk_share : 1200000, 1000, 1000, 0);
+		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), out.rate_bps / 4);
+	/* Held by its own window (its RTT grew): not a demand, at the level. */
+	for (int i = 0; i < 4; i++) {
+		s = bulk(i ? out.rate_bps / 4 : 100000, 1000, 100, 0);
+		s.rate_limited = 0;
+		s.win_limited = i ? 0 : 2;
+		if (i)
+			s.rate_limited = 1;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
+	}
+	CHECK_EQ_U64(h.n_small, 0);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
+	/* All flows below the level: each gets its demand. */
+	for (int i = 0; i < 4; i++) {
+		s = bulk(500000, 1000, 500, 0);
+		s.rate_limited = 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(out.rate_bps, 2400000); /* capped: 1.2 x 2 MB/s */
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 600000);
+	ss_cc_params_default(&prm);
+}
+
+/* Join and leave: n is the number of flows that added in the last host
+ * interval, so flows that left count no more after one interval, and a
+ * flow that joins is counted from its first sample. */
+static void test_join_leave(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[5];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s */
+	prm.dctcp_rate.step = 0;
+	/* Two leave. */
+	for (int i = 0; i < 2; i++) {
+		s = bulk(4000000, 1000, 4000, 0);
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(h.n_last, 2);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 2);
+	/* One joins (a new flow), one comes back after an interval away. */
+	ss_cc_share_flow_init(&f[4]);
+	for (int i = 0; i < 5; i++) {
+		if (i == 2)
+			continue;
+		s = bulk(4000000, 1000, 4000, 0);
+		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
+	}
+	CHECK_EQ_U64(h.n, 4);
+	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	CHECK_EQ_U64(h.n_last, 4);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[4]), out.rate_bps / 4);
+	/* A restarted entry (another host took it) keeps counting epochs, so
+	 * flows of before are not members. */
+	uint32_t e = h.epoch;
+	ss_cc_host_restart(&h, &prm);
+	CHECK(h.epoch != e && h.fresh && h.slow_start);
+	s = bulk(4000000, 1000, 4000, 0);
+	ss_cc_host_add(&h, &prm, &f[0], &s, 4000000);
+	CHECK_EQ_U64(h.n, 1);
+	ss_cc_params_default(&prm);
+}
+
+/*
+ * N flows sharing one host controller through a fluid 100 Mbit/s
+ * bottleneck that marks every byte while its queue holds more than 30 KB
+ * (the test bed's): each flow is paced at the same rate at all times;
+ * the aggregate uses the link and keeps the queue short.  The flows'
+ * intervals end at their own phases: each adds its sample at its own
+ * time; the host runs when flow 0's ends, and every flow then takes its
+ * share, as the service does.
+ */
+static void fluid(unsigned n)
+{
+	const int64_t cap = 12500000, k = 30000; /* B/s, bytes */
+	const uint32_t iv = 500;                 /* us */
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[32];
+	uint64_t rate[32];
+	struct ss_cc_out out;
+	double sum = 0;
+	int64_t q = 0, q_max = 0, q_sum = 0;
+	unsigned samples = 0;
+	uint64_t max_spread = 0;
+
+	prm.dctcp_rate.step = 125000; /* 1 Mbit/s, as the test bed runs */
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < n; i++) {
+		ss_cc_share_flow_init(&f[i]);
+		rate[i] = prm.dctcp_rate.init_rate;
+	}
+	/* Time in steps of iv / n; flow i's interval ends at step i mod n. */
+	for (unsigned t = 0; t < 4000 * n; t++) {
+		unsigned i = t % n;
+		int64_t offered = 0, dt = iv / n;
+
+		for (unsigned j = 0; j < n; j++)
+			offered += (int64_t)rate[j];
+		q += (offered - cap) * dt / 1000000;
+		q = q < 0 ? 0 : q;
+		/* Flow i's interval: its bytes over the last iv, marked if the
+		 * queue is above K now (a fluid model's marks). */
+		uint64_t bytes = rate[i] * iv / 1000000;
+		bool mark = q > k;
+		struct ss_cc_sample s = bulk(rate[i], iv, bytes, mark ? bytes : 0);
+
+		s.mss = 1448;
+		ss_cc_host_add(&h, &prm, &f[i], &s, rate[i]);
+		if (i == 0) {
+			ss_cc_host_run(&h, &prm, 100, 0, &out);
+			for (unsigned j = 0; j < n; j++)
+				rate[j] = ss_cc_host_share(&h, &prm, &f[j]);
+		}
+		if (t >= n) {
+			uint64_t lo = UINT64_MAX, hi = 0;
+
+			for (unsigned j = 0; j < n; j++) {
+				lo = rate[j] < lo ? rate[j] : lo;
+				hi = rate[j] > hi ? rate[j] : hi;
+			}
+			if (hi - lo > max_spread)
+				max_spread = hi - lo;
+		}
+		if (t >= 2000 * n) {
+			sum += (double)offered;
+			q_max = q > q_max ? q : q_max;
+			q_sum += q;
+			samples++;
+		}
+	}
+	if (getenv("FLUID_DEBUG"))
+		fprintf(stderr, "n %u util %.3f q mean %lld max %lld\n", n, sum / samples / cap,
+			(long long)(q_sum / samples), (long long)q_max);
+	CHECK_EQ_U64(max_spread, 0); /* equal rates all along */
+	CHECK(sum / samples > 0.9 * (double)cap);
+	CHECK(sum / samples < 1.1 * (double)cap);
+	CHECK(q_max < 3 * k);
+	CHECK(q_sum / samples < 2 * k);
+	ss_cc_params_default(&prm);
+}
+
+static void test_fluid_bottleneck(void)
+{
+	fluid(2);
+	fluid(8);
+	fluid(32);
+}
+
+int main(void)
+{
+	ss_cc_params_default(&prm);
+	test_first_run_and_slow_start();
+	test_additive_increase();
+	test_loss_as_n_flows();
+	test_marks_as_n_flows();
+	test_cap();
+	test_water_filling();
+	test_join_leave();
+	test_fluid_bottleneck();
+	return check_done("test_cc_share");
+}
