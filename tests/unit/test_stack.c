@@ -98,20 +98,27 @@ static void test_listen(struct sh *h, uint16_t port)
 	CHECK_EQ_U64(ev.cookie, 42);
 }
 
+/* A harness peer on @peer_port connects to the app listening on port 7;
+ * returns it once the app holds the connection in @ac. */
+static struct sh_peer_conn *peer_connected(struct sh *h, uint16_t peer_port, struct app_conn *ac)
+{
+	struct sh_peer_conn *p = sh_peer_new(h, peer_port, 7);
+	CHECK(ss_tcp_connect(&p->c, h->now_us) == 0);
+	sh_pump(h, 16);
+	app_poll(h, ac, false);
+	CHECK(ac->connected);
+	return p;
+}
+
 /* Linux-like peer connects to an app echo server; 300 kB each way, exact. */
 static void test_passive_echo(void)
 {
 	struct sh h;
 	CHECK(sh_init(&h, ATTACH) == 0);
 	test_listen(&h, 7);
-	struct sh_peer_conn *p = sh_peer_new(&h, 40000, 7);
-	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
-	sh_pump(&h, 16);
-	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
-
 	struct app_conn ac = { 0 };
-	app_poll(&h, &ac, false);
-	CHECK(ac.connected);
+	struct sh_peer_conn *p = peer_connected(&h, 40000, &ac);
+	CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
 	CHECK_EQ_U64(h.app->n_conns, 1);
 
 	const uint64_t total = 300000;
@@ -499,12 +506,8 @@ static void test_delayed_ack(void)
 	CHECK(sh_init(&h, ATTACH) == 0);
 	h.st.params.delack_us = 1000; /* connections take the stack's copy */
 	test_listen(&h, 7);
-	struct sh_peer_conn *p = sh_peer_new(&h, 40001, 7);
-	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
-	sh_pump(&h, 16);
 	struct app_conn ac = { 0 };
-	app_poll(&h, &ac, false);
-	CHECK(ac.connected);
+	struct sh_peer_conn *p = peer_connected(&h, 40001, &ac);
 
 	/* The first data after the handshake is acknowledged at once (no ACK
 	 * of ours carried rcv_nxt yet): past that, delayed ACKs. */
@@ -747,12 +750,8 @@ static void test_tx_csum_offload_frames(void)
 	struct sh h;
 	CHECK(sh_init(&h, ATTACH) == 0);
 	test_listen(&h, 7);
-	struct sh_peer_conn *p = sh_peer_new(&h, 40000, 7);
-	CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
-	sh_pump(&h, 16);
 	struct app_conn ac = { 0 };
-	app_poll(&h, &ac, false);
-	CHECK(ac.connected);
+	peer_connected(&h, 40000, &ac);
 	struct ss_flow_key k = { .local_ip = SH_SVC_IP, .remote_ip = SH_PEER_IP,
 				 .local_port = 7, .remote_port = 40000 };
 	struct ss_sconn *sc = ss_flow_table_lookup(&h.st.flows, &k);

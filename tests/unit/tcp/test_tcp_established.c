@@ -877,6 +877,21 @@ static struct ss_tcp h_sack_segs(struct harness *hh, uint32_t una, uint32_t ack_
 	return s;
 }
 
+/* An established connection with @segs full segments in flight (the
+ * window @cwnd_segs); returns the first one's sequence number. */
+static uint32_t h_flight(uint32_t cwnd_segs, uint32_t segs)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h.c.f.cwnd = cwnd_segs * MSS_TS;
+	CHECK(h_app_send(&h, segs * MSS_TS) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, segs);
+	return cfg.iss + 1;
+}
+
 /* Segments out since the last h_clear() that resend data below snd_max. */
 static unsigned h_resent(const struct harness *hh, uint32_t *first_seq)
 {
@@ -897,15 +912,7 @@ static unsigned h_resent(const struct harness *hh, uint32_t *first_seq)
  * the highest forgotten when a fifth would not fit, trimmed at snd_una. */
 static void test_established_sack_scoreboard(void)
 {
-	struct h_cfg cfg;
-
-	h_cfg_default(&cfg);
-	harness_established(&h, &cfg);
-	h.c.f.cwnd = 24 * MSS_TS;
-	CHECK(h_app_send(&h, 20 * MSS_TS) == 0);
-	h_output(&h);
-	CHECK_EQ_U64(h.nout, 20);
-	uint32_t una = cfg.iss + 1;
+	uint32_t una = h_flight(24, 20);
 #define SEG(k) (una + (k) * MSS_TS)
 	const uint32_t four[] = { 16, 17, 14, 15, 12, 13, 10, 11 };
 	struct ss_tcp s = h_sack_segs(&h, una, 0, 4, four);
@@ -973,16 +980,8 @@ static void test_established_sack_scoreboard(void)
  * does not resend what the scoreboard resent already. */
 static void test_established_sack_recovery_many_holes(void)
 {
-	struct h_cfg cfg;
 	uint32_t seq = 0;
-
-	h_cfg_default(&cfg);
-	harness_established(&h, &cfg);
-	h.c.f.cwnd = 16 * MSS_TS;
-	CHECK(h_app_send(&h, 12 * MSS_TS) == 0);
-	h_output(&h);
-	CHECK_EQ_U64(h.nout, 12);
-	uint32_t una = cfg.iss + 1;
+	uint32_t una = h_flight(16, 12);
 #define SEG(k) (una + (k) * MSS_TS)
 	/* Segments 1-3 arrive: the third SACK shows 3 MSS above the hole. */
 	for (uint32_t k = 2; k <= 4; k++) {
