@@ -19,6 +19,8 @@
 
 #include "util.h"
 
+#include "mix64.h"
+
 /*
  * memcached text protocol over C non-blocking connections in one epoll
  * loop (one thread).  The workload of issue 5's key-value benchmark:
@@ -142,16 +144,6 @@ static void fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
 	va_end(ap);
-}
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
 }
 
 /* xorshift64*: the next 64 random bits. */

@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mix64.h"
+
 #define MAX_CONNS 1024
 #define MAX_SIZES 16
 #define SHARED_KEY "mcload:shared"
@@ -85,25 +87,15 @@ static void err(const char *fmt, ...)
 	}
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* The value of (conn, key, version): its size and bytes. */
 static size_t value_size(int c, uint32_t k, uint32_t v)
 {
-	return sizes[mix(seed ^ ((uint64_t)c << 40) ^ ((uint64_t)k << 20) ^ v) % (uint64_t)nsizes];
+	return sizes[mix64(seed ^ ((uint64_t)c << 40) ^ ((uint64_t)k << 20) ^ v) % (uint64_t)nsizes];
 }
 
 static void value_fill(char *dst, size_t len, int c, uint32_t k, uint32_t v)
 {
-	uint64_t s = mix(seed * 31 + ((uint64_t)c << 42) + ((uint64_t)k << 21) + v) | 1;
+	uint64_t s = mix64(seed * 31 + ((uint64_t)c << 42) + ((uint64_t)k << 21) + v) | 1;
 	for (size_t i = 0; i < len; i++) {
 		s ^= s << 13;
 		s ^= s >> 7;

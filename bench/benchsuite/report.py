@@ -54,6 +54,19 @@ def cpu_cell(res):
     return "%.2f (%s)" % (c["busy_cores"], " + ".join("%.2f" % c[k]["busy"] for k in cpus))
 
 
+def table_row(cells):
+    """One markdown table row ("|" inside a cell becomes "/")."""
+    return "| " + " | ".join(c.replace("|", "/") for c in cells) + " |"
+
+
+def table_text(rows, notes):
+    """The table's lines, then the footnote of its contended points."""
+    text = "\n".join(rows)
+    if notes:
+        text += "\n\n\\* contended: " + "; ".join(notes)
+    return text
+
+
 def contended_note(value, s, l):
     """The footnote of a point another process disturbed: its CPU-s and who."""
     return "%s: other processes took %.1f / %.1f CPU-s during the Slipstream / Linux run (%s)" % (
@@ -120,12 +133,10 @@ def bench_table(bench, points):
         s, l = p.get("slipstream") or {}, p.get("linux") or {}
         mark = "*" if contended(s) or contended(l) else ""
         cells = [str(p["value"]) + mark] + [f(s, l) for _, f in cols]
-        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        rows.append(table_row(cells))
         if mark:
             notes.append(contended_note(p["value"], s, l))
-    text = "\n".join(rows)
-    if notes:
-        text += "\n\n\\* contended: " + "; ".join(notes)
+    text = table_text(rows, notes)
     return text
 
 
@@ -233,12 +244,10 @@ def bulk_table(bench, points):
         cells += ["%s / %s" % (_retrans(s), _retrans(l)),
                   "%s / %s" % (_drops(s), _drops(l)), cpu_cell(s), cpu_cell(l),
                   pair(_cpu_per_gb(s), _cpu_per_gb(l))]
-        rows.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+        rows.append(table_row(cells))
         if mark:
             notes.append(contended_note(p["value"], s, l))
-    text = "\n".join(rows)
-    if notes:
-        text += "\n\n\\* contended: " + "; ".join(notes)
+    text = table_text(rows, notes)
     if loss and bench.get("target"):
         text += "\n\nTarget (issue 5: loss penalty at 1%% no more than twice Linux's): %s." % (
             bench["target"]["words"])

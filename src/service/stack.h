@@ -152,7 +152,7 @@ struct ss_stack_limits {
 	uint32_t loop_slots;     /* loopback queue frames, power of two; 0: the default */
 	uint8_t syn_cookies;     /* SS_SYN_COOKIES_*: 0 (off) unless set */
 	uint16_t local_port_lo;  /* ephemeral ports for connect() and bind(0), */
-	uint16_t local_port_hi;  /* inclusive; 0, 0: SS_EPHEMERAL_LO..HI */
+	uint16_t local_port_hi;  /* inclusive; 0, 0: SS_EPHEMERAL_LO..HI (set at init) */
 };
 
 /* SYN cookies (stack_cookie.c): a SYN past the listener's backlog of

@@ -186,6 +186,10 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 	s->io = *io;
 	s->params = *params;
 	s->lim = *lim;
+	if (!s->lim.local_port_lo || s->lim.local_port_lo > s->lim.local_port_hi) {
+		s->lim.local_port_lo = SS_EPHEMERAL_LO;
+		s->lim.local_port_hi = SS_EPHEMERAL_HI;
+	}
 	memcpy(s->mac, mac, 6);
 	s->ip = ip;
 	s->netmask = prefix_len ? ~0u << (32 - prefix_len) : 0;
@@ -539,7 +543,7 @@ static bool addr_bad(const struct ss_stack *s, uint32_t ip)
 
 static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out)
 {
-	uint32_t lo = STACK_EPH_LO(s), span = STACK_EPH_HI(s) - lo + 1;
+	uint32_t lo = s->lim.local_port_lo, span = s->lim.local_port_hi - lo + 1;
 	uint32_t start = (uint32_t)((s->ts_seed ^ (s->now_us * 0x9e3779b97f4a7c15ull)) >> 40) % span;
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(lo + (start + i) % span);

@@ -6,10 +6,6 @@
 
 #define SS_EPHEMERAL_LO 32768u /* Linux's default ip_local_port_range */
 #define SS_EPHEMERAL_HI 60999u
-
-/* The ephemeral range in use (ss_stack_limits.local_port_lo/hi). */
-#define STACK_EPH_LO(s) ((s)->lim.local_port_lo ? (s)->lim.local_port_lo : SS_EPHEMERAL_LO)
-#define STACK_EPH_HI(s) ((s)->lim.local_port_lo ? (s)->lim.local_port_hi : SS_EPHEMERAL_HI)
 #define SS_ARP_RETRY_US 1000000u
 #define SS_ARP_TRIES 3
 

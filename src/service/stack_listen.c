@@ -31,7 +31,7 @@ bool stack_port_in_use(const struct ss_stack *s, uint16_t port)
 /* bind(port 0): an ephemeral port no entry holds, from a seeded start. */
 static int pick_free_port(struct ss_stack *s, uint16_t *out)
 {
-	uint32_t lo = STACK_EPH_LO(s), span = STACK_EPH_HI(s) - lo + 1;
+	uint32_t lo = s->lim.local_port_lo, span = s->lim.local_port_hi - lo + 1;
 	uint32_t start = (uint32_t)((s->ts_seed ^ (s->now_us * 0x9e3779b97f4a7c15ull)) >> 40) % span;
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(lo + (start + i) % span);
