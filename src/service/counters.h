@@ -152,6 +152,7 @@
 	X(fp_link_naps)                                                       \
 	X(fp_peer_kicks)                                                      \
 	X(fp_peer_kick_failed)                                                \
+	X(fp_peer_polling)                                                    \
 	X(drop_no_mbuf)
 
 enum ss_counter_id {

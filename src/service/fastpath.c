@@ -74,9 +74,28 @@ static void memif_refresh(struct ss_fastpath *fp, uint64_t now)
 	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, tx);
 }
 
-/* memif: tells the peer frames wait on its RX ring (it may be asleep on it). */
+/*
+ * memif, after a TX burst that sent frames: rings the peer if it sleeps on
+ * its RX ring, i.e. its ring's MASK_INT flag is clear (the memif
+ * protocol; rx_wake_arm() below is the receiving side).  The PMD's TX burst
+ * already rang it if it saw the flag clear, but it reads the flag right
+ * after publishing the ring's new head without a full barrier, so it can
+ * miss a peer that cleared the flag and then saw the old head: the fence
+ * here closes that (the peer fences between the same two steps), at the
+ * price of a second ring while the peer sleeps.  A peer that polls is not
+ * rung at all (fp_peer_polling).  Without the ring's flags (layout not
+ * recognised) every burst rings.
+ */
 static void kick_peer(struct ss_fastpath *fp)
 {
+	volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, false);
+	if (flags) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (*flags & SS_MEMIF_RING_MASK_INT) {
+			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
+			return;
+		}
+	}
 	uint64_t one = 1;
 	if (write(fp->memif_tx_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
 		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kicks);
@@ -286,10 +305,21 @@ static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
 			return false;
 		return true;
 	case SS_NIC_WAIT_MEMIF:
-		/* The peer rings after every burst it sends, also while we
-		 * are awake: forget those, the next poll sees their frames. */
+		/* The memif protocol: clear our RX ring's MASK_INT flag, so
+		 * the peer rings after sending, then (the fence) poll once
+		 * more.  While the flag is clear the PMD's RX burst reads the
+		 * eventfd itself, which forgets rings from before the sleep.
+		 * Without the flag (layout not recognised) the peer rings
+		 * after every burst: forget those here. */
 		memif_refresh(fp, now);
-		drain_eventfd(fp->memif_rx_fd);
+		volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, true);
+		fp->memif_unmasked = flags != NULL;
+		if (flags) {
+			*flags = 0;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		} else {
+			drain_eventfd(fp->memif_rx_fd);
+		}
 		return true;
 	default:
 		return false;
@@ -298,6 +328,16 @@ static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
 
 static void rx_wake_disarm(struct ss_fastpath *fp)
 {
+	if (fp->memif_unmasked) {
+		/* Polling again: no rings wanted.  A ring that came after
+		 * the sleep stays in the eventfd until the next arm's poll.
+		 * Looked up again: the peer may have gone (and its rings
+		 * with it) while we slept. */
+		volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, true);
+		if (flags)
+			*flags = SS_MEMIF_RING_MASK_INT;
+		fp->memif_unmasked = false;
+	}
 	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR) {
 		rte_eth_dev_rx_intr_disable(fp->port, fp->queue);
 		if (fp->wait_fd_counter)
@@ -386,6 +426,7 @@ int ss_fastpath_run(void *arg)
 	fp->tx_flush_at = SS_FP_TXQ;
 	fp->link_up = true;
 	fp->memif_rx_fd = fp->memif_tx_fd = fp->memif_rx_src = fp->memif_tx_src = -1;
+	fp->memif_unmasked = false;
 	fp->wait_fd_counter = false;
 	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR && fp->wait_fd >= 0) {
 		/* An eventfd (MSI-X, VFIO) counts and must be read to re-arm;

@@ -50,6 +50,7 @@ struct ss_fastpath {
 	uint64_t link_next_ns;  /* next link check */
 	int memif_rx_fd, memif_tx_fd;
 	int memif_rx_src, memif_tx_src;  /* the PMD's fds they duplicate */
+	bool memif_unmasked;    /* armed: our RX ring's MASK_INT flag is clear */
 	uint32_t idle_polls;    /* empty polls before sleeping */
 	bool idle_yield;        /* sched_yield() after each empty poll */
 	uint32_t rx_budget;     /* RX frames per round, in bursts of SS_FP_BURST */

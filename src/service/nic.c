@@ -262,6 +262,78 @@ void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_
 	*tx_fd = rte_intr_fd_get(memif_q(nic->port_id, q, false)->intr_handle);
 }
 
+/*
+ * The memif protocol's ring header in the shared region (the same for
+ * every implementation: DPDK, VPP, libmemif): a cookie, then the flags the
+ * ring's receiver sets.  DPDK 22.11 finds queue @q's ring at its region's
+ * address plus the queue's ring_offset; the regions are the first member
+ * of the port's process-private data (struct pmd_process_private), and a
+ * region's address the first of struct memif_region.
+ */
+#define MEMIF_COOKIE 0x3E31F20u
+struct memif_ring_hdr {
+	uint32_t cookie;
+	uint16_t flags;
+};
+struct memif_region_2211 {
+	void *addr;
+};
+
+/* struct rte_eth_dev of DPDK 22.11 (ethdev_driver.h, not installed), as
+ * far as process_private, and its size for indexing. */
+struct eth_dev_2211 {
+	eth_rx_burst_t rx_pkt_burst;
+	eth_tx_burst_t tx_pkt_burst;
+	eth_tx_prep_t tx_pkt_prepare;
+	eth_rx_queue_count_t rx_queue_count;
+	eth_rx_descriptor_status_t rx_descriptor_status;
+	eth_tx_descriptor_status_t tx_descriptor_status;
+	void *data;
+	void *process_private;
+	void *dev_ops, *device, *intr_handle;
+	void *link_intr_cbs[2];
+	void *post_rx_burst_cbs[RTE_MAX_QUEUES_PER_PORT];
+	void *pre_tx_burst_cbs[RTE_MAX_QUEUES_PER_PORT];
+	int state;
+	void *security_ctx;
+	uint64_t reserved_64s[4];
+	void *reserved_ptrs[4];
+} __rte_cache_aligned;
+extern struct eth_dev_2211 rte_eth_devices[];
+
+/*
+ * The port's memif regions, or NULL if its device entry does not match
+ * what the public fast-path table says of it (burst functions, queues).
+ */
+static struct memif_region_2211 *const *memif_regions(uint16_t port)
+{
+	const struct eth_dev_2211 *dev = &rte_eth_devices[port];
+	const struct rte_eth_fp_ops *ops = &rte_eth_fp_ops[port];
+	/* struct rte_eth_dev_data: name[RTE_ETH_NAME_MAX_LEN], then the queue arrays */
+	void **const *queues = (void **const *)((const char *)dev->data + RTE_ETH_NAME_MAX_LEN);
+	if (ops->rx_pkt_burst != dev->rx_pkt_burst || ops->tx_pkt_burst != dev->tx_pkt_burst ||
+	    ops->rx_queue_count != dev->rx_queue_count || !dev->data ||
+	    queues[0] != ops->rxq.data || queues[1] != ops->txq.data)
+		return NULL;
+	return dev->process_private;
+}
+
+volatile uint16_t *ss_nic_memif_ring_flags(const struct ss_nic *nic, uint16_t q, bool rx)
+{
+	if (!nic->memif_regions)
+		return NULL;
+	const struct memif_queue_2211 *mq = memif_q(nic->port_id, q, rx);
+	if (!mq)
+		return NULL;
+	const struct memif_region_2211 *r = nic->memif_regions[mq->region];
+	if (!r || !r->addr)
+		return NULL;
+	struct memif_ring_hdr *ring = (struct memif_ring_hdr *)((uint8_t *)r->addr + mq->ring_offset);
+	if (ring->cookie != MEMIF_COOKIE)
+		return NULL;
+	return &ring->flags;
+}
+
 bool ss_nic_link_up(uint16_t port)
 {
 	struct rte_eth_link link;
@@ -465,9 +537,13 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		find_wait_fds(nic);
 	else if (try_intr && find_rx_intr_fds(nic))
 		;
-	else if (nic->kind == SS_NIC_KIND_MEMIF && memif_layout_ok(nic))
+	else if (nic->kind == SS_NIC_KIND_MEMIF && memif_layout_ok(nic)) {
 		nic->wait_mode = SS_NIC_WAIT_MEMIF;
-	else
+		nic->memif_regions = memif_regions(port);
+		if (!nic->memif_regions)
+			SS_WARN("port %u: memif device entry not as in DPDK 22.11: the peer is rung "
+				"after every TX burst", port);
+	} else
 		nic->wait_mode = SS_NIC_WAIT_TIMED;
 
 	SS_INFO("port %u: %s (%s) mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u, %u queue(s), "

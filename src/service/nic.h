@@ -25,6 +25,8 @@ struct ss_nic_caps {
 	bool tso;
 };
 
+struct memif_region_2211;
+
 struct ss_nic {
 	uint16_t port_id;
 	uint16_t nb_queues;
@@ -45,6 +47,9 @@ struct ss_nic {
 	int ifindex;                     /* the kernel interface under the PMD, 0 if none */
 	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
 	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
+	/* memif: the PMD's regions (its process-private data), NULL where
+	 * its layout was not recognised (see ss_nic_memif_ring_flags()) */
+	struct memif_region_2211 *const *memif_regions;
 	bool started;
 };
 
@@ -72,6 +77,18 @@ void ss_nic_close(struct ss_nic *nic);
  * are made at connection and closed at disconnection).
  */
 void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd);
+
+/*
+ * memif (wait mode SS_NIC_WAIT_MEMIF): the flags word, in the shared
+ * memory, of queue @q's RX ring (@rx) or TX ring; NULL while the peer is
+ * not connected or the ring does not carry the protocol's cookie.  The
+ * ring's receiver owns it: SS_MEMIF_RING_MASK_INT set means it polls and
+ * wants no interrupt; clear, the sender rings the queue's eventfd after
+ * sending (the PMD's TX burst does, and so does the fast path).  Resolve
+ * it at each use: the PMD unmaps the rings when the peer goes.
+ */
+#define SS_MEMIF_RING_MASK_INT 1u
+volatile uint16_t *ss_nic_memif_ring_flags(const struct ss_nic *nic, uint16_t q, bool rx);
 
 /* The port's link is up (memif: the peer is connected). */
 bool ss_nic_link_up(uint16_t port);

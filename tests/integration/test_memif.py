@@ -229,8 +229,16 @@ def test_memif_bulk(pair, procs):
     dc = assert_no_drops(before[0], pair.client.stats(), "client's service")
     ds = assert_no_drops(before[1], pair.server.stats(), "server's service")
     assert ds.get("rx_tcp", 0) >= nbytes // 1448, ds
-    print("\nmemif bulk: %d MiB in %.2f s (%.2f Gbit/s); tx_kept client %d"
-          % (nbytes // MiB, secs, nbytes * 8 / secs / 1e9, dc.get("tx_kept", 0)))
+    print("\nmemif bulk: %d MiB in %.2f s (%.2f Gbit/s); tx_kept client %d; sender's bursts: "
+          "%d rang the peer, %d found it polling; receiver slept %d times"
+          % (nbytes // MiB, secs, nbytes * 8 / secs / 1e9, dc.get("tx_kept", 0),
+             dc.get("fp_peer_kicks", 0), dc.get("fp_peer_polling", 0), ds.get("fp_sleeps", 0)))
+    # The memif protocol: the sender rings only a receiver that sleeps (its
+    # ring's MASK_INT flag clear), at most a few times per sleep (the PMD's
+    # ring and ours, and bursts sent before it woke); a polling receiver is
+    # not rung (fp_peer_polling counts those bursts).
+    assert dc.get("fp_peer_polling", 0) > 0, dc
+    assert dc.get("fp_peer_kicks", 0) <= 4 * ds.get("fp_sleeps", 0) + 4, (dc, ds)
 
 
 def test_memif_stop_clean(pair):
