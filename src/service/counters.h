@@ -153,6 +153,7 @@
 	X(fp_peer_kicks)                                                      \
 	X(fp_peer_kick_failed)                                                \
 	X(fp_peer_polling)                                                    \
+	X(fp_peer_pmd_rang)                                                   \
 	X(drop_no_mbuf)
 
 enum ss_counter_id {

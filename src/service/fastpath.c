@@ -76,23 +76,31 @@ static void memif_refresh(struct ss_fastpath *fp, uint64_t now)
 
 /*
  * memif, after a TX burst that sent frames: rings the peer if it sleeps on
- * its RX ring, i.e. its ring's MASK_INT flag is clear (the memif
- * protocol; rx_wake_arm() below is the receiving side).  The PMD's TX burst
- * already rang it if it saw the flag clear, but it reads the flag right
- * after publishing the ring's new head without a full barrier, so it can
- * miss a peer that cleared the flag and then saw the old head: the fence
- * here closes that (the peer fences between the same two steps), at the
- * price of a second ring while the peer sleeps.  A peer that polls is not
- * rung at all (fp_peer_polling).  Without the ring's flags (layout not
- * recognised) every burst rings.
+ * its RX ring, i.e. the ring's MASK_INT flag is clear (the memif protocol;
+ * rx_wake_arm() below is the receiving side), and the PMD's burst has not
+ * rung it already.  The PMD rings when it sees the flag clear, but it reads
+ * the flag right after publishing the ring's new head with no full barrier
+ * between, so it can miss a peer that cleared the flag and then saw the old
+ * head.  The fence here closes that: the peer fences between the same two
+ * steps, so either it sees our frames or we see its flag clear.  @pre_* are
+ * the ring's arm count and flags read before the burst: clear then and
+ * clear now within the same arming, the flag was clear when the PMD looked
+ * (fp_peer_pmd_rang).  A polling peer is not rung (fp_peer_polling).
+ * Without the ring (layout not recognised) every burst rings.
  */
-static void kick_peer(struct ss_fastpath *fp)
+static void kick_peer(struct ss_fastpath *fp, volatile struct ss_memif_ring_hdr *ring,
+		      uint32_t pre_arms, uint16_t pre_flags)
 {
-	volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, false);
-	if (flags) {
+	if (ring) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (*flags & SS_MEMIF_RING_MASK_INT) {
+		uint16_t flags = ring->flags;   /* then arms: the peer writes arms first */
+		uint32_t arms = ring->arms;
+		if (flags & SS_MEMIF_RING_MASK_INT) {
 			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
+			return;
+		}
+		if (!(pre_flags & SS_MEMIF_RING_MASK_INT) && arms == pre_arms) {
+			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_pmd_rang);
 			return;
 		}
 	}
@@ -114,6 +122,13 @@ static void txq_flush(struct ss_fastpath *fp)
 	uint16_t n = (uint16_t)fp->ntx;
 	if (n == 0)
 		return;
+	volatile struct ss_memif_ring_hdr *peer = NULL;
+	uint32_t pre_arms = 0;
+	uint16_t pre_flags = 0;
+	if (fp->memif_tx_fd >= 0 && (peer = ss_nic_memif_ring(fp->nic, fp->queue, false))) {
+		pre_arms = peer->arms;  /* then flags: see kick_peer() */
+		pre_flags = peer->flags;
+	}
 	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, fp->txq, n);
 	uint64_t bytes = 0;
 	for (uint16_t i = 0; i < sent; i++)
@@ -121,7 +136,7 @@ static void txq_flush(struct ss_fastpath *fp)
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
 	if (sent && fp->memif_tx_fd >= 0)
-		kick_peer(fp);
+		kick_peer(fp, peer, pre_arms, pre_flags);
 	fp->tx_flush_at = SS_FP_TXQ;
 	fp->ntx = 0;
 	if (sent == n) {
@@ -309,13 +324,15 @@ static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
 		 * the peer rings after sending, then (the fence) poll once
 		 * more.  While the flag is clear the PMD's RX burst reads the
 		 * eventfd itself, which forgets rings from before the sleep.
-		 * Without the flag (layout not recognised) the peer rings
-		 * after every burst: forget those here. */
+		 * The arm count first, for the peer's kick_peer().  Without
+		 * the ring (layout not recognised) the peer rings after every
+		 * burst: forget those here. */
 		memif_refresh(fp, now);
-		volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, true);
-		fp->memif_unmasked = flags != NULL;
-		if (flags) {
-			*flags = 0;
+		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
+		fp->memif_unmasked = ring != NULL;
+		if (ring) {
+			ring->arms = ring->arms + 1;
+			ring->flags = 0;
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		} else {
 			drain_eventfd(fp->memif_rx_fd);
@@ -333,9 +350,9 @@ static void rx_wake_disarm(struct ss_fastpath *fp)
 		 * the sleep stays in the eventfd until the next arm's poll.
 		 * Looked up again: the peer may have gone (and its rings
 		 * with it) while we slept. */
-		volatile uint16_t *flags = ss_nic_memif_ring_flags(fp->nic, fp->queue, true);
-		if (flags)
-			*flags = SS_MEMIF_RING_MASK_INT;
+		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
+		if (ring)
+			ring->flags = SS_MEMIF_RING_MASK_INT;
 		fp->memif_unmasked = false;
 	}
 	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR) {

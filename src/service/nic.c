@@ -263,18 +263,15 @@ void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_
 }
 
 /*
- * The memif protocol's ring header in the shared region (the same for
- * every implementation: DPDK, VPP, libmemif): a cookie, then the flags the
- * ring's receiver sets.  DPDK 22.11 finds queue @q's ring at its region's
- * address plus the queue's ring_offset; the regions are the first member
- * of the port's process-private data (struct pmd_process_private), and a
- * region's address the first of struct memif_region.
+ * DPDK 22.11 finds queue @q's ring at its region's address plus the
+ * queue's ring_offset; the regions are the first member of the port's
+ * process-private data (struct pmd_process_private), and a region's
+ * address the first of struct memif_region.
  */
 #define MEMIF_COOKIE 0x3E31F20u
-struct memif_ring_hdr {
-	uint32_t cookie;
-	uint16_t flags;
-};
+_Static_assert(offsetof(struct ss_memif_ring_hdr, flags) == 4 &&
+	       offsetof(struct ss_memif_ring_hdr, head) == 6 &&
+	       offsetof(struct ss_memif_ring_hdr, arms) + 4 <= 64, "memif ring header");
 struct memif_region_2211 {
 	void *addr;
 };
@@ -318,7 +315,7 @@ static struct memif_region_2211 *const *memif_regions(uint16_t port)
 	return dev->process_private;
 }
 
-volatile uint16_t *ss_nic_memif_ring_flags(const struct ss_nic *nic, uint16_t q, bool rx)
+volatile struct ss_memif_ring_hdr *ss_nic_memif_ring(const struct ss_nic *nic, uint16_t q, bool rx)
 {
 	if (!nic->memif_regions)
 		return NULL;
@@ -328,10 +325,9 @@ volatile uint16_t *ss_nic_memif_ring_flags(const struct ss_nic *nic, uint16_t q,
 	const struct memif_region_2211 *r = nic->memif_regions[mq->region];
 	if (!r || !r->addr)
 		return NULL;
-	struct memif_ring_hdr *ring = (struct memif_ring_hdr *)((uint8_t *)r->addr + mq->ring_offset);
-	if (ring->cookie != MEMIF_COOKIE)
-		return NULL;
-	return &ring->flags;
+	volatile struct ss_memif_ring_hdr *ring =
+		(volatile struct ss_memif_ring_hdr *)((uint8_t *)r->addr + mq->ring_offset);
+	return ring->cookie == MEMIF_COOKIE ? ring : NULL;
 }
 
 bool ss_nic_link_up(uint16_t port)

@@ -48,7 +48,7 @@ struct ss_nic {
 	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
 	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
 	/* memif: the PMD's regions (its process-private data), NULL where
-	 * its layout was not recognised (see ss_nic_memif_ring_flags()) */
+	 * its layout was not recognised (see ss_nic_memif_ring()) */
 	struct memif_region_2211 *const *memif_regions;
 	bool started;
 };
@@ -79,16 +79,30 @@ void ss_nic_close(struct ss_nic *nic);
 void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd);
 
 /*
- * memif (wait mode SS_NIC_WAIT_MEMIF): the flags word, in the shared
- * memory, of queue @q's RX ring (@rx) or TX ring; NULL while the peer is
- * not connected or the ring does not carry the protocol's cookie.  The
- * ring's receiver owns it: SS_MEMIF_RING_MASK_INT set means it polls and
- * wants no interrupt; clear, the sender rings the queue's eventfd after
- * sending (the PMD's TX burst does, and so does the fast path).  Resolve
- * it at each use: the PMD unmaps the rings when the peer goes.
+ * memif: the head of a ring in the shared memory, as every implementation
+ * of the protocol lays it out (DPDK, VPP, libmemif): a cookie, the flags
+ * the ring's receiver owns, the head; the tail is on the next cache line.
+ * MASK_INT set: the receiver polls and wants no interrupt; clear: the
+ * sender rings the queue's eventfd after sending.  `arms` sits in the
+ * padding before the tail, which the protocol leaves unused: a Slipstream
+ * receiver counts there each time it clears MASK_INT (fastpath.c).
  */
+struct ss_memif_ring_hdr {
+	uint32_t cookie;
+	uint16_t flags;
+	uint16_t head;
+	uint8_t pad[24];
+	uint32_t arms;
+};
 #define SS_MEMIF_RING_MASK_INT 1u
-volatile uint16_t *ss_nic_memif_ring_flags(const struct ss_nic *nic, uint16_t q, bool rx);
+
+/*
+ * memif (wait mode SS_NIC_WAIT_MEMIF): the head of queue @q's RX ring (@rx)
+ * or TX ring; NULL while the peer is not connected, or if the ring does
+ * not carry the protocol's cookie or the PMD's layout was not recognised.
+ * Look it up at each use: the PMD unmaps the rings when the peer goes.
+ */
+volatile struct ss_memif_ring_hdr *ss_nic_memif_ring(const struct ss_nic *nic, uint16_t q, bool rx);
 
 /* The port's link is up (memif: the peer is connected). */
 bool ss_nic_link_up(uint16_t port);
