@@ -41,6 +41,9 @@ const char ss_config_usage[] =
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
+	"  --tw-reuse on|off     connect() may take a 4-tuple in TIME_WAIT for 1 s or\n"
+	"                        more if it had timestamps (Linux's tcp_tw_reuse = 1;\n"
+	"                        default on)\n"
 	"  --syn-cookies on|off|always  answer SYNs past a listener's backlog with a\n"
 	"                        SYN cookie instead of dropping them (default on;\n"
 	"                        always: every SYN, for tests)\n"
@@ -84,6 +87,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
 	cfg->ecn = true;
+	cfg->tw_reuse = true;
 	cfg->syn_cookies = SS_SYN_COOKIES_ON;
 	cfg->local_port_lo = 32768;
 	cfg->local_port_hi = 60999;
@@ -276,6 +280,8 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		cfg->max_orphan_mem = v;
 	} else if (strcmp(key, "ecn") == 0) {
 		return parse_on_off(key, val, &cfg->ecn, err, errlen);
+	} else if (strcmp(key, "tw-reuse") == 0) {
+		return parse_on_off(key, val, &cfg->tw_reuse, err, errlen);
 	} else if (strcmp(key, "cc") == 0) {
 		return ss_cc_policy_set_algo(&cfg->cc, val, err, errlen);
 	} else if (strcmp(key, "cc-app") == 0) {

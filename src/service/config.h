@@ -36,6 +36,7 @@ struct ss_config {
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
 	uint8_t syn_cookies;    /* SS_SYN_COOKIES_* (stack.h) */
+	bool tw_reuse;          /* connect() may take a 4-tuple in TIME_WAIT (stack.h) */
 	uint16_t local_port_lo; /* ephemeral ports for connect() and bind(0), */
 	uint16_t local_port_hi; /* inclusive (as Linux's ip_local_port_range) */
 	struct ss_cc_policy cc; /* congestion control: algorithm, per-app rules */

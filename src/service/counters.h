@@ -72,6 +72,7 @@
 	X(tcp_syn_cookies_ok)                                                    \
 	X(tcp_syn_cookies_bad)                                                   \
 	X(tcp_active_open)                                                       \
+	X(tcp_tw_reused)                                                         \
 	X(tcp_arp_failed)                                                        \
 	X(tcp_reset_app_gone)                                                    \
 	X(tcp_orphaned)                                                          \

@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 	struct ss_stack_limits slim = {
 		.max_flows = cfg.max_flows, .max_listeners = cfg.max_listeners,
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg.max_orphan_mem,
-		.syn_cookies = cfg.syn_cookies,
+		.syn_cookies = cfg.syn_cookies, .tw_reuse = cfg.tw_reuse,
 		.local_port_lo = cfg.local_port_lo, .local_port_hi = cfg.local_port_hi,
 	};
 	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send,

@@ -151,6 +151,7 @@ struct ss_stack_limits {
 	uint64_t max_orphan_mem; /* bytes kept for connections whose app exited */
 	uint32_t loop_slots;     /* loopback queue frames, power of two; 0: the default */
 	uint8_t syn_cookies;     /* SS_SYN_COOKIES_*: 0 (off) unless set */
+	bool tw_reuse;           /* connect() may take a 4-tuple in TIME_WAIT (stack_conn.c) */
 	uint16_t local_port_lo;  /* ephemeral ports for connect() and bind(0), */
 	uint16_t local_port_hi;  /* inclusive; 0, 0: SS_EPHEMERAL_LO..HI (set at init) */
 };

@@ -541,17 +541,47 @@ static bool addr_bad(const struct ss_stack *s, uint32_t ip)
 	       (s->netmask != ~0u && ip == (s->ip | ~s->netmask));
 }
 
-static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out)
+/*
+ * TIME_WAIT reuse for connect() (--tw-reuse; Linux's tcp_tw_reuse = 1): a
+ * 4-tuple whose connection has been in TIME_WAIT for SS_TW_REUSE_AFTER_US
+ * or more, with timestamps on it, may be taken by a new connection.  What
+ * TIME_WAIT guards against, old segments taken for new ones, stays
+ * guarded: the new connection starts its sequence space past the old one
+ * plus a maximal unscaled window (stack_conn_connect()), and its PAWS check
+ * (RFC 7323) drops the peer's old segments, whose timestamps are older
+ * than the new handshake's.  Not while the connection is on the dirty
+ * list (it is freed only from there).
+ */
+#define SS_TW_REUSE_AFTER_US 1000000u
+
+static bool tw_reusable(const struct ss_stack *s, const struct ss_sconn *sc)
+{
+	const struct ss_tcp_conn *c = &sc->tcp;
+	return s->lim.tw_reuse && c->f.state == SS_TCPS_TIME_WAIT && !sc->app &&
+	       (c->f.flags & SS_TCPF_TS) && !(sc->flags & SC_DIRTY) && c->tw_deadline_us &&
+	       s->now_us + c->params->time_wait_us >= c->tw_deadline_us + SS_TW_REUSE_AFTER_US;
+}
+
+/* A local port for a connection to rip:rport: a free one, or one whose
+ * 4-tuple is in a reusable TIME_WAIT (*tw, to be retired); the first of
+ * either from a pseudo-random start, as Linux. */
+static int pick_port(struct ss_stack *s, uint32_t rip, uint16_t rport, uint16_t *out,
+		     struct ss_sconn **tw)
 {
 	uint32_t lo = s->lim.local_port_lo, span = s->lim.local_port_hi - lo + 1;
 	uint32_t start = (uint32_t)((s->ts_seed ^ (s->now_us * 0x9e3779b97f4a7c15ull)) >> 40) % span;
+	*tw = NULL;
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(lo + (start + i) % span);
 		struct ss_flow_key k = { s->ip, rip, p, rport };
-		if (!ss_flow_table_lookup(&s->flows, &k) && !stack_port_in_use(s, p)) {
-			*out = p;
-			return 0;
-		}
+		struct ss_sconn *old = ss_flow_table_lookup(&s->flows, &k);
+		if (old && !tw_reusable(s, old))
+			continue;
+		if (stack_port_in_use(s, p))
+			continue;
+		*out = p;
+		*tw = old;
+		return 0;
 	}
 	return -EADDRNOTAVAIL;
 }
@@ -600,6 +630,7 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 {
 	uint32_t ip = cmd->ip;
 	uint16_t port = cmd->port, lport;
+	struct ss_sconn *tw = NULL;
 
 	if (port == 0 || addr_bad(s, ip))
 		return -EINVAL;
@@ -613,22 +644,30 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		if (stack_port_take(s, a, cmd->conn, &lport) != 0)
 			return -EINVAL;
 		k = (struct ss_flow_key){ s->ip, ip, lport, port };
-		if (ss_flow_table_lookup(&s->flows, &k))
+		tw = ss_flow_table_lookup(&s->flows, &k);
+		if (tw && !tw_reusable(s, tw))
 			return -EADDRNOTAVAIL;
-	} else if (pick_port(s, ip, port, &lport) != 0) {
+	} else if (pick_port(s, ip, port, &lport, &tw) != 0) {
 		return -EADDRNOTAVAIL;
 	}
 	uint64_t cookie = cmd->cookie;
 	int64_t slot = ss_idpool_alloc(&a->slots);
 	if (slot < 0)
 		return -EMFILE;
+	uint32_t iss = ss_tcp_isn(s->isn_secret, s->ip, lport, ip, port, s->now_us);
+	if (tw) {
+		/* Past everything the old connection sent, and a window
+		 * more, as Linux (its snd_nxt + 65535 + 2). */
+		iss = tw->tcp.f.snd_nxt + 65537u;
+		conn_free(s, tw);
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_tw_reused);
+	}
 	struct ss_sconn *sc = conn_alloc(s);
 	if (!sc) {
 		ss_idpool_free(&a->slots, (uint32_t)slot);
 		return -ENOBUFS;
 	}
-	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport,
-		   ss_tcp_isn(s->isn_secret, s->ip, lport, ip, port, s->now_us));
+	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport, iss);
 	sc->cookie = cookie;
 	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
 		stack_conn_release_slot(s, sc);

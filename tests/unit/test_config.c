@@ -48,6 +48,9 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_OFF);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "always"), 0);
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
+	CHECK(cfg.tw_reuse); /* the default */
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--tw-reuse", "off"), 0);
+	CHECK(!cfg.tw_reuse);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
 	CHECK_EQ_U64(cfg.local_port_lo, 32768);
@@ -110,6 +113,7 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
 		{ "--idle-yield", "1", "idle-yield: expected on or off, got '1'" },
+		{ "--tw-reuse", "yes", "tw-reuse: expected on or off, got 'yes'" },
 		{ "--local-ports", "5000", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5000'" },
 		{ "--local-ports", "0-10", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '0-10'" },
 		{ "--local-ports", "10-5", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '10-5'" },

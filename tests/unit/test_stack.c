@@ -321,6 +321,77 @@ static void test_local_ports(void)
 	sh_fini(&h);
 }
 
+/* connect() to the harness peer's port 9000 with @cookie; the event it gets. */
+static struct ss_shm_ev connect_event(struct sh *h, uint64_t cookie)
+{
+	struct ss_shm_ev ev = { 0 };
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP, .port = 9000,
+					.cookie = cookie });
+	sh_pump(h, 16);
+	CHECK(sh_event(h, &ev));
+	CHECK_EQ_U64(ev.cookie, cookie);
+	return ev;
+}
+
+/*
+ * TIME_WAIT reuse (--tw-reuse): with one local port, the app connects,
+ * closes first (our TIME_WAIT holds the port), and connects again: refused
+ * while the TIME_WAIT is younger than 1 s; then, with reuse on, the new
+ * connection takes the 4-tuple, its ISN past the old sequence space by a
+ * window (old snd_nxt + 65537); with reuse off, refused until TIME_WAIT ends.
+ */
+static void test_tw_reuse(void)
+{
+	for (int on = 0; on <= 1; on++) {
+		struct sh h;
+		CHECK(sh_init(&h, ATTACH) == 0);
+		h.st.lim.local_port_lo = h.st.lim.local_port_hi = 40000;
+		h.st.lim.tw_reuse = on;
+		h.peer_listen_port = 9000;
+		struct ss_shm_ev ev = connect_event(&h, 1);
+		CHECK_EQ_U64(ev.type, SS_EV_CONNECTED);
+		CHECK_EQ_U64(ev.error, 0);
+		struct app_conn ac = { 0 };
+		app_on_event(&h, &ac, &ev);
+		CHECK(ac.connected);
+		struct sh_peer_conn *p = &h.peer[0];
+		CHECK(p->used && (p->c.f.flags & SS_TCPF_TS));
+
+		sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
+		sh_pump(&h, 8);
+		app_poll(&h, &ac, false);
+		CHECK(ac.closed);
+		ss_tcp_shutdown(&p->c, h.now_us);
+		ss_tcp_output(&p->c, h.now_us);
+		sh_pump(&h, 8);
+		CHECK_EQ_U64(p->c.f.state, SS_TCPS_CLOSED);
+		CHECK_EQ_U64(h.st.n_flows, 1); /* our TIME_WAIT */
+		uint32_t old_nxt = p->c.f.rcv_nxt; /* our snd_nxt, past our FIN */
+		p->used = false;                 /* the peer forgets its closed connection */
+
+		ev = connect_event(&h, 2);
+		CHECK_EQ_U64(ev.error, EADDRNOTAVAIL);
+		sh_advance(&h, 1000000, 100000);
+		CHECK_EQ_U64(h.st.n_flows, 1);
+		ev = connect_event(&h, 3);
+		if (!on) {
+			CHECK_EQ_U64(ev.error, EADDRNOTAVAIL);
+			CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_tw_reused), 0);
+			sh_fini(&h);
+			continue;
+		}
+		CHECK_EQ_U64(ev.type, SS_EV_CONNECTED);
+		CHECK_EQ_U64(ev.error, 0);
+		CHECK_EQ_U64(ev.local_port, 40000);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_tw_reused), 1);
+		CHECK_EQ_U64(h.st.n_flows, 1);
+		CHECK(p->used);                  /* the peer's new connection, same slot */
+		CHECK_EQ_U64(p->c.f.state, SS_TCPS_ESTABLISHED);
+		CHECK_EQ_U64(p->c.irs, old_nxt + 65537u);
+		sh_fini(&h);
+	}
+}
+
 /* Bad commands get exact errors; a corrupted index disconnects the app. */
 static void test_hostile_commands(void)
 {
@@ -850,6 +921,7 @@ int main(void)
 {
 	conn_tests();
 	test_local_ports();
+	test_tw_reuse();
 	test_connect_arp();
 	test_event_ring_full();
 	test_hostile_commands();
