@@ -77,6 +77,9 @@ def main():
     ap.add_argument("--flows-cc", metavar="ALG",
                     help="flows scenario: the service's algorithm (default %s)"
                          % FLOWS_ARGS[FLOWS_ARGS.index("--cc") + 1])
+    ap.add_argument("--flows-share", metavar="MODE", choices=("flow", "host"),
+                    help="flows scenario: the service's --cc-share (default: the "
+                         "service's default)")
     ap.add_argument("--senders", default="slipstream,linux",
                     help="flows scenario: which senders to run (default slipstream,linux)")
     ap.add_argument("--cc-trace", metavar="FILE",
@@ -100,6 +103,8 @@ def main():
                  "yet; set SLIPSTREAM_BUILD)" % cc_lib.harness.SERVICE_BIN)
     if args.flows_cc:
         FLOWS_ARGS[:] = ["--cc", args.flows_cc]
+    if args.flows_share:
+        FLOWS_ARGS.extend(["--cc-share", args.flows_share])
     flows_n = [int(x) for x in args.flows.split(",") if x.strip()]
     t_flows, t_compete, t_cap = (4, 10, 4) if args.quick else (10, 30, 10)
 

@@ -296,7 +296,7 @@ struct ss_cc_host {
 	uint64_t level;       /* water level: the share of a flow that uses it */
 	uint32_t alpha;       /* ppm, of the aggregate */
 	uint32_t epoch;       /* host intervals run, + 1 (a flow's 0: never added) */
-	uint32_t n_last;      /* flows in the last run's interval */
+	uint32_t n_last;      /* flows R was split among in the last run */
 	uint8_t slow_start;
 	uint8_t loss_mode;    /* unmarked loss: Reno's increase, as dctcp-rate */
 	uint8_t fresh;        /* never run: the first run starts from the flows' rates */
@@ -354,9 +354,13 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
  * host runs more often than that, as its interval holds 4 segments of R,
  * not of the share, and each flow's step is scaled to the run's length,
  * so that R gains per second what n flows at the share would.
+ * @members: the flows paced at a share of R (the caller's list of the
+ * host's active flows; fewer than n counts as n).  R is theirs: the split,
+ * R's bounds and the aggregate rates (cap, slow start) count all of them,
+ * not only the n whose intervals ended in this run.
  */
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
-		    uint32_t flow_iv_us, struct ss_cc_out *out);
+		    uint32_t flow_iv_us, uint32_t members, struct ss_cc_out *out);
 
 /* The rate flow @f is paced at: the level, or its own demand when that is
  * smaller (it did not use its rate); within [min_rate, max_rate]. */

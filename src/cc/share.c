@@ -170,23 +170,30 @@ static void host_out(const struct ss_cc_host *h, uint32_t flags, struct ss_cc_ou
 }
 
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_t srtt_us,
-		    uint32_t flow_iv_us, struct ss_cc_out *out)
+		    uint32_t flow_iv_us, uint32_t members, struct ss_cc_out *out)
 {
 	const struct ss_cc_dctcp_rate_params *p = &pp->dctcp_rate;
-	uint64_t n = h->n, rate, big;
+	uint64_t n = h->n, rate, big, all;
 	uint32_t flags = 0;
 
 	if (n == 0) {
 		host_out(h, SS_CC_OUT_HELD, out);
 		return;
 	}
+	/* R is the rate of all the members, whether or not their intervals
+	 * ended in this run: the flows' intervals are not in phase (and
+	 * after a stall of the fast path they end together), so n varies
+	 * from run to run, and R / n paced every member at up to
+	 * members / n times its share. */
+	all = members > n ? members : n;
 	if (h->fresh) {
 		h->fresh = 0;
-		h->rate = cc_rate_clamp(h->join_rate, p->min_rate, SS_CC_RATE_LIMIT);
+		h->rate = cc_rate_clamp(all == n ? h->join_rate : cc_mul_n(h->join_rate / n, all),
+					p->min_rate, SS_CC_RATE_LIMIT);
 	}
 	rate = h->rate;
 	if (!h->rate_limited && p->cap_ppm && h->sent && h->sample_us) {
-		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), n),
+		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), all),
 					  p->cap_ppm);
 
 		if (rate > cap) {
@@ -204,7 +211,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		 * loss_md, those with marks by alpha/2, the others step. */
 		uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
 		uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
-		uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0, step = host_step(h, p, rate, n, srtt_us, flow_iv_us);
+		uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0, step = host_step(h, p, rate, all, srtt_us, flow_iv_us);
 
 		rate = cc_rate_cut(rate, cut / n) + cc_mul_n(step, calm);
 		h->slow_start = 0;
@@ -213,27 +220,27 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 	} else if (!h->acked) {
 		flags |= SS_CC_OUT_HELD;
 	} else if (h->slow_start) {
-		uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), n);
+		uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), all);
 
 		rate += cc_u64_min(delivered, rate);
 	} else {
 		/* Each flow that had bytes acknowledged steps; the others hold. */
-		rate += cc_mul_n(host_step(h, p, rate, n, srtt_us, flow_iv_us), h->n_acked);
+		rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
 	}
-	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, n),
-				cc_u64_min(cc_mul_n(p->max_rate, n), SS_CC_RATE_LIMIT));
+	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, all),
+				cc_u64_min(cc_mul_n(p->max_rate, all), SS_CC_RATE_LIMIT));
 
 	/* The water level: what is left once the small demands are met, over
-	 * the other flows, and never below an equal split. */
-	big = n - cc_u64_min(h->n_small, n);
+	 * the other members, and never below an equal split. */
+	big = all - cc_u64_min(h->n_small, all);
 	if (big == 0) {
 		h->level = h->rate;
 	} else {
 		uint64_t lvl = h->rate > h->small_sum ? (h->rate - h->small_sum) / big : 0;
 
-		h->level = cc_u64_max(lvl, h->rate / n);
+		h->level = cc_u64_max(lvl, h->rate / all);
 	}
-	h->n_last = (uint32_t)n;
+	h->n_last = (uint32_t)all;
 	h->epoch = h->epoch + 1 ? h->epoch + 1 : 1;
 	host_reset_acc(h);
 	host_out(h, flags, out);

@@ -233,6 +233,7 @@ struct ss_stack {
 		uint64_t host_start_us; /* the host controller's interval began */
 		struct ss_cc_host host; /* cc-share host: the host's controller */
 		struct ss_sconn *members; /* its flows paced at their share */
+		uint32_t n_members;     /* how many (the split's divisor) */
 	} cc_paths[256];
 
 	struct ss_stack_loop loop;      /* segments to our own address */

@@ -135,19 +135,29 @@ def test_cc_counters_reported(ecn_bed):
     assert not missing, "slipstream stats has no %s" % ", ".join(missing)
 
 
-# Known gap (issue 6, docs/congestion.md "Measurements"): dctcp-rate drops
-# nothing and keeps the mean queue below the threshold and the run's mean
-# fairness near 0.95, but single 100 ms windows at 2 and 8 flows go below
-# 0.95, the p99 backlog is a few KB over the bound at 2 flows and near
-# 95 KB at 32 (each flow's 2-segment window floor), and 32 flows use ~75 %
-# of the link.  The criteria stay as the issue states them; this marks
-# them as not met yet.
-KNOWN_GAP_BURSTS = pytest.mark.xfail(
-    reason="dctcp-rate: short-window fairness, p99 queue (known gap, issue 6)", strict=False)
+# Known gap (issue 6, docs/congestion.md "Measurements" and "Known gaps"),
+# per N, with the default per-flow dctcp-rate: no drops and the mean queue
+# below the threshold at every N, but single 100 ms windows go below 0.95
+# at 2 flows (min 0.65-0.71) and at 8 (0.81-0.97), the p99 backlog is over
+# the bound at 8 flows in some runs (44-60 KB) and at 32 in every run
+# (82-89 KB, 32 flows' 2-segment quanta).  --cc-share host is fair at every
+# N but uses 33-60 % of the link at 2 and 32 flows, so it is not the
+# default.  The criteria stay as the issue states them; these marks say
+# they are not met yet.
+def _gap(reason):
+    return pytest.mark.xfail(reason="dctcp-rate (per flow): %s (known gap, issue 6)" % reason,
+                             strict=False)
 
 
-@KNOWN_GAP_BURSTS
-@pytest.mark.parametrize("n", [2, 8, 32])
+KNOWN_GAP_BURSTS = {
+    2: _gap("Jain's index of single 100 ms windows below 0.95"),
+    8: _gap("Jain's index of single 100 ms windows below 0.95; p99 queue over the bound "
+            "in some runs"),
+    32: _gap("p99 queue over the bound (2-segment quanta of 32 flows)"),
+}
+
+
+@pytest.mark.parametrize("n", [pytest.param(n, marks=m) for n, m in KNOWN_GAP_BURSTS.items()])
 def test_flows_fair_no_drops_queue_near_threshold(ecn_bed, n):
     r = _run(ecn_bed, cc_lib.run_flows, "slipstream", n, T_FLOWS)
     _check(r, cc_lib.flows_verdict(r),

@@ -32,7 +32,7 @@ static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigne
 		ss_cc_share_flow_init(&f[i]);
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
-	ss_cc_host_run(h, &prm, 100, 0, &out); /* nothing acked: held at the sum */
+	ss_cc_host_run(h, &prm, 100, 0, 0, &out); /* nothing acked: held at the sum */
 	CHECK_EQ_U64(out.rate_bps, n * rate);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	for (unsigned i = 0; i < n; i++) {
@@ -40,7 +40,7 @@ static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigne
 
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
-	ss_cc_host_run(h, &prm, 100, 0, &out);
+	ss_cc_host_run(h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, n * rate / 2);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
@@ -69,7 +69,7 @@ static void test_first_run_and_slow_start(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 1000000);
 	}
 	CHECK_EQ_U64(h.n, 3);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 3000000 + 1500000);
 	CHECK(out.flags & SS_CC_OUT_SLOW_START);
 	CHECK_EQ_U64(h.alpha, 1000000); /* held at 1 until the first mark */
@@ -83,11 +83,11 @@ static void test_first_run_and_slow_start(void)
 	ss_cc_host_add(&h, &prm, &f[2], &s, 1500000);
 	CHECK_EQ_U64(h.n, 3);
 	CHECK_EQ_U64(h.n_samples, 4);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 9000000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 3000000);
 	/* Nothing added: held, shares unchanged. */
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK_EQ_U64(out.rate_bps, 9000000);
 }
@@ -106,7 +106,7 @@ static void test_additive_increase(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 10000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 40000000 + 4 * 1250000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), 11250000);
 	/* 4 flows at 4 MB/s: R = 8 MB/s, share 2 MB/s: step 250 000. */
@@ -116,7 +116,7 @@ static void test_additive_increase(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 8000000 + 4 * 250000);
 	/* Runs of 1 ms where a flow at the share would have 4 ms intervals:
 	 * a quarter of the step per run. */
@@ -125,7 +125,7 @@ static void test_additive_increase(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 2250000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 4000, &out);
+	ss_cc_host_run(&h, &prm, 100, 4000, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 9000000 + 4 * (9000000 / 4 / 8 / 4));
 }
 
@@ -150,7 +150,7 @@ static void test_loss_as_n_flows(void)
 		s.fast_retx = 1;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(h.loss_mode);
@@ -169,7 +169,7 @@ static void test_loss_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_loss, 3);
 	uint32_t a1 = cc_dctcp_alpha(a0, prm.dctcp_rate.g_ppm, 20000, 7 * (2000 / 35));
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(h.alpha, a1);
 	uint64_t indep = 3 * 1000000 + 7 * cc_rate_cut(2000000, a1 / 2);
 	/* The combined cut is truncated to a ppm of R (20 B), the
@@ -188,7 +188,7 @@ static void test_loss_as_n_flows(void)
 		if (i == 2)
 			ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 14000000 + 3 * 500000);
 	CHECK(h.loss_mode);
 	/* Then, unmarked: each flow's step is max(step, one MSS per RTT) as
@@ -199,7 +199,7 @@ static void test_loss_as_n_flows(void)
 
 		ss_cc_host_add(&h, &prm, &f[i], &s, 3500000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 15500000 + 4 * 100000000ull);
 }
 
@@ -220,7 +220,7 @@ static void test_marks_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_mark, 2);
 	/* alpha = 15/16 + 1/16 x 1/2 = 968 750 ppm. */
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(h.alpha, 968750);
 	/* Cut by (2 x 484 375) / 4 ppm, and the two unmarked flows step by
 	 * min(1.25 MB/s, their share 4 MB/s / 8) = 500 000 each. */
@@ -239,7 +239,7 @@ static void test_marks_as_n_flows(void)
 	}
 	CHECK_EQ_U64(h.n_mark, 3);
 	CHECK_EQ_U64(h.n_loss, 1);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	/* alpha = 968 750 x 15/16 + 62 500 = 970 703; cut (3 x 485 351 +
 	 * 500 000) / 4 ppm. */
 	CHECK_EQ_U64(h.alpha, 970703);
@@ -261,7 +261,7 @@ static void test_cap(void)
 		s.rate_limited = 0;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 5000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK(out.flags & SS_CC_OUT_CAPPED);
 	/* 1.2 x 2 MB/s, then + 2 x step (share 1.2 MB/s: step 150 000). */
 	CHECK_EQ_U64(out.rate_bps, 2400000 + 2 * 150000);
@@ -271,7 +271,7 @@ static void test_cap(void)
 	ss_cc_host_add(&h, &prm, &f[0], &s, 5000000);
 	s.rate_limited = 0;
 	ss_cc_host_add(&h, &prm, &f[1], &s, 5000000);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK(!(out.flags & SS_CC_OUT_CAPPED));
 }
 
@@ -298,7 +298,7 @@ static void test_water_filling(void)
 	}
 	CHECK_EQ_U64(h.n_small, 1);
 	CHECK_EQ_U64(h.small_sum, 1200000);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 16000000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1200000);
 	uint64_t bulk_share = (16000000 - 1200000) / 3;
@@ -311,7 +311,7 @@ static void test_water_filling(void)
 		s = bulk(i ? bulk_share : 1200000, 1000, 1000, 0);
 		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), out.rate_bps / 4);
 	/* Held by its own window (its RTT grew): not a demand, at the level. */
@@ -324,7 +324,7 @@ static void test_water_filling(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
 	}
 	CHECK_EQ_U64(h.n_small, 0);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 4);
 	/* All flows below the level: each gets its demand. */
 	for (int i = 0; i < 4; i++) {
@@ -332,7 +332,7 @@ static void test_water_filling(void)
 		s.rate_limited = 0;
 		ss_cc_host_add(&h, &prm, &f[i], &s, 0);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 2400000); /* capped: 1.2 x 2 MB/s */
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 600000);
 	ss_cc_params_default(&prm);
@@ -355,7 +355,7 @@ static void test_join_leave(void)
 		s = bulk(4000000, 1000, 4000, 0);
 		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(h.n_last, 2);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), out.rate_bps / 2);
 	/* One joins (a new flow), one comes back after an interval away. */
@@ -367,7 +367,7 @@ static void test_join_leave(void)
 		ss_cc_host_add(&h, &prm, &f[i], &s, 4000000);
 	}
 	CHECK_EQ_U64(h.n, 4);
-	ss_cc_host_run(&h, &prm, 100, 0, &out);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(h.n_last, 4);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[4]), out.rate_bps / 4);
 	/* A restarted entry (another host took it) keeps counting epochs, so
@@ -379,6 +379,58 @@ static void test_join_leave(void)
 	ss_cc_host_add(&h, &prm, &f[0], &s, 4000000);
 	CHECK_EQ_U64(h.n, 1);
 	ss_cc_params_default(&prm);
+}
+
+/*
+ * R belongs to all the members, not only to the flows whose intervals
+ * ended in this run: 4 members, one of them reports (its interval ended,
+ * the others' end in the next run).  The split is R / 4, and R steps by
+ * the one flow that had bytes acknowledged.  R / n would have paced all
+ * four at R, four times their share (the 32-flow overshoot of the test
+ * bed, where after a stall of the fast path the flows' intervals ended
+ * together and the next runs held one to three flows each).  The cap and
+ * slow start count the members too; a fresh host starts from the
+ * reporters' mean rate times the members.
+ */
+static void test_members_split(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[4];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s, share 4 MB/s */
+	s = bulk(4000000, 1000, 4000, 0);
+	ss_cc_host_add(&h, &prm, &f[1], &s, 4000000);
+	CHECK_EQ_U64(h.n, 1);
+	ss_cc_host_run(&h, &prm, 100, 0, 4, &out);
+	/* One flow steps min(1.25 MB/s, its share 4 MB/s / 8) = 500 000. */
+	CHECK_EQ_U64(out.rate_bps, 16500000);
+	CHECK_EQ_U64(h.n_last, 4);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 16500000 / 4);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[1]), 16500000 / 4);
+	/* The cap: one flow sent at 2 MB/s with no pacer wait: R <= 1.2 x
+	 * 4 x 2 MB/s = 9.6 MB/s (n alone: 2.4 MB/s), and it steps by
+	 * 9.6 MB/s / 4 / 8. */
+	s = bulk(2000000, 1000, 2000, 0);
+	s.rate_limited = 0;
+	ss_cc_host_add(&h, &prm, &f[2], &s, 4125000);
+	ss_cc_host_run(&h, &prm, 100, 0, 4, &out);
+	CHECK(out.flags & SS_CC_OUT_CAPPED);
+	CHECK_EQ_U64(out.rate_bps, 9600000 + 9600000 / 4 / 8);
+	/* A fresh host, 2 of 3 members reporting at 1 and 2 MB/s: R starts
+	 * at 3 x 1.5 MB/s; slow start adds 3 x the delivery rate, 2 x 1 MB/s
+	 * / 2 ms. */
+	ss_cc_host_init(&h, &prm);
+	for (int i = 0; i < 2; i++) {
+		ss_cc_share_flow_init(&f[i]);
+		s = bulk(1000000 * (uint64_t)(i + 1), 1000, 1000, 0);
+		ss_cc_host_add(&h, &prm, &f[i], &s, 1000000 * (uint64_t)(i + 1));
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, 3, &out);
+	CHECK(out.flags & SS_CC_OUT_SLOW_START);
+	CHECK_EQ_U64(out.rate_bps, 4500000 + 3 * 1000000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 7500000 / 3);
 }
 
 /*
@@ -427,7 +479,7 @@ static void fluid(unsigned n)
 		s.mss = 1448;
 		ss_cc_host_add(&h, &prm, &f[i], &s, rate[i]);
 		if (i == 0) {
-			ss_cc_host_run(&h, &prm, 100, 0, &out);
+			ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 			for (unsigned j = 0; j < n; j++)
 				rate[j] = ss_cc_host_share(&h, &prm, &f[j]);
 		}
@@ -476,6 +528,7 @@ int main(void)
 	test_cap();
 	test_water_filling();
 	test_join_leave();
+	test_members_split();
 	test_fluid_bottleneck();
 	return check_done("test_cc_share");
 }
