@@ -83,14 +83,16 @@ MEMIF_RSIZE = 14
 
 # Service options for the benchmarks (beyond the defaults of slipstreamd --help):
 #   --max-app-conns  room for 16384 connections plus listeners in one program
-#   --time-wait-ms   1 s: the short-lived points open thousands of
-#                    connections a second, and a 60 s TIME_WAIT would run the
-#                    client's service out of ports (Linux's client has
-#                    net.ipv4.tcp_tw_reuse = 1 instead; see client_sysctls)
 #   --local-ports    1024-65535, the range Linux's client namespace gets
 #                    (CLIENT_SYSCTLS): over memif the 1-RPC short-lived point
 #                    opened more than the default 28,232 ports per second
-SERVICE_ARGS = ["--max-app-conns", "32768", "--time-wait-ms", "1000",
+#   --max-flows      131072: the short-lived points keep a 60 s TIME_WAIT on
+#                    up to every one of those 64,512 ports (the default
+#                    --tw-reuse takes a port back once its TIME_WAIT is 1 s
+#                    old, as Linux's client with net.ipv4.tcp_tw_reuse = 1),
+#                    beside 16384 open connections
+# TIME_WAIT is the default 60 s, as Linux's.
+SERVICE_ARGS = ["--max-app-conns", "32768", "--max-flows", "131072",
                 "--local-ports", "1024-65535"]
 # Connection slots and per-connection ring size of a program under
 # `slipstream run` (SLIPSTREAM_CONNS, SLIPSTREAM_BUF).
