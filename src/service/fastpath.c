@@ -95,13 +95,15 @@ static void kick_peer(struct ss_fastpath *fp, volatile struct ss_memif_ring_hdr 
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		uint16_t flags = ring->flags;   /* then arms: the peer writes arms first */
 		uint32_t arms = ring->arms;
-		if (flags & SS_MEMIF_RING_MASK_INT) {
+		switch (ss_memif_after_tx(pre_arms, pre_flags, arms, flags)) {
+		case SS_MEMIF_PEER_POLLING:
 			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
 			return;
-		}
-		if (!(pre_flags & SS_MEMIF_RING_MASK_INT) && arms == pre_arms) {
+		case SS_MEMIF_PMD_RANG:
 			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_pmd_rang);
 			return;
+		case SS_MEMIF_RING_PEER:
+			break;
 		}
 	}
 	uint64_t one = 1;

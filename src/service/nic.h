@@ -94,7 +94,6 @@ struct ss_memif_ring_hdr {
 	uint8_t pad[24];
 	uint32_t arms;
 };
-#define SS_MEMIF_RING_MASK_INT 1u
 
 /*
  * memif (wait mode SS_NIC_WAIT_MEMIF): the head of queue @q's RX ring (@rx)

@@ -109,3 +109,13 @@ unsigned ss_txq_keep(void **q, unsigned n, unsigned sent)
 		memmove(q, q + sent, (size_t)(n - sent) * sizeof(*q));
 	return n - sent;
 }
+
+enum ss_memif_after_tx ss_memif_after_tx(uint32_t pre_arms, uint16_t pre_flags, uint32_t arms,
+					 uint16_t flags)
+{
+	if (flags & SS_MEMIF_RING_MASK_INT)
+		return SS_MEMIF_PEER_POLLING;
+	if (!(pre_flags & SS_MEMIF_RING_MASK_INT) && arms == pre_arms)
+		return SS_MEMIF_PMD_RANG;
+	return SS_MEMIF_RING_PEER;
+}

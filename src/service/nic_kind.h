@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The port's kind, from its DPDK driver name. */
 enum ss_nic_kind {
@@ -46,5 +47,23 @@ bool ss_memif_args_parse(const char *vdev, struct ss_memif_args *out);
  * to the front, in order, and returns how many are left (n - sent).  Pure.
  */
 unsigned ss_txq_keep(void **q, unsigned n, unsigned sent);
+
+/*
+ * memif, after a TX burst that sent frames (fastpath.c, kick_peer()): what
+ * the peer's RX ring header says, read after a full fence (@arms, then
+ * @flags read first), against what it said before the burst (@pre_arms,
+ * then @pre_flags).  MASK_INT set now: the peer polls, nobody rings.  Clear
+ * before and now within the same arming: the flag stayed clear through the
+ * burst, so the PMD, which rings whenever it sees it clear, did.
+ * Otherwise the peer armed during the burst: ring it.  Pure.
+ */
+#define SS_MEMIF_RING_MASK_INT 1u
+enum ss_memif_after_tx {
+	SS_MEMIF_PEER_POLLING,
+	SS_MEMIF_PMD_RANG,
+	SS_MEMIF_RING_PEER,
+};
+enum ss_memif_after_tx ss_memif_after_tx(uint32_t pre_arms, uint16_t pre_flags, uint32_t arms,
+					 uint16_t flags);
 
 #endif

@@ -79,10 +79,32 @@ static void test_txq_keep(void)
 	CHECK(ss_txq_keep(q, 2, 3) == 0);
 }
 
+/* The sender's decision after a burst, from the peer's ring header. */
+static void test_memif_after_tx(void)
+{
+	const uint16_t M = SS_MEMIF_RING_MASK_INT;
+	/* The peer polls now: nobody rings, whatever it was before. */
+	CHECK_EQ_U64(ss_memif_after_tx(5, 0, 6, M), SS_MEMIF_PEER_POLLING);
+	CHECK_EQ_U64(ss_memif_after_tx(5, M, 5, M), SS_MEMIF_PEER_POLLING);
+	/* Asleep before and after, same arming: the PMD saw the flag clear. */
+	CHECK_EQ_U64(ss_memif_after_tx(5, 0, 5, 0), SS_MEMIF_PMD_RANG);
+	/* Polling before, asleep now: it armed during the burst. */
+	CHECK_EQ_U64(ss_memif_after_tx(5, M, 6, 0), SS_MEMIF_RING_PEER);
+	/* Asleep before, woke and slept again during the burst (a new
+	 * arming): the PMD may have looked while it was awake. */
+	CHECK_EQ_U64(ss_memif_after_tx(5, 0, 6, 0), SS_MEMIF_RING_PEER);
+	/* The count wraps. */
+	CHECK_EQ_U64(ss_memif_after_tx(UINT32_MAX, 0, 0, 0), SS_MEMIF_RING_PEER);
+	CHECK_EQ_U64(ss_memif_after_tx(UINT32_MAX, 0, UINT32_MAX, 0), SS_MEMIF_PMD_RANG);
+	/* Other flag bits (none defined) do not count as MASK_INT. */
+	CHECK_EQ_U64(ss_memif_after_tx(5, 0x8000, 5, 0x8000), SS_MEMIF_PMD_RANG);
+}
+
 int main(void)
 {
 	test_kinds();
 	test_memif_args();
 	test_txq_keep();
+	test_memif_after_tx();
 	return check_done("test_nic_kind");
 }
