@@ -211,6 +211,7 @@ struct ss_stack {
 	 * the ACK first and the entry goes without ever touching the wheel. */
 	struct ss_timer delack_q; /* list sentinel */
 	uint64_t now_us;
+	void *seg_handle;        /* the frame conn_seg_buf() gave the engine, until it is sent */
 	uint16_t ip_id;
 	uint32_t n_flows;        /* gauge: live connections (any state) */
 	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */
