@@ -13,6 +13,31 @@
 
 #define REPLY_TTL 64
 
+/* RFC 1122 §3.2.1.3: sources we never answer (martians). */
+static bool ipv4_src_bad(const struct ss_proto_ctx *ctx, uint32_t src, unsigned rx_flags)
+{
+	uint32_t bcast = ctx->ip | ~ctx->netmask;
+	/* Our own address only through the loopback queue, never from the wire. */
+	if (src == ctx->ip)
+		return !(rx_flags & SS_RX_LOOPBACK);
+	return src == 0 || src == 0xffffffffu || (src >> 28) >= 0xe ||
+	       (src >> 24) == 127 || (ctx->netmask != ~0u && src == bcast);
+}
+
+/* ipv4_src_bad() for the usual path: the last source that passed (never
+ * our own address, whose result depends on @rx_flags) is not tested
+ * again; the result depends only on ip and netmask, so it is the same. */
+static inline bool ipv4_src_bad_cached(struct ss_proto_ctx *ctx, uint32_t src, unsigned rx_flags)
+{
+	if (src == ctx->src_good)
+		return false;
+	if (ipv4_src_bad(ctx, src, rx_flags))
+		return true;
+	if (src != ctx->ip)
+		ctx->src_good = src;
+	return false;
+}
+
 void ss_proto_ctx_init(struct ss_proto_ctx *ctx, const uint8_t mac[6], uint32_t ip,
 		       uint8_t prefix_len, struct ss_arp_cache *arp, bool arp_writer,
 		       struct ss_counters *ctr)
@@ -24,6 +49,11 @@ void ss_proto_ctx_init(struct ss_proto_ctx *ctx, const uint8_t mac[6], uint32_t 
 	ctx->arp = arp;
 	ctx->arp_writer = arp_writer;
 	ctx->ctr = ctr;
+	/* Any source the test passes will do until a frame brings one (our
+	 * address and our broadcast address can block two of these). */
+	ctx->src_good = 0x01000001u;
+	while (ipv4_src_bad(ctx, ctx->src_good, 0))
+		ctx->src_good += 0x01000000u;
 }
 
 static size_t drop(struct ss_proto_ctx *ctx, enum ss_counter_id why)
@@ -113,17 +143,6 @@ size_t ss_proto_build_arp_request(const struct ss_proto_ctx *ctx, uint8_t *buf,
 }
 
 /* ---- IPv4 --------------------------------------------------------------- */
-
-/* RFC 1122 §3.2.1.3: sources we never answer (martians). */
-static bool ipv4_src_bad(const struct ss_proto_ctx *ctx, uint32_t src, unsigned rx_flags)
-{
-	uint32_t bcast = ctx->ip | ~ctx->netmask;
-	/* Our own address only through the loopback queue, never from the wire. */
-	if (src == ctx->ip)
-		return !(rx_flags & SS_RX_LOOPBACK);
-	return src == 0 || src == 0xffffffffu || (src >> 28) >= 0xe ||
-	       (src >> 24) == 127 || (ctx->netmask != ~0u && src == bcast);
-}
 
 /* Writes an IPv4 header for a reply to @in at @ip (no options). */
 static void ipv4_reply_header(uint8_t *ip, const struct ss_ipv4 *in, uint8_t proto,
@@ -276,7 +295,7 @@ static size_t ipv4_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t len,
  * takes the frame, with its drop counters.  Same result, fewer steps: no
  * Ethernet struct, no general IHL/length/exception handling.
  */
-static bool ipv4_tcp_usual(const struct ss_proto_ctx *ctx, const uint8_t *frame, size_t len,
+static bool ipv4_tcp_usual(struct ss_proto_ctx *ctx, const uint8_t *frame, size_t len,
 			   unsigned rx_flags, struct ss_ipv4 *ip)
 {
 	const uint8_t *h = frame + SS_ETH_HDR_LEN;
@@ -291,7 +310,7 @@ static bool ipv4_tcp_usual(const struct ss_proto_ctx *ctx, const uint8_t *frame,
 
 	if (total_len < SS_IPV4_HDR_MIN || total_len > len - SS_ETH_HDR_LEN ||
 	    (frag & (SS_IPV4_FRAG_MF | SS_IPV4_FRAG_OFFSET_MASK)) || dst != ctx->ip ||
-	    ipv4_src_bad(ctx, src, rx_flags))
+	    ipv4_src_bad_cached(ctx, src, rx_flags))
 		return false;
 	if (!(rx_flags & SS_RX_IP_CSUM_GOOD) && ss_csum_ipv4_header(h, SS_IPV4_HDR_MIN) != 0)
 		return false;

@@ -35,6 +35,8 @@ struct ss_proto_ctx {
 	uint8_t mac[6];
 	uint32_t ip;                 /* host order */
 	uint32_t netmask;            /* host order */
+	uint32_t src_good;           /* a source ipv4_src_bad() passed, never ip: the
+				      * usual path's cache of that test (proto.c) */
 	struct ss_arp_cache *arp;
 	bool arp_writer;             /* this thread may update @arp */
 	struct ss_counters *ctr;

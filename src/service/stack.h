@@ -40,7 +40,7 @@ struct ss_proto_ctx;
 /* TX checksum offload (frame_send's @flags, ss_stack_io.tx_offload): the
  * frame is Ethernet (14 bytes) + IPv4 without options (20) + TCP, its IPv4
  * checksum field 0 and its TCP checksum field the pseudo-header sum
- * (ss_tcp_build_in_place_csum()): the port completes both. */
+ * (ss_tcp_csum_set() with offload): the port completes both. */
 #define SS_TX_CSUM 0x1
 
 /* Frame output, provided by the fast path (mbufs) or a test (memory). */
@@ -164,7 +164,7 @@ enum { SS_SYN_COOKIES_OFF, SS_SYN_COOKIES_ON, SS_SYN_COOKIES_ALWAYS };
 
 /*
  * The loopback queue (stack_loop.c): segments to our own address never go
- * to the NIC.  The emit callback puts them here (a full queue drops and
+ * to the NIC.  The output callbacks put them here (a full queue drops and
  * counts them; the engine sends again later), and the round feeds them back
  * into the receive path, ss_proto_input() as for frames from the NIC,
  * after its flush: never from inside emit, so no connection is re-entered
@@ -212,6 +212,7 @@ struct ss_stack {
 	 * the ACK first and the entry goes without ever touching the wheel. */
 	struct ss_timer delack_q; /* list sentinel */
 	uint64_t now_us;
+	void *seg_handle;        /* the frame conn_seg_buf() gave the engine, until it is sent */
 	uint16_t ip_id;
 	uint32_t n_flows;        /* gauge: live connections (any state) */
 	uint32_t arp_pending;    /* gauge: active opens waiting for ARP */

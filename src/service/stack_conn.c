@@ -41,60 +41,96 @@ static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len, u
 		stack_loop_commit(s, len);
 }
 
-/* The engine's emit callback: Ethernet + IPv4 + the engine's TCP segment,
- * payload copied straight from the transmit ring into the frame, which goes
- * to the NIC or, for our own address, onto the loopback queue. */
-static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+/* The engine's seg_buf callback (ss_tcp_seg_buf_fn): room for a TCP
+ * segment of @len bytes after the Ethernet and IPv4 headers of a frame to
+ * the NIC or, for our own address, on the loopback queue; the frame's
+ * handle waits in s->seg_handle for the segment's seg_send. */
+static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 {
 	struct ss_stack *s = arg;
-	struct ss_sconn *sc = sconn_of(c);
 	bool loop = c->remote_ip == s->ip;
-	void *handle;
-	size_t cap;
-	uint8_t *buf = frame_get(s, loop, &handle, &cap);
+	size_t cap, hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
+	uint8_t *buf = frame_get(s, loop, &s->seg_handle, &cap);
 
 	if (!buf) {
 		/* The engine keeps the segment queued.  A full loopback queue
 		 * drains within the round: try again in the next flush rather
 		 * than at the retransmission timer. */
 		if (loop && c->f.state != SS_TCPS_CLOSED)
-			stack_conn_dirty(s, sc);
-		return -1;
+			stack_conn_dirty(s, sconn_of(c));
+		return NULL;
 	}
-	size_t l4_hdr = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
-	size_t hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
-	if (hdrs + l4_hdr + seg->len > cap || l4_hdr + seg->len + SS_IPV4_HDR_MIN > 0xffff) {
-		frame_put(s, loop, handle, 0, 0);
+	if (hdrs + len > cap || len + SS_IPV4_HDR_MIN > 0xffff) {
+		frame_put(s, loop, s->seg_handle, 0, 0);
 		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
-		return -1;
+		return NULL;
 	}
-	uint8_t *l3 = buf + SS_ETH_HDR_LEN, *l4 = l3 + SS_IPV4_HDR_MIN;
-	/* Checksums by the port where it has the offload (never for the
-	 * loopback queue, which takes them as verified anyway). */
-	bool ol = !loop && (s->io.tx_offload & SS_TX_CSUM);
-	if (seg->len)
-		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + l4_hdr, seg->len);
-	size_t n = ss_tcp_build_in_place_csum(l4, cap - hdrs, &seg->hdr, seg->len, c->local_ip,
-					      c->remote_ip, ol);
-	if (n == 0) {
-		frame_put(s, loop, handle, 0, 0);
-		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
-		return -1;
-	}
+	return buf + hdrs;
+}
+
+/* A segment written at @l4 (conn_seg_buf()), its checksum field 0: the
+ * checksum, or with @ol the pseudo-header sum for the port (never for the
+ * loopback queue, which takes checksums as verified anyway), the IPv4 and
+ * Ethernet headers, and the frame on its way.  Always inlined: one copy
+ * per checksum mode, without a call (gcc would not inline it). */
+static inline __attribute__((always_inline)) void
+conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t hdr_len,
+		size_t payload_len, uint8_t ip_ecn, bool ol)
+{
+	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
+	size_t len = hdr_len + payload_len;
+
+	ss_tcp_csum_set(l4, len, c->local_ip, c->remote_ip, ol);
 	/* IPv4 and Ethernet headers written field by field, the IPv4
 	 * checksum from the values (no struct, no pass over the header). */
-	ss_ipv4_write(l3, seg->hdr.ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
-		      (uint16_t)(SS_IPV4_HDR_MIN + n), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
+	ss_ipv4_write(l3, ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
+		      (uint16_t)(SS_IPV4_HDR_MIN + len), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
 		      c->local_ip, c->remote_ip);
 	if (ol)
 		ss_wr16(l3 + 10, 0); /* the port's (it sums the header with the field 0) */
-	memcpy(buf, sc->peer_mac, SS_ETH_ALEN);
+	memcpy(buf, sconn_of(c)->peer_mac, SS_ETH_ALEN);
 	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
 	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
-	frame_put(s, loop, handle, hdrs + n, ol ? SS_TX_CSUM : 0);
+	frame_put(s, c->remote_ip == s->ip, s->seg_handle, SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + len,
+		  ol ? SS_TX_CSUM : 0);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);
+	if (payload_len)
+		ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, payload_len);
+}
+
+/* The engine's seg_send callbacks (ss_tcp_seg_send_fn), one per checksum
+ * mode: the choice is made once per connection (conn_setup()). */
+static void conn_seg_send(void *arg, struct ss_tcp_conn *c, uint8_t *seg, size_t hdr_len,
+			  size_t payload_len, uint8_t ip_ecn)
+{
+	conn_seg_finish(arg, c, seg, hdr_len, payload_len, ip_ecn, false);
+}
+
+static void conn_seg_send_ol(void *arg, struct ss_tcp_conn *c, uint8_t *seg, size_t hdr_len,
+			     size_t payload_len, uint8_t ip_ecn)
+{
+	conn_seg_finish(arg, c, seg, hdr_len, payload_len, ip_ecn, true);
+}
+
+/* The engine's emit callback, for the segments it does not write itself
+ * (SYN, RST, SACK blocks, and every segment of a connection without the
+ * direct callbacks): the header from @seg, the payload straight from the
+ * transmit ring, in the frame conn_seg_buf() gives. */
+static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
+{
+	struct ss_stack *s = arg;
+	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
+	uint8_t *l4 = conn_seg_buf(s, c, hdr_len + seg->len);
+
+	if (!l4)
+		return -1;
+	ss_tcp_hdr_write(l4, &seg->hdr);
 	if (seg->len)
-		ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, seg->len);
+		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + hdr_len, seg->len);
+	if (c->remote_ip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
+		conn_seg_send_ol(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
+	else
+		conn_seg_send(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
 	return 0;
 }
 
@@ -394,6 +430,9 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
+	ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
+			       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) ? conn_seg_send_ol
+									: conn_seg_send);
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
 	stack_conn_set_handle(s, sc, a, slot, ctx);

@@ -11,9 +11,10 @@
 #include "wire/tcp.h"
 
 /*
- * A ring of preallocated frame slots.  conn_emit() builds a segment for
- * our own address straight into the slot at the tail (stack_loop_reserve,
- * then stack_loop_commit); after the round's flush, stack_loop_run() hands
+ * A ring of preallocated frame slots.  The stack's output callbacks
+ * (conn_seg_buf() and conn_emit()) build a segment for our own address
+ * straight into the slot at the tail (stack_loop_reserve, then
+ * stack_loop_commit); after the round's flush, stack_loop_run() hands
  * each queued frame to ss_proto_input() (what the NIC's frames go
  * through), in place, and flushes the connections that took them.  Frames
  * emitted while a pass runs (ACKs, SYN-ACKs, a RST for a closed port)

@@ -68,16 +68,18 @@ void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now
 	}
 }
 
-/* Flags and IP ECN field for an outgoing non-SYN segment. */
-void tcp_ecn_output(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, struct ss_tcp *h)
+/* ECE and CWR added to the @flags of an outgoing non-SYN segment; returns
+ * its IP ECN field. */
+uint8_t tcp_ecn_output(const struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t *flags)
 {
 	if (!c->ecn_ok)
-		return;
-	if ((h->flags & SS_TCP_ACK) && c->ece_pending)
-		h->flags |= SS_TCP_ECE;
+		return 0;
+	if ((*flags & SS_TCP_ACK) && c->ece_pending)
+		*flags |= SS_TCP_ECE;
 	if (len && ss_seq_geq(seq, c->f.snd_max)) {
-		h->ip_ecn = SS_IP_ECN_ECT0;
 		if (c->cwr_pending)
-			h->flags |= SS_TCP_CWR;
+			*flags |= SS_TCP_CWR;
+		return SS_IP_ECN_ECT0;
 	}
+	return 0;
 }

@@ -91,7 +91,7 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
 void tcp_ecn_on_syn(struct ss_tcp_conn *c, const struct ss_tcp *syn);
 void tcp_ecn_on_synack(struct ss_tcp_conn *c, const struct ss_tcp *synack);
 void tcp_ecn_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
-void tcp_ecn_output(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, struct ss_tcp *h);
+uint8_t tcp_ecn_output(const struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t *flags);
 
 /* tcp_ooo.c */
 void tcp_rx_ooo(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *data, uint32_t len);

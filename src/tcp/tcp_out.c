@@ -91,11 +91,69 @@ uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c)
 	return w;
 }
 
-/* Build and emit one non-SYN segment.  Returns emit()'s result. */
+/* What a non-SYN segment that went out (with @flags, its final ones, and
+ * @len bytes of data) leaves behind: the window edge it offered, the ECN
+ * signals it carried, the ACK it gave. */
+static void tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags, uint32_t len)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (ss_seq_gt(edge, f->rcv_adv))
+		f->rcv_adv = edge;
+	if (flags & SS_TCP_CWR)
+		c->cwr_pending = 0;
+	if ((flags & SS_TCP_ECE) && c->ecn_dctcp)
+		c->ece_pending = 0; /* per-ACK echo: this ACK carried it */
+	c->cc.sent_bytes += len; /* every data segment, resent or new */
+	if (flags & SS_TCP_ACK) {
+		f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
+		c->ack_pending = 0;
+		c->delack_deadline_us = 0;
+		c->last_ack_sent = f->rcv_nxt;
+	}
+}
+
+/* A segment without SACK blocks through the direct callbacks: header and
+ * payload written straight into the frame, the same bytes emit's frame
+ * would carry (ss_tcp_write_usual() writes what ss_tcp_hdr_write() does for
+ * the ss_tcp that tcp_output_seg() fills). */
+static int tcp_output_direct(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+			     uint64_t now_us)
+{
+	struct ss_tcp_flow *f = &c->f;
+	bool ts = f->flags & SS_TCPF_TS; /* RFC 7323 §3.2: on every segment */
+	size_t hdr_len = ts ? SS_TCP_HDR_MIN + 12 : SS_TCP_HDR_MIN;
+	uint8_t *seg = c->seg_buf(c->emit_arg, c, hdr_len + len);
+	uint32_t edge;
+
+	if (!seg)
+		return -1;
+	uint8_t ip_ecn = tcp_ecn_output(c, seq, len, &flags);
+	uint16_t win = tcp_rcv_wnd_calc(c, &edge);
+
+	ss_tcp_write_usual(seg, c->local_port, c->remote_port, seq,
+			   (flags & SS_TCP_ACK) ? f->rcv_nxt : 0, flags, win, ts,
+			   tcp_tsval(c, now_us), f->ts_recent);
+	if (len)
+		ss_tcp_ring_copy_out(&c->tx, tcp_tx_pos(c, seq), seg + hdr_len, len);
+	c->seg_send(c->emit_arg, c, seg, hdr_len, len, ip_ecn);
+	tcp_output_sent(c, edge, flags, len);
+	return 0;
+}
+
+/* Build and emit one non-SYN segment.  Returns emit()'s result (0 from
+ * the direct path, -1 where it found no buffer). */
 int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
 		   uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
+	/* SACK blocks on pure ACKs only: on a full data segment they would
+	 * push it past the MSS (the out-of-order ACKs are pure anyway). */
+	bool sack = (flags & SS_TCP_ACK) && len == 0 && f->ooo_len;
+
+	if (c->seg_buf && !sack && !(flags & SS_TCP_RST))
+		return tcp_output_direct(c, seq, len, flags, now_us);
+
 	struct ss_tcp_seg_out s;
 	uint32_t edge;
 	int rc;
@@ -113,30 +171,15 @@ int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t fl
 		s.hdr.opts.ts_val = tcp_tsval(c, now_us);
 		s.hdr.opts.ts_ecr = f->ts_recent;
 	}
-	/* SACK blocks on pure ACKs only: on a full data segment they would
-	 * push it past the MSS (the out-of-order ACKs are pure anyway). */
-	if ((flags & SS_TCP_ACK) && len == 0 && f->ooo_len)
+	if (sack)
 		tcp_ooo_sack_blocks(c, &s.hdr.opts);
-	tcp_ecn_output(c, seq, len, &s.hdr);
+	s.hdr.ip_ecn = tcp_ecn_output(c, seq, len, &s.hdr.flags);
 	s.hdr.hdr_len = (uint8_t)(SS_TCP_HDR_MIN + ss_tcp_opts_len(&s.hdr.opts));
 	s.tx_pos = tcp_tx_pos(c, seq);
 	s.len = len;
 	rc = c->emit(c->emit_arg, c, &s);
-	if (rc == 0) {
-		if (ss_seq_gt(edge, f->rcv_adv))
-			f->rcv_adv = edge;
-		if (s.hdr.flags & SS_TCP_CWR)
-			c->cwr_pending = 0;
-		if ((s.hdr.flags & SS_TCP_ECE) && c->ecn_dctcp)
-			c->ece_pending = 0; /* per-ACK echo: this ACK carried it */
-		c->cc.sent_bytes += len; /* every data segment, resent or new */
-		if (flags & SS_TCP_ACK) {
-			f->flags &= (uint8_t)~SS_TCPF_ACK_NOW;
-			c->ack_pending = 0;
-			c->delack_deadline_us = 0;
-			c->last_ack_sent = f->rcv_nxt;
-		}
-	}
+	if (rc == 0)
+		tcp_output_sent(c, edge, s.hdr.flags, len);
 	return rc;
 }
 

@@ -280,6 +280,32 @@ void ss_tcp_csum_finish(uint8_t *seg, size_t len)
 	ss_wr16(seg + 16, ss_csum_fold(ss_csum_partial(seg, len, 0)));
 }
 
+size_t ss_tcp_hdr_write(uint8_t *buf, const struct ss_tcp *h)
+{
+	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&h->opts);
+
+	ss_wr16(buf, h->sport);
+	ss_wr16(buf + 2, h->dport);
+	ss_wr32(buf + 4, h->seq);
+	ss_wr32(buf + 8, h->ack);
+	buf[12] = (uint8_t)(hdr_len / 4 << 4);
+	buf[13] = h->flags;
+	ss_wr16(buf + 14, h->window);
+	ss_wr16(buf + 16, 0);
+	ss_wr16(buf + 18, h->urg);
+	ss_tcp_opts_build(buf + SS_TCP_HDR_MIN, hdr_len - SS_TCP_HDR_MIN, &h->opts);
+	return hdr_len;
+}
+
+void ss_tcp_csum_set(uint8_t *seg, size_t len, uint32_t src_ip, uint32_t dst_ip, bool offload)
+{
+	if (offload) /* the pseudo-header sum, folded, not complemented */
+		ss_wr16(seg + 16, (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(
+					  src_ip, dst_ip, SS_IPPROTO_TCP, (uint16_t)len)));
+	else
+		ss_wr16(seg + 16, ss_csum_l4_ipv4(src_ip, dst_ip, SS_IPPROTO_TCP, seg, len));
+}
+
 size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp *h,
 				  size_t payload_len, uint32_t src_ip, uint32_t dst_ip,
 				  bool offload)
@@ -290,22 +316,8 @@ size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp 
 	if (cap < hdr_len || payload_len > cap - hdr_len || payload_len > 0xFFFF - hdr_len)
 		return 0;
 	len = hdr_len + payload_len;
-	ss_wr16(buf, h->sport);
-	ss_wr16(buf + 2, h->dport);
-	ss_wr32(buf + 4, h->seq);
-	ss_wr32(buf + 8, h->ack);
-	buf[12] = (uint8_t)(hdr_len / 4 << 4);
-	buf[13] = h->flags;
-	ss_wr16(buf + 14, h->window);
-	ss_wr16(buf + 16, 0);
-	ss_wr16(buf + 18, h->urg);
-	ss_tcp_opts_build(buf + SS_TCP_HDR_MIN, hdr_len - SS_TCP_HDR_MIN,
-			  &h->opts);
-	if (offload) /* the pseudo-header sum, folded, not complemented */
-		ss_wr16(buf + 16, (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(
-					  src_ip, dst_ip, SS_IPPROTO_TCP, (uint16_t)len)));
-	else
-		ss_wr16(buf + 16, ss_csum_l4_ipv4(src_ip, dst_ip, SS_IPPROTO_TCP, buf, len));
+	ss_tcp_hdr_write(buf, h);
+	ss_tcp_csum_set(buf, len, src_ip, dst_ip, offload);
 	return len;
 }
 

@@ -238,6 +238,50 @@ size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp 
 				  bool offload);
 
 /*
+ * The header of @h (20 bytes, then the options from h->opts as
+ * ss_tcp_opts_build() writes them) at @buf, checksum field 0: the parts
+ * ss_tcp_build_in_place_csum() writes before the checksum, for a caller
+ * that sets it with ss_tcp_csum_set().  @buf must hold 20 +
+ * ss_tcp_opts_len(&h->opts) bytes.  Returns that length.
+ */
+size_t ss_tcp_hdr_write(uint8_t *buf, const struct ss_tcp *h);
+
+/*
+ * The usual header written at once: 20 bytes (urgent pointer 0, checksum
+ * field 0), then with @ts the timestamps alone, NOP NOP TS <@ts_val>
+ * <@ts_ecr>, as ss_tcp_hdr_write() writes an ss_tcp with those fields and
+ * no other option.  Returns the header length, 20 or 32.
+ */
+static inline size_t ss_tcp_write_usual(uint8_t *buf, uint16_t sport, uint16_t dport,
+					uint32_t seq, uint32_t ack, uint8_t flags,
+					uint16_t window, bool ts, uint32_t ts_val,
+					uint32_t ts_ecr)
+{
+	size_t len = ts ? SS_TCP_HDR_MIN + 12 : SS_TCP_HDR_MIN;
+
+	ss_wr32(buf, (uint32_t)sport << 16 | dport);
+	ss_wr32(buf + 4, seq);
+	ss_wr32(buf + 8, ack);
+	ss_wr32(buf + 12, (uint32_t)(len / 4 << 4) << 24 | (uint32_t)flags << 16 | window);
+	ss_wr32(buf + 16, 0);
+	if (ts) {
+		ss_wr32(buf + 20, (uint32_t)SS_TCP_OPT_NOP << 24 | (uint32_t)SS_TCP_OPT_NOP << 16 |
+					  SS_TCP_OPT_TS << 8 | SS_TCP_OLEN_TS);
+		ss_wr32(buf + 24, ts_val);
+		ss_wr32(buf + 28, ts_ecr);
+	}
+	return len;
+}
+
+/*
+ * The checksum field of the @len-byte segment at @seg, written with its
+ * checksum field 0: the checksum with the pseudo-header for host-order
+ * @src_ip/@dst_ip, or with @offload the pseudo-header sum for the port
+ * (see ss_tcp_build_in_place_csum()).
+ */
+void ss_tcp_csum_set(uint8_t *seg, size_t len, uint32_t src_ip, uint32_t dst_ip, bool offload);
+
+/*
  * What the NIC does for a segment built with ss_tcp_build_in_place_csum(offload):
  * the checksum over the @len bytes at @seg (its checksum field holding the
  * pseudo-header sum), complemented and stored.  The result is the

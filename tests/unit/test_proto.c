@@ -408,6 +408,36 @@ static void test_tcp_drops(void)
 	EXPECT_DROP(len, drop_tcp_bad_option);
 }
 
+/* TCP frames take the one-pass path, which remembers the last good
+ * source: after good frames (from the peer, and from our own address
+ * through the loopback queue) every martian source is still dropped, our
+ * own address from the NIC included. */
+static void test_tcp_martians_after_good(void)
+{
+	static const uint32_t martians[] = {
+		0, 0xffffffffu, 0xE0000001u, 0xF0000001u, 0x7f000001u, OUR_IP, 0xC61200ffu,
+	};
+	const unsigned lo = SS_RX_LOOPBACK | SS_RX_IP_CSUM_GOOD | SS_RX_L4_CSUM_GOOD;
+
+	for (size_t i = 0; i < sizeof(martians) / sizeof(martians[0]); i++) {
+		reset();
+		size_t len = put_tcp(SS_TCP_ACK, 1, 1, 0);
+		CHECK(ss_proto_input(&ctx, frame, len, sizeof(frame), 0) > 0); /* RST */
+		len = put_tcp(SS_TCP_ACK, 1, 1, 0);
+		ss_wr32(frame + 26, OUR_IP);
+		ss_wr32(frame + 30, OUR_IP);
+		ss_wr16(frame + 24, 0);
+		ss_wr16(frame + 24, ss_csum_ipv4_header(frame + 14, 20));
+		CHECK(ss_proto_input(&ctx, frame, len, sizeof(frame), lo) > 0);
+		memset(&ctr, 0, sizeof(ctr));
+		len = put_tcp(SS_TCP_ACK, 1, 1, 0);
+		ss_wr32(frame + 26, martians[i]);
+		ss_wr16(frame + 24, 0);
+		ss_wr16(frame + 24, ss_csum_ipv4_header(frame + 14, 20));
+		EXPECT_DROP(len, drop_ipv4_bad_src);
+	}
+}
+
 /* A frame from the stack's loopback queue: our own address as the source
  * is fine, it is not counted as received from the NIC, and the reply (a
  * RST for a closed port) goes back to our own address. */
@@ -458,6 +488,7 @@ int main(void)
 	test_tcp_closed_port();
 	test_tcp_drops();
 	test_tcp_loopback();
+	test_tcp_martians_after_good();
 	ss_arp_cache_free(&cache);
 	return check_done("test_proto");
 }

@@ -15,17 +15,25 @@
 /*
  * One connection under test plus the peer's view of it.  Segments the
  * engine emits are captured in out[] with their payload copied out of the
- * transmit ring at emit time (as the service does).  Time is h->now, in
+ * transmit ring at emit time (as the service does), and their header as
+ * it goes on the wire.  The connection has the direct callbacks
+ * (ss_tcp_conn_set_direct()): segments the engine writes itself are
+ * captured from their bytes, as emit's would be.  Time is h->now, in
  * microseconds, moved only by the test.  Every engine call made through
- * the h_* wrappers is followed by the invariant check, and EV_CLOSED is
+ * the h_* wrappers runs first on a copy of the connection without the
+ * direct callbacks, which must emit the same segments, byte for byte,
+ * and end the same; then comes the invariant check, and EV_CLOSED is
  * counted each time it is newly raised (it must be raised exactly once).
  */
 #define H_MAX_SEGS 512
 #define H_SEG_DATA 1500
+#define H_SRC_IP 0x0a000001u
+#define H_DST_IP 0x0a000002u
 
 struct h_seg {
-	struct ss_tcp hdr;
+	struct ss_tcp hdr;      /* as emit gets it (payload NULL, csum 0) */
 	uint32_t len;
+	uint8_t wire[SS_TCP_HDR_MAX]; /* the header on the wire, checksum set */
 	uint8_t data[H_SEG_DATA];
 };
 
@@ -50,7 +58,9 @@ struct harness {
 	uint8_t *rxbuf, *txbuf;
 	struct h_seg out[H_MAX_SEGS];
 	unsigned nout;
-	int emit_fail;          /* emit returns -1 while nonzero */
+	int emit_fail;          /* emit returns -1 (seg_buf NULL) while nonzero */
+	uint8_t seg_buf[SS_TCP_HDR_MAX + H_SEG_DATA]; /* the direct path's segment */
+	size_t seg_len;         /* what the engine asked seg_buf for */
 	uint64_t now;
 	unsigned closed_count;  /* times EV_CLOSED was newly raised */
 	/* peer */
@@ -88,6 +98,24 @@ static inline void h_cfg_default(struct h_cfg *cfg)
 	cfg->ts_offset = 1000;
 }
 
+/* @seg as emit gets it into @s: the header struct, the payload, and the
+ * header on the wire (the service's ss_tcp_hdr_write() and checksum). */
+static inline void h_seg_take(struct h_seg *s, struct ss_tcp_conn *c,
+			      const struct ss_tcp_seg_out *seg)
+{
+	static uint8_t buf[SS_TCP_HDR_MAX + H_SEG_DATA];
+	size_t hl = ss_tcp_hdr_write(buf, &seg->hdr);
+
+	s->hdr = seg->hdr;
+	s->len = seg->len;
+	if (seg->len)
+		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, buf + hl, seg->len);
+	ss_tcp_csum_set(buf, hl + seg->len, H_SRC_IP, H_DST_IP, false);
+	memset(s->wire, 0, sizeof(s->wire));
+	memcpy(s->wire, buf, hl);
+	memcpy(s->data, buf + hl, seg->len);
+}
+
 static inline int h_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
 {
 	struct harness *h = arg;
@@ -98,15 +126,56 @@ static inline int h_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_s
 		check_fail_(__FILE__, __LINE__, "harness: too many or too long segments");
 		return -1;
 	}
-	struct h_seg *s = &h->out[h->nout++];
-
-	s->hdr = seg->hdr;
-	s->len = seg->len;
-	if (seg->len)
-		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, s->data, seg->len);
+	h_seg_take(&h->out[h->nout++], c, seg);
 	if (seg->hdr.opts.present & SS_TCP_OPTF_TS)
 		h->last_tsval = seg->hdr.opts.ts_val;
 	return 0;
+}
+
+/* The direct path (ss_tcp_seg_buf_fn): room for the segment, or NULL as
+ * emit's -1. */
+static inline uint8_t *h_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
+{
+	struct harness *h = arg;
+
+	(void)c;
+	if (h->emit_fail)
+		return NULL;
+	if (h->nout >= H_MAX_SEGS || len > sizeof(h->seg_buf)) {
+		check_fail_(__FILE__, __LINE__, "harness: too many or too long segments");
+		return NULL;
+	}
+	memset(h->seg_buf, 0xa5, sizeof(h->seg_buf)); /* every byte must be written */
+	h->seg_len = len;
+	return h->seg_buf;
+}
+
+/* ss_tcp_seg_send_fn: the segment's checksum, as the service sets it; the
+ * header struct read back from the bytes (ss_tcp_parse(), which must take
+ * them, checksum included), as emit would have had it. */
+static inline void h_seg_send(void *arg, struct ss_tcp_conn *c, uint8_t *seg, size_t hdr_len,
+			      size_t payload_len, uint8_t ip_ecn)
+{
+	struct harness *h = arg;
+	struct h_seg *s = &h->out[h->nout++];
+	size_t len = hdr_len + payload_len;
+
+	CHECK(seg == h->seg_buf && len == h->seg_len && payload_len <= H_SEG_DATA);
+	ss_tcp_csum_set(seg, len, c->local_ip, c->remote_ip, false);
+	memset(&s->hdr, 0, sizeof(s->hdr));
+	CHECK(ss_tcp_parse(seg, len, &s->hdr) == SS_TCP_OK);
+	CHECK(ss_tcp_csum_ok(c->local_ip, c->remote_ip, seg, len));
+	CHECK_EQ_U64(s->hdr.hdr_len, hdr_len);
+	s->hdr.csum = 0;
+	s->hdr.payload = NULL;
+	s->hdr.payload_len = 0;
+	s->hdr.ip_ecn = ip_ecn;
+	s->len = (uint32_t)payload_len;
+	memset(s->wire, 0, sizeof(s->wire));
+	memcpy(s->wire, seg, hdr_len);
+	memcpy(s->data, seg + hdr_len, payload_len);
+	if (s->hdr.opts.present & SS_TCP_OPTF_TS)
+		h->last_tsval = s->hdr.opts.ts_val;
 }
 
 /* After every engine call: invariants, and count a newly raised EV_CLOSED. */
@@ -140,8 +209,9 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->peer_nxt = cfg->peer_iss;
 	struct ss_tcp_ring rx = { h->rxbuf, cfg->rx_size }, tx = { h->txbuf, cfg->tx_size };
 
-	ss_tcp_conn_init(&h->c, &h->p, 0x0a000001u, 40000, 0x0a000002u, 80, cfg->iss,
+	ss_tcp_conn_init(&h->c, &h->p, H_SRC_IP, 40000, H_DST_IP, 80, cfg->iss,
 			 cfg->ts_offset, rx, tx, h_emit, h);
+	ss_tcp_conn_set_direct(&h->c, h_seg_buf, h_seg_send);
 }
 
 static inline void harness_free(struct harness *h)
@@ -215,16 +285,8 @@ static inline void h_syn_opts(struct harness *h, struct ss_tcp *s)
 	}
 }
 
-static inline void h_input(struct harness *h, const struct ss_tcp *s)
-{
-	uint8_t ev = h->c.events;
-
-	ss_tcp_input(&h->c, s, h->now);
-	h_after(h, ev);
-}
-
-/* Segments the general output path emits on a copy of the connection
- * (h_output()), to compare with what ss_tcp_output() emits. */
+/* Segments the engine emits on a copy of the connection, to compare with
+ * what the connection itself sends. */
 struct h_shadow {
 	struct harness *h;
 	struct h_seg out[H_MAX_SEGS];
@@ -239,13 +301,62 @@ static inline int h_emit_shadow(void *arg, struct ss_tcp_conn *c, const struct s
 		return -1;
 	if (sh->nout >= H_MAX_SEGS || seg->len > H_SEG_DATA)
 		return -1;
-	struct h_seg *s = &sh->out[sh->nout++];
-
-	s->hdr = seg->hdr;
-	s->len = seg->len;
-	if (seg->len)
-		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, s->data, seg->len);
+	h_seg_take(&sh->out[sh->nout++], c, seg);
 	return 0;
+}
+
+/* @copy: the connection, every segment through emit into @sh. */
+static inline void h_shadow_begin(struct harness *h, struct ss_tcp_conn *copy, struct h_shadow *sh)
+{
+	memcpy(copy, &h->c, sizeof(*copy));
+	copy->emit = h_emit_shadow;
+	copy->emit_arg = sh;
+	ss_tcp_conn_set_direct(copy, NULL, NULL);
+	sh->h = h;
+	sh->nout = 0;
+}
+
+/* After the same call on @copy and on the connection: the same segments
+ * (header struct, header bytes on the wire, payload) from out[@nout] on,
+ * and the same connection. */
+static inline void h_shadow_check(struct harness *h, struct ss_tcp_conn *copy,
+				  const struct h_shadow *sh, unsigned nout)
+{
+	copy->emit = h->c.emit;
+	copy->emit_arg = h->c.emit_arg;
+	ss_tcp_conn_set_direct(copy, h->c.seg_buf, h->c.seg_send);
+	CHECK_EQ_U64(h->nout - nout, sh->nout);
+	CHECK(memcmp(copy, &h->c, sizeof(*copy)) == 0);
+	for (unsigned i = 0; i < sh->nout && nout + i < h->nout; i++) {
+		const struct h_seg *a = &sh->out[i], *b = &h->out[nout + i];
+
+		CHECK(memcmp(&a->hdr, &b->hdr, sizeof(a->hdr)) == 0 && a->len == b->len &&
+		      memcmp(a->wire, b->wire, sizeof(a->wire)) == 0 &&
+		      memcmp(a->data, b->data, a->len) == 0);
+	}
+}
+
+/* @call (an engine call on the connection @c_) on a copy through emit,
+ * then on the connection, compared. */
+#define h_vs_emit(h, call)                                                      \
+	do {                                                                    \
+		static struct ss_tcp_conn h_copy_;                              \
+		static struct h_shadow h_sh_;                                   \
+		unsigned h_nout_ = (h)->nout;                                   \
+		struct ss_tcp_conn *c_ = &h_copy_;                              \
+		h_shadow_begin((h), &h_copy_, &h_sh_);                          \
+		call;                                                           \
+		c_ = &(h)->c;                                                   \
+		call;                                                           \
+		h_shadow_check((h), &h_copy_, &h_sh_, h_nout_);                 \
+	} while (0)
+
+static inline void h_input(struct harness *h, const struct ss_tcp *s)
+{
+	uint8_t ev = h->c.events;
+
+	h_vs_emit(h, ss_tcp_input(c_, s, h->now));
+	h_after(h, ev);
 }
 
 static inline unsigned h_output(struct harness *h)
@@ -259,28 +370,15 @@ static inline unsigned h_output(struct harness *h)
 	unsigned nout = h->nout;
 	memcpy(&quiet, &h->c, sizeof(quiet));
 	bool claimed = ss_tcp_output_quiet(&quiet, h->now);
-	/* The general path (no one-segment shortcut) on another copy: the
-	 * same segments, field for field and byte for byte, and the same
-	 * connection afterwards. */
-	memcpy(&general, &h->c, sizeof(general));
-	general.emit = h_emit_shadow;
-	general.emit_arg = &sh;
-	sh.h = h;
-	sh.nout = 0;
+	/* The general path (no one-segment shortcut), every segment through
+	 * emit, on another copy: the same segments, field for field and byte
+	 * for byte, and the same connection afterwards. */
+	h_shadow_begin(h, &general, &sh);
 	unsigned ng = tcp_output_general(&general, h->now);
 	unsigned n = ss_tcp_output(&h->c, h->now);
 
-	general.emit = h->c.emit;
-	general.emit_arg = h->c.emit_arg;
 	CHECK_EQ_U64(n, ng);
-	CHECK_EQ_U64(h->nout - nout, sh.nout);
-	CHECK(memcmp(&general, &h->c, sizeof(general)) == 0);
-	for (unsigned i = 0; i < sh.nout && nout + i < h->nout; i++) {
-		const struct h_seg *a = &sh.out[i], *b = &h->out[nout + i];
-
-		CHECK(memcmp(&a->hdr, &b->hdr, sizeof(a->hdr)) == 0 && a->len == b->len &&
-		      memcmp(a->data, b->data, a->len) == 0);
-	}
+	h_shadow_check(h, &general, &sh, nout);
 	if (claimed) {
 		CHECK_EQ_U64(n, 0);
 		CHECK_EQ_U64(h->nout, nout);
@@ -295,7 +393,7 @@ static inline void h_timer(struct harness *h)
 {
 	uint8_t ev = h->c.events;
 
-	ss_tcp_timer(&h->c, h->now);
+	h_vs_emit(h, ss_tcp_timer(c_, h->now));
 	h_after(h, ev);
 }
 
@@ -313,7 +411,7 @@ static inline void h_close(struct harness *h)
 {
 	uint8_t ev = h->c.events;
 
-	ss_tcp_close(&h->c, h->now);
+	h_vs_emit(h, ss_tcp_close(c_, h->now));
 	h_after(h, ev);
 }
 
@@ -321,7 +419,7 @@ static inline void h_shutdown(struct harness *h)
 {
 	uint8_t ev = h->c.events;
 
-	ss_tcp_shutdown(&h->c, h->now);
+	h_vs_emit(h, ss_tcp_shutdown(c_, h->now));
 	h_after(h, ev);
 }
 
@@ -329,7 +427,7 @@ static inline void h_abort(struct harness *h)
 {
 	uint8_t ev = h->c.events;
 
-	ss_tcp_abort(&h->c, h->now);
+	h_vs_emit(h, ss_tcp_abort(c_, h->now));
 	h_after(h, ev);
 }
 
