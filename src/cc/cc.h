@@ -91,6 +91,10 @@ struct ss_cc_dctcp_rate_params {
 	uint32_t loss_md_ppm;   /* 500000: fraction cut on loss or timeout */
 	uint32_t cap_ppm;       /* 1200000: rate <= 1.2 x the measured send rate
 				 * (TAS §3.2); 0 disables the cap */
+	uint8_t host_per_rtt;   /* 1: a shared host (share.c) reacts at most once
+				 * per RTT of data, with alpha over that window,
+				 * and cuts from the rate delivered; 0: once per
+				 * run, from R */
 };
 
 struct ss_cc_dctcp_win_params {
@@ -309,6 +313,12 @@ struct ss_cc_host {
 	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
 	uint32_t mss;         /* largest MSS seen */
+	uint64_t run_us;      /* set by the caller before a run: time since the
+			       * last run (0: the samples' mean length) */
+	/* Once per RTT of data (host_per_rtt): the observation window. */
+	uint64_t w_acked, w_ecn, w_sample_us, w_us; /* this window so far */
+	uint64_t pw_acked, pw_sample_us; /* the last full window */
+	uint64_t hold_us;     /* no cut for this long more (one RTT after a cut) */
 };
 
 /* A flow's membership in its host's interval (embedded in the flow). */

@@ -54,6 +54,7 @@ static void host_reset_acc(struct ss_cc_host *h)
 	h->sample_us = h->join_rate = h->small_sum = 0;
 	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
 	h->rate_limited = 0;
+	h->run_us = 0;
 }
 
 void ss_cc_host_init(struct ss_cc_host *h, const struct ss_cc_params *p)
@@ -201,6 +202,61 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			flags |= SS_CC_OUT_CAPPED;
 		}
 	}
+	if (p->host_per_rtt) {
+		/* The observation window (RFC 8257 §3.3): alpha once per RTT
+		 * of data, from the window's marked fraction; it also ends at
+		 * a cut, so the cut's alpha holds the marks that caused it. */
+		bool react = (h->n_loss || h->n_mark) && h->hold_us == 0;
+		uint64_t el = h->run_us ? h->run_us : h->sample_us / h->n_samples;
+
+		h->w_acked += h->acked;
+		h->w_ecn += h->ecn;
+		h->w_sample_us += h->sample_us;
+		h->w_us += el;
+		h->hold_us = h->hold_us > el ? h->hold_us - el : 0;
+		if (h->w_us >= srtt_us || react) {
+			if (h->w_acked && (h->w_ecn || !h->slow_start))
+				h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->w_acked, h->w_ecn);
+			h->pw_acked = h->w_acked;
+			h->pw_sample_us = h->w_sample_us;
+			h->w_acked = h->w_ecn = h->w_sample_us = h->w_us = 0;
+		}
+		if (h->ecn)
+			h->loss_mode = 0;
+		if (react) {
+			/* One cut per RTT of data, from what the path delivered
+			 * over the last window when R is above it (as TCP cuts
+			 * from the flight, not from cwnd): a rate has no ACK
+			 * clock, and R at 1.4x the link cut by alpha/2 stayed
+			 * above it, the queue kept growing and the marks went
+			 * on for several cuts (docs/congestion.md). */
+			uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
+			uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
+			uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0;
+			uint64_t step = host_step(h, p, rate, all, srtt_us, flow_iv_us), base = rate;
+
+			if (h->pw_acked && h->pw_sample_us) {
+				uint64_t dlv = cc_mul_n(cc_bytes_per_s(h->pw_acked, h->pw_sample_us), all);
+
+				base = cc_u64_min(base, dlv);
+			}
+			rate = cc_rate_cut(base, cut / n) + cc_mul_n(step, calm);
+			h->slow_start = 0;
+			h->loss_mode |= !h->ecn;
+			h->hold_us = srtt_us;
+			flags |= SS_CC_OUT_REDUCED;
+		} else if (h->n_loss || h->n_mark || !h->acked) {
+			/* Signals on data sent before the last cut: held. */
+			flags |= SS_CC_OUT_HELD;
+		} else if (h->slow_start) {
+			uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), all);
+
+			rate += cc_u64_min(delivered, rate);
+		} else {
+			rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
+		}
+		goto clamp;
+	}
 	if (h->acked && (h->ecn || !h->slow_start))
 		h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->acked, h->ecn);
 
@@ -227,6 +283,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		/* Each flow that had bytes acknowledged steps; the others hold. */
 		rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
 	}
+clamp:
 	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, all),
 				cc_u64_min(cc_mul_n(p->max_rate, all), SS_CC_RATE_LIMIT));
 

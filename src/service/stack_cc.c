@@ -611,6 +611,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 
 		/* What one flow at the share would have: its step is scaled
 		 * to the (shorter) run. */
+		p->host.run_us = s->now_us - p->host_start_us;
 		ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, sc->tcp.f.mss) : 0,
 			       p->n_members, &h);
 		p->host_start_us = s->now_us;

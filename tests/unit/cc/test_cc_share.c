@@ -7,6 +7,14 @@
 
 static struct ss_cc_params prm;
 
+/* The defaults, with the shared host's per-run law (host_per_rtt 0): the
+ * tests below up to the fluid one check that law's arithmetic. */
+static void per_run_params(void)
+{
+	ss_cc_params_default(&prm);
+	prm.dctcp_rate.host_per_rtt = 0;
+}
+
 /* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
  * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
 static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint64_t ecn)
@@ -335,7 +343,7 @@ static void test_water_filling(void)
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 2400000); /* capped: 1.2 x 2 MB/s */
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 600000);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 /* Join and leave: n is the number of flows that added in the last host
@@ -378,7 +386,7 @@ static void test_join_leave(void)
 	s = bulk(4000000, 1000, 4000, 0);
 	ss_cc_host_add(&h, &prm, &f[0], &s, 4000000);
 	CHECK_EQ_U64(h.n, 1);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 /*
@@ -433,6 +441,103 @@ static void test_members_split(void)
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 7500000 / 3);
 }
 
+/* Adds one sample of @acked bytes, @ecn marked, per flow of @n (1 ms at
+ * @rate), then runs the host 1 ms after its last run at RTT @srtt. */
+static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
+			  uint64_t rate, uint64_t acked, uint64_t ecn, uint32_t srtt,
+			  struct ss_cc_out *out)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
+
+		ss_cc_host_add(h, &prm, &f[i], &s, rate);
+	}
+	h->run_us = 1000;
+	ss_cc_host_run(h, &prm, srtt, 0, 0, out);
+}
+
+/*
+ * host_per_rtt (the default): one reaction per RTT of data, alpha over
+ * that window, the cut from the rate delivered when R is above it.  Two
+ * flows, RTT 2 ms, runs 1 ms apart; every value by hand.
+ */
+static void test_once_per_rtt(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+	uint64_t r, step;
+
+	ss_cc_params_default(&prm);
+	CHECK_EQ_U64(prm.dctcp_rate.host_per_rtt, 1);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	/* First run: R = 2 x 5 MB/s; its 1 ms (an RTT of 1 ms here) ends a
+	 * window with nothing acked. */
+	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 10000000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	/* All marked, 8 MB/s delivered (2 x 4000 B per ms): the window ends
+	 * at the cut, alpha stays 1 (slow start, first mark), and R is cut
+	 * from the 8 MB/s delivered, not from R's 10: 8 x (1 - 1/2). */
+	host_step_all(&h, f, 2, 5000000, 4000, 4000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
+	CHECK_EQ_U64(h.alpha, 1000000);
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(h.hold_us, 2000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 2000000);
+	/* Marks for one RTT more (data sent before the cut): held, twice. */
+	host_step_all(&h, f, 2, 2000000, 2000, 1000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK(!(out.flags & SS_CC_OUT_REDUCED));
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(h.hold_us, 1000);
+	CHECK_EQ_U64(h.alpha, 1000000); /* the window (2 ms) is not over */
+	host_step_all(&h, f, 2, 2000000, 2000, 1000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(h.hold_us, 0);
+	/* The window's 2 ms: 8000 B acked, 4000 marked: alpha 15/16 + 1/32. */
+	CHECK_EQ_U64(h.alpha, 968750);
+	CHECK_EQ_U64(h.pw_acked, 8000);
+	CHECK_EQ_U64(h.pw_sample_us, 4000);
+	/* Marks after the hold: the next cut, alpha over the 1 ms since the
+	 * window's end (all marked), from the delivered rate 4 MB/s = R. */
+	host_step_all(&h, f, 2, 2000000, 2000, 2000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK_EQ_U64(h.alpha, 970703);
+	CHECK_EQ_U64(out.rate_bps, 4000000 - 4000000ull * 485351 / 1000000);
+	r = out.rate_bps;
+	/* Unmarked runs step during the hold: 2 flows x an eighth of the share. */
+	host_step_all(&h, f, 2, r / 2, 1000, 0, 2000, &out);
+	step = r / 2 / 8;
+	CHECK_EQ_U64(out.rate_bps, r + 2 * step);
+	r = out.rate_bps;
+	host_step_all(&h, f, 2, r / 2, 1000, 0, 2000, &out);
+	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
+	r = out.rate_bps;
+	CHECK_EQ_U64(h.hold_us, 0);
+	/* A loss in one flow, delivered (2 x 6000 B per ms = 12 MB/s) above
+	 * R: the cut is from R, loss_md for one of two flows, and the other
+	 * flow (acked, unmarked) steps. */
+	{
+		struct ss_cc_sample s0 = bulk(r / 2, 1000, 6000, 0), s1 = s0;
+
+		s0.fast_retx = 1;
+		ss_cc_host_add(&h, &prm, &f[0], &s0, r / 2);
+		ss_cc_host_add(&h, &prm, &f[1], &s1, r / 2);
+		h.run_us = 1000;
+		ss_cc_host_run(&h, &prm, 2000, 0, 0, &out);
+	}
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(h.loss_mode);
+	CHECK_EQ_U64(out.rate_bps, r - r * (500000 / 2) / 1000000 + (r / 2 / 8));
+	CHECK_EQ_U64(h.hold_us, 2000);
+	per_run_params();
+}
+
 /*
  * N flows sharing one host controller through a fluid 100 Mbit/s
  * bottleneck that marks every byte while its queue holds more than 30 KB
@@ -442,7 +547,7 @@ static void test_members_split(void)
  * time; the host runs when flow 0's ends, and every flow then takes its
  * share, as the service does.
  */
-static void fluid(unsigned n)
+static void fluid(unsigned n, uint8_t per_rtt)
 {
 	const int64_t cap = 12500000, k = 30000; /* B/s, bytes */
 	const uint32_t iv = 500;                 /* us */
@@ -456,6 +561,7 @@ static void fluid(unsigned n)
 	uint64_t max_spread = 0;
 
 	prm.dctcp_rate.step = 125000; /* 1 Mbit/s, as the test bed runs */
+	prm.dctcp_rate.host_per_rtt = per_rtt;
 	ss_cc_host_init(&h, &prm);
 	for (unsigned i = 0; i < n; i++) {
 		ss_cc_share_flow_init(&f[i]);
@@ -501,26 +607,28 @@ static void fluid(unsigned n)
 		}
 	}
 	if (getenv("FLUID_DEBUG"))
-		fprintf(stderr, "n %u util %.3f q mean %lld max %lld\n", n, sum / samples / cap,
+		fprintf(stderr, "n %u per_rtt %u util %.3f q mean %lld max %lld\n", n, per_rtt, sum / samples / cap,
 			(long long)(q_sum / samples), (long long)q_max);
 	CHECK_EQ_U64(max_spread, 0); /* equal rates all along */
 	CHECK(sum / samples > 0.9 * (double)cap);
 	CHECK(sum / samples < 1.1 * (double)cap);
 	CHECK(q_max < 3 * k);
 	CHECK(q_sum / samples < 2 * k);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 static void test_fluid_bottleneck(void)
 {
-	fluid(2);
-	fluid(8);
-	fluid(32);
+	for (uint8_t per_rtt = 0; per_rtt <= 1; per_rtt++) {
+		fluid(2, per_rtt);
+		fluid(8, per_rtt);
+		fluid(32, per_rtt);
+	}
 }
 
 int main(void)
 {
-	ss_cc_params_default(&prm);
+	per_run_params();
 	test_first_run_and_slow_start();
 	test_additive_increase();
 	test_loss_as_n_flows();
@@ -529,6 +637,7 @@ int main(void)
 	test_water_filling();
 	test_join_leave();
 	test_members_split();
+	test_once_per_rtt();
 	test_fluid_bottleneck();
 	return check_done("test_cc_share");
 }
