@@ -312,6 +312,7 @@ struct ss_cc_host {
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
 	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
+	uint32_t win_limited; /* samples in which its window held a flow back */
 	uint32_t mss;         /* largest MSS seen */
 	uint64_t run_us;      /* set by the caller before a run: time since the
 			       * last run (0: the samples' mean length) */

@@ -41,6 +41,8 @@
  * crosses the level is classified anew at the flow's next sample.
  */
 
+#define HOST_DLV_SEGS 16 /* the least a delivery rate is measured over */
+
 static uint64_t cc_mul_n(uint64_t x, uint64_t n)
 {
 	if (n && x > SS_CC_RATE_LIMIT / n)
@@ -54,6 +56,7 @@ static void host_reset_acc(struct ss_cc_host *h)
 	h->sample_us = h->join_rate = h->small_sum = 0;
 	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
 	h->rate_limited = 0;
+	h->win_limited = 0;
 	h->run_us = 0;
 }
 
@@ -122,9 +125,12 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 		return;
 	}
 	/* Held by its own window, 2 RTTs of its rate (stack_cc.c): the RTT
-	 * grew, which is congestion, not a lack of data.  Not a demand. */
-	if (s->win_limited)
+	 * grew, which is congestion, not a lack of data.  Not a demand, and
+	 * no send-rate cap for the aggregate. */
+	if (s->win_limited) {
+		h->win_limited++;
 		return;
+	}
 	/* Did not use its rate: its demand, as the send-rate cap sees it
 	 * (which has nothing to measure when nothing was sent). */
 	if (p->cap_ppm == 0 || s->sent_bytes == 0)
@@ -193,7 +199,12 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 					p->min_rate, SS_CC_RATE_LIMIT);
 	}
 	rate = h->rate;
-	if (!h->rate_limited && p->cap_ppm && h->sent && h->sample_us) {
+	/* The cap measures a lack of data: not when a flow was held by its
+	 * pacer (it used its rate) or, with host_per_rtt, by its window
+	 * (the RTT grew: a 4 ms stall of the fast path capped R from
+	 * 9 MB/s to 1.5 MB/s at 2 flows). */
+	if (!h->rate_limited && !(p->host_per_rtt && h->win_limited) && p->cap_ppm && h->sent &&
+	    h->sample_us) {
 		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), all),
 					  p->cap_ppm);
 
@@ -217,8 +228,17 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		if (h->w_us >= srtt_us || react) {
 			if (h->w_acked && (h->w_ecn || !h->slow_start))
 				h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->w_acked, h->w_ecn);
-			h->pw_acked = h->w_acked;
-			h->pw_sample_us = h->w_sample_us;
+			/* The delivery rate is measured over at least
+			 * HOST_DLV_SEGS segments: a window that holds fewer
+			 * adds to half the last measurement (32 flows at
+			 * 1.5 Mbit/s ack a few segments per RTT in all). */
+			if (h->w_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
+				h->pw_acked = h->w_acked;
+				h->pw_sample_us = h->w_sample_us;
+			} else {
+				h->pw_acked = h->pw_acked / 2 + h->w_acked;
+				h->pw_sample_us = h->pw_sample_us / 2 + h->w_sample_us;
+			}
 			h->w_acked = h->w_ecn = h->w_sample_us = h->w_us = 0;
 		}
 		if (h->ecn)
@@ -235,7 +255,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0;
 			uint64_t step = host_step(h, p, rate, all, srtt_us, flow_iv_us), base = rate;
 
-			if (h->pw_acked && h->pw_sample_us) {
+			if (h->pw_sample_us && h->pw_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
 				uint64_t dlv = cc_mul_n(cc_bytes_per_s(h->pw_acked, h->pw_sample_us), all);
 
 				base = cc_u64_min(base, dlv);

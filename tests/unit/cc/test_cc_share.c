@@ -450,6 +450,7 @@ static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsi
 	for (unsigned i = 0; i < n; i++) {
 		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
 
+		s.mss = 100; /* a delivery rate needs 16 segments: 1600 B */
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
 	h->run_us = 1000;
@@ -535,6 +536,43 @@ static void test_once_per_rtt(void)
 	CHECK(h.loss_mode);
 	CHECK_EQ_U64(out.rate_bps, r - r * (500000 / 2) / 1000000 + (r / 2 / 8));
 	CHECK_EQ_U64(h.hold_us, 2000);
+	/* A window of fewer than 16 segments (2 x 500 B at MSS 100) is added
+	 * to half the last measurement, not measured alone. */
+	{
+		uint64_t pa = h.pw_acked, ps = h.pw_sample_us;
+
+		host_step_all(&h, f, 2, r / 2, 500, 0, 1000, &out);
+		CHECK_EQ_U64(h.pw_acked, pa / 2 + 1000);
+		CHECK_EQ_U64(h.pw_sample_us, ps / 2 + 2000);
+		r = out.rate_bps;
+	}
+	/* Flows held by their own window (the RTT grew) that sent little:
+	 * no send-rate cap (the per-run law caps R at 1.2 x 2 x 100 B/ms,
+	 * then steps). */
+	for (uint8_t per_rtt = 1; ; per_rtt = 0) {
+		struct ss_cc_host h2 = h;
+		struct ss_cc_share_flow f2[2] = { f[0], f[1] };
+
+		prm.dctcp_rate.host_per_rtt = per_rtt;
+		for (unsigned i = 0; i < 2; i++) {
+			struct ss_cc_sample s = cc_sample(1000, 100, 0);
+
+			s.sent_bytes = 100;
+			s.win_limited = 2;
+			s.mss = 100;
+			ss_cc_host_add(&h2, &prm, &f2[i], &s, r / 2);
+		}
+		h2.run_us = 1000;
+		ss_cc_host_run(&h2, &prm, 2000, 0, 0, &out);
+		if (per_rtt) {
+			CHECK(!(out.flags & SS_CC_OUT_CAPPED));
+			CHECK(out.rate_bps > r);
+		} else {
+			CHECK(out.flags & SS_CC_OUT_CAPPED);
+			CHECK(out.rate_bps < r);
+			break;
+		}
+	}
 	per_run_params();
 }
 
