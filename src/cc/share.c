@@ -50,6 +50,15 @@ static uint64_t cc_mul_n(uint64_t x, uint64_t n)
 	return x * n;
 }
 
+/* The aggregate's delivery rate over the last measurement (host_per_rtt),
+ * or "unknown" (the rate limit) below HOST_DLV_SEGS segments. */
+static uint64_t host_delivered(const struct ss_cc_host *h, uint64_t all)
+{
+	if (!h->pw_sample_us || h->pw_acked < (uint64_t)HOST_DLV_SEGS * h->mss)
+		return SS_CC_RATE_LIMIT;
+	return cc_mul_n(cc_bytes_per_s(h->pw_acked, h->pw_sample_us), all);
+}
+
 static void host_reset_acc(struct ss_cc_host *h)
 {
 	h->acked = h->ecn = h->sent = 0;
@@ -255,11 +264,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0;
 			uint64_t step = host_step(h, p, rate, all, srtt_us, flow_iv_us), base = rate;
 
-			if (h->pw_sample_us && h->pw_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
-				uint64_t dlv = cc_mul_n(cc_bytes_per_s(h->pw_acked, h->pw_sample_us), all);
-
-				base = cc_u64_min(base, dlv);
-			}
+			base = cc_u64_min(base, host_delivered(h, all));
 			rate = cc_rate_cut(base, cut / n) + cc_mul_n(step, calm);
 			h->slow_start = 0;
 			h->loss_mode |= !h->ecn;
@@ -272,6 +277,13 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), all);
 
 			rate += cc_u64_min(delivered, rate);
+		} else if (rate / 2 > host_delivered(h, all)) {
+			/* R is more than twice what the path delivered: the
+			 * flows cannot use it (a busy fast path; the pacer
+			 * still holds them, so the send-rate cap does not
+			 * apply).  No step: R ran to 1.7x the link while 75 %
+			 * of it was delivered, ready to burst. */
+			flags |= SS_CC_OUT_HELD;
 		} else {
 			rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
 		}

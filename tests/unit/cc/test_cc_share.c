@@ -576,6 +576,41 @@ static void test_once_per_rtt(void)
 	per_run_params();
 }
 
+/* host_per_rtt: R does not step while it is more than twice the rate the
+ * path delivered (the flows could not use it); by hand. */
+static void test_no_step_above_delivered(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+
+	ss_cc_params_default(&prm);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 10000000);
+	/* 4 MB/s delivered, all marked: R = 4 x 1/2. */
+	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	CHECK_EQ_U64(h.pw_acked, 4000);
+	CHECK_EQ_U64(h.pw_sample_us, 2000);
+	/* 1000 B in 2 ms: fewer than 16 segments, added to half the last
+	 * (3000 B in 3 ms: 2 MB/s); R/2 = 1 MB/s is within: 2 steps of an
+	 * eighth of the 1 MB/s share. */
+	host_step_all(&h, f, 2, 1000000, 500, 0, 1000, &out);
+	CHECK_EQ_U64(h.pw_acked, 3000);
+	CHECK_EQ_U64(h.pw_sample_us, 3000);
+	CHECK_EQ_U64(out.rate_bps, 2000000 + 2 * 125000);
+	/* 1700 B in 3.5 ms (971 428 B/s) < R/2 = 1 125 000: held. */
+	host_step_all(&h, f, 2, 1125000, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.pw_acked, 1700);
+	CHECK_EQ_U64(h.pw_sample_us, 3500);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, 2250000);
+	per_run_params();
+}
+
 /*
  * N flows sharing one host controller through a fluid 100 Mbit/s
  * bottleneck that marks every byte while its queue holds more than 30 KB
@@ -676,6 +711,7 @@ int main(void)
 	test_join_leave();
 	test_members_split();
 	test_once_per_rtt();
+	test_no_step_above_delivered();
 	test_fluid_bottleneck();
 	return check_done("test_cc_share");
 }
