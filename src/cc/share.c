@@ -41,7 +41,7 @@
  * crosses the level is classified anew at the flow's next sample.
  */
 
-#define HOST_DLV_SEGS 64 /* the least a delivery rate is measured over */
+#define HOST_DLV_SEGS 16 /* the least a delivery rate is measured over */
 
 static uint64_t cc_mul_n(uint64_t x, uint64_t n)
 {

@@ -450,7 +450,7 @@ static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsi
 	for (unsigned i = 0; i < n; i++) {
 		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
 
-		s.mss = 25; /* a delivery rate needs 64 segments: 1600 B */
+		s.mss = 100; /* a delivery rate needs 16 segments: 1600 B */
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
 	h->run_us = 1000;
@@ -536,7 +536,7 @@ static void test_once_per_rtt(void)
 	CHECK(h.loss_mode);
 	CHECK_EQ_U64(out.rate_bps, r - r * (500000 / 2) / 1000000 + (r / 2 / 8));
 	CHECK_EQ_U64(h.hold_us, 2000);
-	/* A window of fewer than 64 segments (2 x 500 B at MSS 25) is added
+	/* A window of fewer than 16 segments (2 x 500 B at MSS 100) is added
 	 * to half the last measurement, not measured alone. */
 	{
 		uint64_t pa = h.pw_acked, ps = h.pw_sample_us;
@@ -559,7 +559,7 @@ static void test_once_per_rtt(void)
 
 			s.sent_bytes = 100;
 			s.win_limited = 2;
-			s.mss = 25;
+			s.mss = 100;
 			ss_cc_host_add(&h2, &prm, &f2[i], &s, r / 2);
 		}
 		h2.run_us = 1000;
@@ -595,7 +595,7 @@ static void test_no_step_above_delivered(void)
 	CHECK_EQ_U64(out.rate_bps, 2000000);
 	CHECK_EQ_U64(h.pw_acked, 4000);
 	CHECK_EQ_U64(h.pw_sample_us, 2000);
-	/* 1000 B in 2 ms: fewer than 64 segments, added to half the last
+	/* 1000 B in 2 ms: fewer than 16 segments, added to half the last
 	 * (3000 B in 3 ms: 2 MB/s); R/2 = 1 MB/s is within: 2 steps of an
 	 * eighth of the 1 MB/s share. */
 	host_step_all(&h, f, 2, 1000000, 500, 0, 1000, &out);
