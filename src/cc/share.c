@@ -50,13 +50,15 @@ static uint64_t cc_mul_n(uint64_t x, uint64_t n)
 	return x * n;
 }
 
-/* The aggregate's delivery rate over the last measurement (host_per_rtt),
- * or "unknown" (the rate limit) below HOST_DLV_SEGS segments. */
+/* The aggregate's delivery rate (host_per_rtt): the larger of the last two
+ * measurements (BBR's max filter: ACKs that come in bunches, and stalls of
+ * the fast path, make a window's rate an underestimate; at 32 flows one
+ * such window cut R by 57 %), or "unknown" (the rate limit) before any. */
 static uint64_t host_delivered(const struct ss_cc_host *h, uint64_t all)
 {
-	if (!h->pw_sample_us || h->pw_acked < (uint64_t)HOST_DLV_SEGS * h->mss)
+	if (!h->dlv_last)
 		return SS_CC_RATE_LIMIT;
-	return cc_mul_n(cc_bytes_per_s(h->pw_acked, h->pw_sample_us), all);
+	return cc_mul_n(cc_u64_max(h->dlv_last, h->dlv_prev), all);
 }
 
 static void host_reset_acc(struct ss_cc_host *h)
@@ -247,6 +249,10 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			} else {
 				h->pw_acked = h->pw_acked / 2 + h->w_acked;
 				h->pw_sample_us = h->pw_sample_us / 2 + h->w_sample_us;
+			}
+			if (h->pw_sample_us && h->pw_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
+				h->dlv_prev = h->dlv_last;
+				h->dlv_last = cc_bytes_per_s(h->pw_acked, h->pw_sample_us);
 			}
 			h->w_acked = h->w_ecn = h->w_sample_us = h->w_us = 0;
 		}

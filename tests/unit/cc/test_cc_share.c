@@ -577,7 +577,8 @@ static void test_once_per_rtt(void)
 }
 
 /* host_per_rtt: R does not step while it is more than twice the rate the
- * path delivered (the flows could not use it); by hand. */
+ * path delivered (the flows could not use it), the larger of the last two
+ * measurements; by hand. */
 static void test_no_step_above_delivered(void)
 {
 	struct ss_cc_host h;
@@ -602,12 +603,22 @@ static void test_no_step_above_delivered(void)
 	CHECK_EQ_U64(h.pw_acked, 3000);
 	CHECK_EQ_U64(h.pw_sample_us, 3000);
 	CHECK_EQ_U64(out.rate_bps, 2000000 + 2 * 125000);
-	/* 1700 B in 3.5 ms (971 428 B/s) < R/2 = 1 125 000: held. */
+	CHECK_EQ_U64(h.dlv_last, 1000000);
+	CHECK_EQ_U64(h.dlv_prev, 2000000);
+	/* 1700 B in 3.5 ms (2 x 485 714 B/s), but the max filter keeps the
+	 * last measurement's 2 x 1 MB/s > R/2: 2 steps of 1/8 of the share. */
 	host_step_all(&h, f, 2, 1125000, 100, 0, 1000, &out);
 	CHECK_EQ_U64(h.pw_acked, 1700);
 	CHECK_EQ_U64(h.pw_sample_us, 3500);
+	CHECK_EQ_U64(h.dlv_last, 485714);
+	CHECK_EQ_U64(out.rate_bps, 2250000 + 2 * (2250000 / 2 / 8));
+	/* 1650 B in 3.75 ms (2 x 440 000 B/s): both measurements below
+	 * R/2 = 1 265 625: held. */
+	host_step_all(&h, f, 2, 1265625, 400, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 440000);
+	CHECK_EQ_U64(h.dlv_prev, 485714);
 	CHECK(out.flags & SS_CC_OUT_HELD);
-	CHECK_EQ_U64(out.rate_bps, 2250000);
+	CHECK_EQ_U64(out.rate_bps, 2531250);
 	per_run_params();
 }
 
