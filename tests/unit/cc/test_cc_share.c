@@ -622,6 +622,38 @@ static void test_no_step_above_delivered(void)
 	per_run_params();
 }
 
+/* host_per_rtt: slow start grows R by the run's delivery rate, but to at
+ * most twice the measured delivery rate (never below R); by hand. */
+static void test_slow_start_bound(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+
+	ss_cc_params_default(&prm);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	host_step_all(&h, f, 2, 1000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	/* 2 x 1000 B per ms (the window closes at this run: 2 x 1 MB/s
+	 * measured, bound 4 MB/s): + 2 MB/s. */
+	host_step_all(&h, f, 2, 1000000, 1000, 0, 1000, &out);
+	CHECK(out.flags & SS_CC_OUT_SLOW_START);
+	CHECK_EQ_U64(h.dlv_last, 1000000);
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	/* 2 x 1500 B per ms: + 3 MB/s would give 7 MB/s; the bound is twice
+	 * the larger measurement, 2 x 2 x 1.5 MB/s = 6 MB/s. */
+	host_step_all(&h, f, 2, 2000000, 1500, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 1500000);
+	CHECK_EQ_U64(out.rate_bps, 6000000);
+	/* Delivery drops to 2 x 200 B per ms: + 0.4 MB/s, but the bound is
+	 * still 6 MB/s (the max filter keeps the 1.5 MB/s measurement). */
+	host_step_all(&h, f, 2, 3000000, 200, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 6000000);
+	per_run_params();
+}
+
 /*
  * N flows sharing one host controller through a fluid 100 Mbit/s
  * bottleneck that marks every byte while its queue holds more than 30 KB
@@ -723,6 +755,7 @@ int main(void)
 	test_members_split();
 	test_once_per_rtt();
 	test_no_step_above_delivered();
+	test_slow_start_bound();
 	test_fluid_bottleneck();
 	return check_done("test_cc_share");
 }
