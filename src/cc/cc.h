@@ -317,8 +317,8 @@ struct ss_cc_host {
 	uint64_t run_us;      /* set by the caller before a run: time since the
 			       * last run (0: the samples' mean length) */
 	/* Once per RTT of data (host_per_rtt): the observation window. */
-	uint64_t w_acked, w_ecn, w_sample_us, w_us; /* this window so far */
-	uint64_t pw_acked, pw_sample_us; /* the last full window */
+	uint64_t w_acked, w_ecn, w_us; /* this window so far */
+	uint64_t d_acked, d_sample_us; /* the delivery measurement so far */
 	uint64_t dlv_last, dlv_prev; /* the flows' mean delivery rate, B/s, over
 				      * the last two measurements (0: none) */
 	uint64_t hold_us;     /* no cut for this long more (one RTT after a cut) */

@@ -233,28 +233,23 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 
 		h->w_acked += h->acked;
 		h->w_ecn += h->ecn;
-		h->w_sample_us += h->sample_us;
 		h->w_us += el;
+		h->d_acked += h->acked;
+		h->d_sample_us += h->sample_us;
 		h->hold_us = h->hold_us > el ? h->hold_us - el : 0;
 		if (h->w_us >= srtt_us || react) {
 			if (h->w_acked && (h->w_ecn || !h->slow_start))
 				h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->w_acked, h->w_ecn);
-			/* The delivery rate is measured over at least
-			 * HOST_DLV_SEGS segments: a window that holds fewer
-			 * adds to half the last measurement (32 flows at
-			 * 1.5 Mbit/s ack a few segments per RTT in all). */
-			if (h->w_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
-				h->pw_acked = h->w_acked;
-				h->pw_sample_us = h->w_sample_us;
-			} else {
-				h->pw_acked = h->pw_acked / 2 + h->w_acked;
-				h->pw_sample_us = h->pw_sample_us / 2 + h->w_sample_us;
-			}
-			if (h->pw_sample_us && h->pw_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
+			/* A delivery rate is measured over whole windows that
+			 * hold HOST_DLV_SEGS segments or more in all: 32 flows
+			 * at 1.5 Mbit/s ack a few segments per RTT, and in slow
+			 * start an RTT is a few runs of 2 segments each. */
+			if (h->d_sample_us && h->d_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
 				h->dlv_prev = h->dlv_last;
-				h->dlv_last = cc_bytes_per_s(h->pw_acked, h->pw_sample_us);
+				h->dlv_last = cc_bytes_per_s(h->d_acked, h->d_sample_us);
+				h->d_acked = h->d_sample_us = 0;
 			}
-			h->w_acked = h->w_ecn = h->w_sample_us = h->w_us = 0;
+			h->w_acked = h->w_ecn = h->w_us = 0;
 		}
 		if (h->ecn)
 			h->loss_mode = 0;

@@ -450,7 +450,7 @@ static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsi
 	for (unsigned i = 0; i < n; i++) {
 		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
 
-		s.mss = 100; /* a delivery rate needs 16 segments: 1600 B */
+		s.mss = 25; /* a delivery rate needs 16 segments: 400 B */
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
 	h->run_us = 1000;
@@ -460,7 +460,8 @@ static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsi
 /*
  * host_per_rtt (the default): one reaction per RTT of data, alpha over
  * that window, the cut from the rate delivered when R is above it.  Two
- * flows, RTT 2 ms, runs 1 ms apart; every value by hand.
+ * flows, RTT 2 ms, runs 1 ms apart, MSS 25 (a delivery rate needs 16
+ * segments: 400 B); every value by hand.
  */
 static void test_once_per_rtt(void)
 {
@@ -475,41 +476,45 @@ static void test_once_per_rtt(void)
 	for (unsigned i = 0; i < 2; i++)
 		ss_cc_share_flow_init(&f[i]);
 	/* First run: R = 2 x 5 MB/s; its 1 ms (an RTT of 1 ms here) ends a
-	 * window with nothing acked. */
+	 * window with nothing acked: no delivery rate yet. */
 	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
 	CHECK(out.flags & SS_CC_OUT_HELD);
-	/* All marked, 8 MB/s delivered (2 x 4000 B per ms): the window ends
-	 * at the cut, alpha stays 1 (slow start, first mark), and R is cut
-	 * from the 8 MB/s delivered, not from R's 10: 8 x (1 - 1/2). */
+	CHECK_EQ_U64(h.dlv_last, 0);
+	/* All marked, 2 x 4000 B acked: the window ends at the cut, alpha
+	 * stays 1 (slow start, first mark); delivered 8000 B over the 2 x
+	 * 2 ms measured (2 x 2 MB/s), and R is cut from that, not from its
+	 * 10 MB/s: 4 x (1 - 1/2). */
 	host_step_all(&h, f, 2, 5000000, 4000, 4000, 2000, &out);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
 	CHECK_EQ_U64(h.alpha, 1000000);
-	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(h.dlv_last, 2000000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
 	CHECK_EQ_U64(h.hold_us, 2000);
-	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 2000000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1000000);
 	/* Marks for one RTT more (data sent before the cut): held, twice. */
-	host_step_all(&h, f, 2, 2000000, 2000, 1000, 2000, &out);
+	host_step_all(&h, f, 2, 1000000, 2000, 1000, 2000, &out);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK(!(out.flags & SS_CC_OUT_REDUCED));
-	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
 	CHECK_EQ_U64(h.hold_us, 1000);
 	CHECK_EQ_U64(h.alpha, 1000000); /* the window (2 ms) is not over */
-	host_step_all(&h, f, 2, 2000000, 2000, 1000, 2000, &out);
+	host_step_all(&h, f, 2, 1000000, 2000, 1000, 2000, &out);
 	CHECK(out.flags & SS_CC_OUT_HELD);
-	CHECK_EQ_U64(out.rate_bps, 4000000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
 	CHECK_EQ_U64(h.hold_us, 0);
-	/* The window's 2 ms: 8000 B acked, 4000 marked: alpha 15/16 + 1/32. */
+	/* The window's 2 ms: 8000 B acked, 4000 marked: alpha 15/16 + 1/32;
+	 * delivered 8000 B over 4 ms of samples. */
 	CHECK_EQ_U64(h.alpha, 968750);
-	CHECK_EQ_U64(h.pw_acked, 8000);
-	CHECK_EQ_U64(h.pw_sample_us, 4000);
+	CHECK_EQ_U64(h.dlv_last, 2000000);
+	CHECK_EQ_U64(h.dlv_prev, 2000000);
 	/* Marks after the hold: the next cut, alpha over the 1 ms since the
-	 * window's end (all marked), from the delivered rate 4 MB/s = R. */
-	host_step_all(&h, f, 2, 2000000, 2000, 2000, 2000, &out);
+	 * window's end (all marked), from R (2 MB/s, below the 4 delivered). */
+	host_step_all(&h, f, 2, 1000000, 2000, 2000, 2000, &out);
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK_EQ_U64(h.alpha, 970703);
-	CHECK_EQ_U64(out.rate_bps, 4000000 - 4000000ull * 485351 / 1000000);
+	CHECK_EQ_U64(out.rate_bps, 2000000 - 2000000ull * 485351 / 1000000);
 	r = out.rate_bps;
 	/* Unmarked runs step during the hold: 2 flows x an eighth of the share. */
 	host_step_all(&h, f, 2, r / 2, 1000, 0, 2000, &out);
@@ -527,6 +532,7 @@ static void test_once_per_rtt(void)
 		struct ss_cc_sample s0 = bulk(r / 2, 1000, 6000, 0), s1 = s0;
 
 		s0.fast_retx = 1;
+		s0.mss = s1.mss = 25;
 		ss_cc_host_add(&h, &prm, &f[0], &s0, r / 2);
 		ss_cc_host_add(&h, &prm, &f[1], &s1, r / 2);
 		h.run_us = 1000;
@@ -534,18 +540,16 @@ static void test_once_per_rtt(void)
 	}
 	CHECK(out.flags & SS_CC_OUT_REDUCED);
 	CHECK(h.loss_mode);
+	CHECK_EQ_U64(h.dlv_last, 6000000);
 	CHECK_EQ_U64(out.rate_bps, r - r * (500000 / 2) / 1000000 + (r / 2 / 8));
 	CHECK_EQ_U64(h.hold_us, 2000);
-	/* A window of fewer than 16 segments (2 x 500 B at MSS 100) is added
-	 * to half the last measurement, not measured alone. */
-	{
-		uint64_t pa = h.pw_acked, ps = h.pw_sample_us;
-
-		host_step_all(&h, f, 2, r / 2, 500, 0, 1000, &out);
-		CHECK_EQ_U64(h.pw_acked, pa / 2 + 1000);
-		CHECK_EQ_U64(h.pw_sample_us, ps / 2 + 2000);
-		r = out.rate_bps;
-	}
+	/* A window of fewer than 16 segments (2 x 100 B) is no measurement:
+	 * its bytes wait for the next window's. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 6000000);
+	CHECK_EQ_U64(h.d_acked, 200);
+	CHECK_EQ_U64(h.d_sample_us, 2000);
+	r = out.rate_bps;
 	/* Flows held by their own window (the RTT grew) that sent little:
 	 * no send-rate cap (the per-run law caps R at 1.2 x 2 x 100 B/ms,
 	 * then steps). */
@@ -559,7 +563,7 @@ static void test_once_per_rtt(void)
 
 			s.sent_bytes = 100;
 			s.win_limited = 2;
-			s.mss = 100;
+			s.mss = 25;
 			ss_cc_host_add(&h2, &prm, &f2[i], &s, r / 2);
 		}
 		h2.run_us = 1000;
@@ -584,6 +588,7 @@ static void test_no_step_above_delivered(void)
 	struct ss_cc_host h;
 	struct ss_cc_share_flow f[2];
 	struct ss_cc_out out;
+	uint64_t r;
 
 	ss_cc_params_default(&prm);
 	ss_cc_host_init(&h, &prm);
@@ -591,34 +596,37 @@ static void test_no_step_above_delivered(void)
 		ss_cc_share_flow_init(&f[i]);
 	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
-	/* 4 MB/s delivered, all marked: R = 4 x 1/2. */
+	/* 4000 B over 4 ms of samples (2 x 1 MB/s), all marked: R = 2 x 1/2. */
 	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
-	CHECK_EQ_U64(out.rate_bps, 2000000);
-	CHECK_EQ_U64(h.pw_acked, 4000);
-	CHECK_EQ_U64(h.pw_sample_us, 2000);
-	/* 1000 B in 2 ms: fewer than 16 segments, added to half the last
-	 * (3000 B in 3 ms: 2 MB/s); R/2 = 1 MB/s is within: 2 steps of an
-	 * eighth of the 1 MB/s share. */
-	host_step_all(&h, f, 2, 1000000, 500, 0, 1000, &out);
-	CHECK_EQ_U64(h.pw_acked, 3000);
-	CHECK_EQ_U64(h.pw_sample_us, 3000);
-	CHECK_EQ_U64(out.rate_bps, 2000000 + 2 * 125000);
 	CHECK_EQ_U64(h.dlv_last, 1000000);
-	CHECK_EQ_U64(h.dlv_prev, 2000000);
-	/* 1700 B in 3.5 ms (2 x 485 714 B/s), but the max filter keeps the
-	 * last measurement's 2 x 1 MB/s > R/2: 2 steps of 1/8 of the share. */
-	host_step_all(&h, f, 2, 1125000, 100, 0, 1000, &out);
-	CHECK_EQ_U64(h.pw_acked, 1700);
-	CHECK_EQ_U64(h.pw_sample_us, 3500);
-	CHECK_EQ_U64(h.dlv_last, 485714);
-	CHECK_EQ_U64(out.rate_bps, 2250000 + 2 * (2250000 / 2 / 8));
-	/* 1650 B in 3.75 ms (2 x 440 000 B/s): both measurements below
-	 * R/2 = 1 265 625: held. */
-	host_step_all(&h, f, 2, 1265625, 400, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 440000);
-	CHECK_EQ_U64(h.dlv_prev, 485714);
+	CHECK_EQ_U64(out.rate_bps, 1000000);
+	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, is
+	 * above R/2: 2 steps of an eighth of the 0.5 MB/s share. */
+	host_step_all(&h, f, 2, 500000, 500, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(h.dlv_prev, 1000000);
+	CHECK_EQ_U64(out.rate_bps, 1000000 + 2 * 62500);
+	/* 2 x 100 B (fewer than 16 segments): no measurement; still a step. */
+	host_step_all(&h, f, 2, 562500, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(out.rate_bps, 1125000 + 2 * (1125000 / 2 / 8));
+	r = out.rate_bps;
+	/* 400 B over 4 ms: 2 x 0.1 MB/s measured; the larger (0.5) x 2 is
+	 * still above R/2: a step. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 100000);
+	CHECK_EQ_U64(h.dlv_prev, 500000);
+	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
+	r = out.rate_bps;
+	/* Two more windows at 2 x 0.1 MB/s: both measurements are 0.1, and
+	 * R/2 is above 2 x 0.1 MB/s: held. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	r = out.rate_bps;
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 100000);
+	CHECK_EQ_U64(h.dlv_prev, 100000);
 	CHECK(out.flags & SS_CC_OUT_HELD);
-	CHECK_EQ_U64(out.rate_bps, 2531250);
+	CHECK_EQ_U64(out.rate_bps, r);
 	per_run_params();
 }
 
@@ -636,20 +644,23 @@ static void test_slow_start_bound(void)
 		ss_cc_share_flow_init(&f[i]);
 	host_step_all(&h, f, 2, 1000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 2000000);
-	/* 2 x 1000 B per ms (the window closes at this run: 2 x 1 MB/s
-	 * measured, bound 4 MB/s): + 2 MB/s. */
+	/* 2000 B over 4 ms of samples (the first run's included): 2 x 0.5
+	 * MB/s, a bound of 2 MB/s: the run's + 2 MB/s is held back to R. */
 	host_step_all(&h, f, 2, 1000000, 1000, 0, 1000, &out);
 	CHECK(out.flags & SS_CC_OUT_SLOW_START);
-	CHECK_EQ_U64(h.dlv_last, 1000000);
-	CHECK_EQ_U64(out.rate_bps, 4000000);
-	/* 2 x 1500 B per ms: + 3 MB/s would give 7 MB/s; the bound is twice
-	 * the larger measurement, 2 x 2 x 1.5 MB/s = 6 MB/s. */
-	host_step_all(&h, f, 2, 2000000, 1500, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	/* 2 x 1.5 MB/s: bound 6 MB/s, + min(3, R) = 4 MB/s. */
+	host_step_all(&h, f, 2, 1000000, 1500, 0, 1000, &out);
 	CHECK_EQ_U64(h.dlv_last, 1500000);
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	/* Again: + 3 MB/s would give 7, the bound is 6. */
+	host_step_all(&h, f, 2, 2000000, 1500, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 6000000);
 	/* Delivery drops to 2 x 200 B per ms: + 0.4 MB/s, but the bound is
 	 * still 6 MB/s (the max filter keeps the 1.5 MB/s measurement). */
 	host_step_all(&h, f, 2, 3000000, 200, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 200000);
 	CHECK_EQ_U64(out.rate_bps, 6000000);
 	per_run_params();
 }
