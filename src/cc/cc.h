@@ -371,6 +371,10 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
  * host's active flows; fewer than n counts as n).  R is theirs: the split,
  * R's bounds and the aggregate rates (cap, slow start) count all of them,
  * not only the n whose intervals ended in this run.
+ * With host_per_rtt (the default) it reacts to marks and losses at most
+ * once per @srtt_us of run time (h->run_us, set by the caller), with alpha
+ * over that window, cuts from min(R, the delivery rate), and grows R
+ * (slow start or step) only up to twice the delivery rate.
  */
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
 		    uint32_t flow_iv_us, uint32_t members, struct ss_cc_out *out);
