@@ -16,6 +16,7 @@ void ss_cc_params_default(struct ss_cc_params *p)
 	p->dctcp_rate.alpha_init_ppm = SS_CC_PPM;
 	p->dctcp_rate.loss_md_ppm = SS_CC_PPM / 2;
 	p->dctcp_rate.cap_ppm = 1200000;
+	p->dctcp_rate.host_per_rtt = 1;
 
 	p->dctcp_win.g_ppm = SS_CC_PPM / 16;
 	p->dctcp_win.alpha_init_ppm = SS_CC_PPM;
@@ -66,7 +67,7 @@ int ss_cc_params_check(const struct ss_cc_params *p)
 	if (!cc_rate_bounds_ok(dr->init_rate, dr->min_rate, dr->max_rate) ||
 	    dr->step > SS_CC_RATE_LIMIT || dr->g_ppm == 0 || dr->g_ppm > SS_CC_PPM ||
 	    dr->alpha_init_ppm > SS_CC_PPM || dr->loss_md_ppm > SS_CC_PPM ||
-	    !cc_cap_ok(dr->cap_ppm))
+	    !cc_cap_ok(dr->cap_ppm) || dr->host_per_rtt > 1)
 		return -EINVAL;
 	if (p->dctcp_win.g_ppm == 0 || p->dctcp_win.g_ppm > SS_CC_PPM ||
 	    p->dctcp_win.alpha_init_ppm > SS_CC_PPM || p->dctcp_win.max_cwnd == 0)

@@ -91,6 +91,10 @@ struct ss_cc_dctcp_rate_params {
 	uint32_t loss_md_ppm;   /* 500000: fraction cut on loss or timeout */
 	uint32_t cap_ppm;       /* 1200000: rate <= 1.2 x the measured send rate
 				 * (TAS §3.2); 0 disables the cap */
+	uint8_t host_per_rtt;   /* 1: a shared host (share.c) reacts at most once
+				 * per RTT of data, with alpha over that window,
+				 * and cuts from the rate delivered; 0: once per
+				 * run, from R */
 };
 
 struct ss_cc_dctcp_win_params {
@@ -308,7 +312,16 @@ struct ss_cc_host {
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
 	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
+	uint32_t win_limited; /* samples in which its window held a flow back */
 	uint32_t mss;         /* largest MSS seen */
+	uint64_t run_us;      /* set by the caller before a run: time since the
+			       * last run (0: the samples' mean length) */
+	/* Once per RTT of data (host_per_rtt): the observation window. */
+	uint64_t w_acked, w_ecn, w_us; /* this window so far */
+	uint64_t d_acked, d_sample_us; /* the delivery measurement so far */
+	uint64_t dlv_last, dlv_prev; /* the flows' mean delivery rate, B/s, over
+				      * the last two measurements (0: none) */
+	uint64_t hold_us;     /* no cut for this long more (one RTT after a cut) */
 };
 
 /* A flow's membership in its host's interval (embedded in the flow). */
@@ -358,6 +371,10 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
  * host's active flows; fewer than n counts as n).  R is theirs: the split,
  * R's bounds and the aggregate rates (cap, slow start) count all of them,
  * not only the n whose intervals ended in this run.
+ * With host_per_rtt (the default) it reacts to marks and losses at most
+ * once per @srtt_us of run time (h->run_us, set by the caller), with alpha
+ * over that window, cuts from min(R, the delivery rate), and grows R
+ * (slow start or step) only up to twice the delivery rate.
  */
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
 		    uint32_t flow_iv_us, uint32_t members, struct ss_cc_out *out);

@@ -117,6 +117,19 @@ int ss_pacer_bucket_set_rate(struct ss_pacer_bucket *b, uint64_t rate, uint64_t 
 	return 0;
 }
 
+int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst,
+			uint64_t now_ns)
+{
+	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > PACER_MAX_CHARGE)
+		return -EINVAL;
+	bucket_refill(b, now_ns);
+	b->rate = rate;
+	b->burst = burst;
+	if (b->credit > (int64_t)(burst * NS_PER_S))
+		b->credit = (int64_t)(burst * NS_PER_S);
+	return 0;
+}
+
 bool ss_pacer_bucket_ready(struct ss_pacer_bucket *b, uint64_t now_ns)
 {
 	bucket_refill(b, now_ns);

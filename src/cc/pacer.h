@@ -87,6 +87,12 @@ int ss_pacer_bucket_init(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burs
  * Returns 0 or -EINVAL (@rate out of range). */
 int ss_pacer_bucket_set_rate(struct ss_pacer_bucket *b, uint64_t rate, uint64_t now_ns);
 
+/* New rate and depth from @now_ns on: credit so far is earned at the old
+ * rate, and credit above the new depth is dropped (debt is kept).  Returns
+ * 0 or -EINVAL (@rate or @burst out of range, as for init). */
+int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst,
+			uint64_t now_ns);
+
 /* True if a send may begin at @now_ns (no debt). */
 bool ss_pacer_bucket_ready(struct ss_pacer_bucket *b, uint64_t now_ns);
 

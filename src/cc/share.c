@@ -41,11 +41,24 @@
  * crosses the level is classified anew at the flow's next sample.
  */
 
+#define HOST_DLV_SEGS 16 /* the least a delivery rate is measured over */
+
 static uint64_t cc_mul_n(uint64_t x, uint64_t n)
 {
 	if (n && x > SS_CC_RATE_LIMIT / n)
 		return SS_CC_RATE_LIMIT;
 	return x * n;
+}
+
+/* The aggregate's delivery rate (host_per_rtt): the larger of the last two
+ * measurements (BBR's max filter: ACKs that come in bunches, and stalls of
+ * the fast path, make a window's rate an underestimate; at 32 flows one
+ * such window cut R by 57 %), or "unknown" (the rate limit) before any. */
+static uint64_t host_delivered(const struct ss_cc_host *h, uint64_t all)
+{
+	if (!h->dlv_last)
+		return SS_CC_RATE_LIMIT;
+	return cc_mul_n(cc_u64_max(h->dlv_last, h->dlv_prev), all);
 }
 
 static void host_reset_acc(struct ss_cc_host *h)
@@ -54,6 +67,8 @@ static void host_reset_acc(struct ss_cc_host *h)
 	h->sample_us = h->join_rate = h->small_sum = 0;
 	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
 	h->rate_limited = 0;
+	h->win_limited = 0;
+	h->run_us = 0;
 }
 
 void ss_cc_host_init(struct ss_cc_host *h, const struct ss_cc_params *p)
@@ -121,9 +136,12 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 		return;
 	}
 	/* Held by its own window, 2 RTTs of its rate (stack_cc.c): the RTT
-	 * grew, which is congestion, not a lack of data.  Not a demand. */
-	if (s->win_limited)
+	 * grew, which is congestion, not a lack of data.  Not a demand, and
+	 * no send-rate cap for the aggregate. */
+	if (s->win_limited) {
+		h->win_limited++;
 		return;
+	}
 	/* Did not use its rate: its demand, as the send-rate cap sees it
 	 * (which has nothing to measure when nothing was sent). */
 	if (p->cap_ppm == 0 || s->sent_bytes == 0)
@@ -192,7 +210,12 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 					p->min_rate, SS_CC_RATE_LIMIT);
 	}
 	rate = h->rate;
-	if (!h->rate_limited && p->cap_ppm && h->sent && h->sample_us) {
+	/* The cap measures a lack of data: not when a flow was held by its
+	 * pacer (it used its rate) or, with host_per_rtt, by its window
+	 * (the RTT grew: a 4 ms stall of the fast path capped R from
+	 * 9 MB/s to 1.5 MB/s at 2 flows). */
+	if (!h->rate_limited && !(p->host_per_rtt && h->win_limited) && p->cap_ppm && h->sent &&
+	    h->sample_us) {
 		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), all),
 					  p->cap_ppm);
 
@@ -200,6 +223,80 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			rate = cap;
 			flags |= SS_CC_OUT_CAPPED;
 		}
+	}
+	if (p->host_per_rtt) {
+		/* The observation window (RFC 8257 §3.3): alpha once per RTT
+		 * of data, from the window's marked fraction; it also ends at
+		 * a cut, so the cut's alpha holds the marks that caused it. */
+		bool react = (h->n_loss || h->n_mark) && h->hold_us == 0;
+		uint64_t el = h->run_us ? h->run_us : h->sample_us / h->n_samples;
+
+		h->w_acked += h->acked;
+		h->w_ecn += h->ecn;
+		h->w_us += el;
+		h->d_acked += h->acked;
+		h->d_sample_us += h->sample_us;
+		h->hold_us = h->hold_us > el ? h->hold_us - el : 0;
+		if (h->w_us >= srtt_us || react) {
+			if (h->w_acked && (h->w_ecn || !h->slow_start))
+				h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->w_acked, h->w_ecn);
+			/* A delivery rate is measured over whole windows that
+			 * hold HOST_DLV_SEGS segments or more in all: 32 flows
+			 * at 1.5 Mbit/s ack a few segments per RTT, and in slow
+			 * start an RTT is a few runs of 2 segments each. */
+			if (h->d_sample_us && h->d_acked >= (uint64_t)HOST_DLV_SEGS * h->mss) {
+				h->dlv_prev = h->dlv_last;
+				h->dlv_last = cc_bytes_per_s(h->d_acked, h->d_sample_us);
+				h->d_acked = h->d_sample_us = 0;
+			}
+			h->w_acked = h->w_ecn = h->w_us = 0;
+		}
+		if (h->ecn)
+			h->loss_mode = 0;
+		if (react) {
+			/* One cut per RTT of data, from what the path delivered
+			 * over the last window when R is above it (as TCP cuts
+			 * from the flight, not from cwnd): a rate has no ACK
+			 * clock, and R at 1.4x the link cut by alpha/2 stayed
+			 * above it, the queue kept growing and the marks went
+			 * on for several cuts (docs/congestion.md). */
+			uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
+			uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
+			uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0;
+			uint64_t step = host_step(h, p, rate, all, srtt_us, flow_iv_us), base = rate;
+
+			base = cc_u64_min(base, host_delivered(h, all));
+			rate = cc_rate_cut(base, cut / n) + cc_mul_n(step, calm);
+			h->slow_start = 0;
+			h->loss_mode |= !h->ecn;
+			h->hold_us = srtt_us;
+			flags |= SS_CC_OUT_REDUCED;
+		} else if (h->n_loss || h->n_mark || !h->acked) {
+			/* Signals on data sent before the last cut: held. */
+			flags |= SS_CC_OUT_HELD;
+		} else if (h->slow_start) {
+			/* At most twice the measured delivery rate, as TCP's
+			 * slow start doubles per RTT of ACKs: by the run's
+			 * delivery rate alone R went from 2.4 to 13 times the
+			 * link in 20 ms at 8 flows (drops before the first
+			 * marks came back). */
+			uint64_t delivered = cc_mul_n(cc_bytes_per_s(h->acked, h->sample_us), all);
+			uint64_t dlv2 = cc_mul_n(host_delivered(h, all), 2);
+
+			rate += cc_u64_min(delivered, rate);
+			if (rate > dlv2)
+				rate = cc_u64_max(dlv2, h->rate);
+		} else if (rate / 2 > host_delivered(h, all)) {
+			/* R is more than twice what the path delivered: the
+			 * flows cannot use it (a busy fast path; the pacer
+			 * still holds them, so the send-rate cap does not
+			 * apply).  No step: R ran to 1.7x the link while 75 %
+			 * of it was delivered, ready to burst. */
+			flags |= SS_CC_OUT_HELD;
+		} else {
+			rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
+		}
+		goto clamp;
 	}
 	if (h->acked && (h->ecn || !h->slow_start))
 		h->alpha = cc_dctcp_alpha(h->alpha, p->g_ppm, h->acked, h->ecn);
@@ -227,6 +324,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		/* Each flow that had bytes acknowledged steps; the others hold. */
 		rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
 	}
+clamp:
 	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, all),
 				cc_u64_min(cc_mul_n(p->max_rate, all), SS_CC_RATE_LIMIT));
 

@@ -23,9 +23,10 @@ void ss_cc_policy_default(struct ss_cc_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->ops = ss_cc_default();
 	ss_cc_params_default(&p->params);
-	/* Per flow until host sharing does as well at 32 flows as at 2 and 8
-	 * (docs/congestion.md, "Host-shared control"). */
-	p->share = SS_CC_SHARE_FLOW;
+	/* One controller per remote host, its flows paced as one aggregate:
+	 * fairer than per flow at 2, 8 and 32 flows, at the same or better
+	 * link use and queue (docs/congestion.md, "Host-shared control"). */
+	p->share = SS_CC_SHARE_HOST;
 }
 
 const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm)

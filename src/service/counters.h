@@ -138,6 +138,8 @@
 	X(cc_idle)                                                               \
 	X(cc_host_intervals)                                                     \
 	X(cc_share_collisions)                                                   \
+	X(cc_host_waits)                                                         \
+	X(cc_host_pace_capped)                                                   \
 	X(cc_paced_waits)                                                        \
 	X(cc_cap_waits)                                                          \
 	X(cc_pacer_releases)                                                     \

@@ -79,6 +79,7 @@ struct ss_sconn_cc {
 	bool shared;                  /* paced at its host's share (cc-share host) */
 	struct ss_cc_share_flow share; /* its membership of the host's interval */
 	struct ss_sconn *host_next, *host_prev; /* the host's members while shared */
+	struct ss_pacer_group *host_grp; /* while shared: its host's aggregate pacer */
 	/* For TCP_INFO (published at each interval, cc_publish()). */
 	uint32_t total_retrans;       /* segments, summed as the stats drain */
 	uint32_t rx_seen;             /* rx_tail at the last publish */
@@ -235,6 +236,8 @@ struct ss_stack {
 		struct ss_cc_host host; /* cc-share host: the host's controller */
 		struct ss_sconn *members; /* its flows paced at their share */
 		uint32_t n_members;     /* how many (the split's divisor) */
+		bool pace_on;           /* pace is initialised (cc-share host) */
+		struct ss_pacer_group pace; /* the members paced as one aggregate at R */
 	} cc_paths[256];
 
 	struct ss_stack_loop loop;      /* segments to our own address */

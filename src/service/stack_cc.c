@@ -270,6 +270,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.ops = ops;
 	sc->cc.shared = false;
 	sc->cc.host_next = sc->cc.host_prev = NULL;
+	sc->cc.host_grp = NULL;
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
 	sc->cc.start_us = s->now_us;
@@ -305,10 +306,15 @@ void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 			return;
 		cc_start(s, sc);
 	}
-	/* The owner may change (fork hand-over): its cap applies.  An orphan
-	 * (its app exited, data still going out) keeps its last owner's. */
-	if (sc->app && sc->app->cap != sc->cc.pf.group)
-		cc_regroup(s, sc, sc->app->cap);
+	/* The owner may change (fork hand-over): its cap applies, else its
+	 * host's aggregate pacer while it is a shared member.  An orphan (its
+	 * app exited, data still going out) keeps its last owner's. */
+	if (sc->app) {
+		struct ss_pacer_group *g = sc->app->cap ? sc->app->cap : sc->cc.host_grp;
+
+		if (g != sc->cc.pf.group)
+			cc_regroup(s, sc, g);
+	}
 	/* Budget only for data waiting to go (a FIN alone needs none). */
 	if (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c) &&
 	    ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
@@ -351,6 +357,9 @@ static struct ss_cc_path *cc_path(struct ss_stack *s, uint32_t ip)
  * the entry goes to whichever host's interval ended last, as before.
  */
 #define CC_HOST_STALE_US 1000000u
+#define CC_HOST_PACE_OFF (UINT64_C(1) << 40) /* an unlimited aggregate, B/s */
+#define CC_HOST_BURST_US 500u                /* the aggregate's bucket: 500 us of R ... */
+#define CC_HOST_BURST_MIN 6000u              /* ... at least 4 segments */
 
 /* Whether @p is another address's, still in use (cc-share host). */
 static bool cc_path_taken(const struct ss_stack *s, const struct ss_cc_path *p, uint32_t ip)
@@ -369,9 +378,13 @@ static void cc_set_rate(struct ss_stack *s, struct ss_sconn *sc, uint64_t rate)
 }
 
 /* @sc, a member of @p's host, leaves it: from now on its own controller
- * (or, at its next interval end, its host's again). */
-static void cc_host_leave(struct ss_cc_path *p, struct ss_sconn *sc)
+ * (or, at its next interval end, its host's again), and out of the host's
+ * aggregate pacer. */
+static void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p, struct ss_sconn *sc)
 {
+	if (sc->cc.host_grp && sc->cc.pf.group == sc->cc.host_grp)
+		cc_regroup(s, sc, NULL);
+	sc->cc.host_grp = NULL;
 	if (sc->cc.host_prev)
 		sc->cc.host_prev->cc.host_next = sc->cc.host_next;
 	else
@@ -387,13 +400,43 @@ static void cc_host_leave(struct ss_cc_path *p, struct ss_sconn *sc)
 static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
 {
 	while (p->members) /* an old host's flows, idle for CC_HOST_STALE_US */
-		cc_host_leave(p, p->members);
+		cc_host_leave(s, p, p->members);
 	p->ip = ip;
 	p->rtt_us = 0;
 	p->rate = 0;
 	p->last_us = s->now_us;
 	p->host_start_us = s->now_us;
 	ss_cc_host_restart(&p->host, &s->ccp->params);
+	/* The aggregate pacer starts unlimited: until the host's first run
+	 * its flows keep their own rates. */
+	if (p->pace_on)
+		ss_pacer_group_cancel(&s->pacer, &p->pace);
+	p->pace_on = s->ccp->share == SS_CC_SHARE_HOST &&
+		     ss_pacer_group_init(&p->pace, CC_HOST_PACE_OFF, CC_HOST_BURST_MIN, cc_now_ns(s)) == 0;
+}
+
+/*
+ * The host's members are paced as one aggregate at R (cc-share host): a
+ * token bucket at R, CC_HOST_BURST_US of R deep (at least
+ * CC_HOST_BURST_MIN), whose FIFO releases the members round-robin, one per
+ * pacer tick, each for one quantum, as an application cap's does.  Each
+ * flow is still paced at its share, so the shares and the water-filling
+ * hold; the bucket spaces the departures of all of them by R.  Flows
+ * paced at one equal rate keep the phase they started in, and 32 flows
+ * whose 2-segment quanta left within a few ms of each other every ~23 ms
+ * put 92 KB into the bottleneck at once, which marked at every cycle and
+ * held R at its floor (docs/congestion.md).  Cost per packet: O(1), as for
+ * any group, whatever the number of members.
+ */
+static void cc_host_pace_set(struct ss_stack *s, struct ss_cc_path *p, uint64_t rate)
+{
+	uint64_t burst = rate * CC_HOST_BURST_US / 1000000u;
+
+	if (!p->pace_on || rate == 0)
+		return;
+	if (burst < CC_HOST_BURST_MIN)
+		burst = CC_HOST_BURST_MIN;
+	ss_pacer_bucket_set(&p->pace.tb, rate, burst, cc_now_ns(s));
 }
 
 /* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2 RTTs. */
@@ -461,8 +504,9 @@ void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 		if (c->budget_hit && pf->ent.where == SS_PACER_IDLE) {
 			/* Held back with data to send: wait for the pacer.  A
 			 * flow whose own time has come waits for its cap. */
-			ss_ctr_inc(s->ctr, pf->group && pf->next_ns <= now ? SS_CTR_cc_cap_waits
-									  : SS_CTR_cc_paced_waits);
+			ss_ctr_inc(s->ctr, !pf->group || pf->next_ns > now ? SS_CTR_cc_paced_waits
+					   : pf->group == sc->cc.host_grp ? SS_CTR_cc_host_waits
+									  : SS_CTR_cc_cap_waits);
 			ss_pacer_schedule(&s->pacer, pf);
 		}
 		c->tx_budget = 0; /* what is left of a release is not kept */
@@ -528,7 +572,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 			/* Its own controller goes on from where the host's was. */
 			struct ss_cc_dctcp_rate *st = &sc->cc.st.dctcp_rate;
 
-			cc_host_leave(p, sc);
+			cc_host_leave(s, p, sc);
 			st->rate = sc->cc.pf.rate ? sc->cc.pf.rate : prm->dctcp_rate.init_rate;
 			st->alpha = p->host.alpha;
 			st->slow_start = 0;
@@ -547,6 +591,16 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 			p->members->cc.host_prev = sc;
 		p->members = sc;
 		p->n_members++;
+		if (p->pace_on) {
+			/* Paced with its host's flows as one aggregate; an
+			 * application cap's bucket takes precedence (a flow has
+			 * one group), and the flow keeps only its share. */
+			sc->cc.host_grp = &p->pace;
+			if (sc->app && sc->app->cap)
+				ss_ctr_inc(s->ctr, SS_CTR_cc_host_pace_capped);
+			else if (sc->cc.pf.group != &p->pace)
+				cc_regroup(s, sc, &p->pace);
+		}
 	}
 	ss_cc_host_add(&p->host, prm, &sc->cc.share, smp, sc->cc.pf.rate);
 	iv = cc_interval_len(s, sc, false);
@@ -557,9 +611,11 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 
 		/* What one flow at the share would have: its step is scaled
 		 * to the (shorter) run. */
+		p->host.run_us = s->now_us - p->host_start_us;
 		ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, sc->tcp.f.mss) : 0,
 			       p->n_members, &h);
 		p->host_start_us = s->now_us;
+		cc_host_pace_set(s, p, p->host.rate);
 		flags = h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD);
 		ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);
 		/* Every member takes its new share now, not at its own
@@ -591,7 +647,7 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 
 	if (c->f.state == SS_TCPS_CLOSED) {
 		if (sc->cc.shared)
-			cc_host_leave(cc_path(s, c->remote_ip), sc);
+			cc_host_leave(s, cc_path(s, c->remote_ip), sc);
 		return;
 	}
 	ss_cc_sample_fill(&smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
@@ -625,7 +681,7 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 	else {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 		if (sc->cc.shared) /* its host's run walks active flows only */
-			cc_host_leave(cc_path(s, c->remote_ip), sc);
+			cc_host_leave(s, cc_path(s, c->remote_ip), sc);
 	}
 }
 
@@ -671,7 +727,7 @@ void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc)
 	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
 	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
 	if (sc->cc.shared)
-		cc_host_leave(cc_path(s, sc->tcp.remote_ip), sc);
+		cc_host_leave(s, cc_path(s, sc->tcp.remote_ip), sc);
 	sc->cc.ops = NULL;
 }
 

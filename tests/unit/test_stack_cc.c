@@ -199,8 +199,10 @@ static void test_loop_follows_active_flows(void)
 
 /* An application capped at 8 Mbit/s (1 MB/s) with two flows: together
  * they stay within the cap (bucket depth and one overdraft allowed), get
- * nearly all of it, and share it evenly; data exact. */
-static void test_app_cap(const struct ss_cc_ops *algo)
+ * nearly all of it, and share it evenly; data exact.  Per flow, the cap is
+ * what holds them (cc_cap_waits); with cc-share host (dctcp-rate) the
+ * host's R, which follows the rate delivered, may hold them first. */
+static void test_app_cap(const struct ss_cc_ops *algo, enum ss_cc_share share)
 {
 	struct sh h;
 	struct ss_cc_policy pol;
@@ -210,6 +212,7 @@ static void test_app_cap(const struct ss_cc_ops *algo)
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
 	pol.ops = algo;
+	pol.share = share;
 	snprintf(rule, sizeof(rule), "%s=8", self_comm);
 	CHECK(ss_cc_policy_add_cap(&pol, rule, err, sizeof(err)) == 0);
 	ss_stack_set_cc(&h.st, &pol);
@@ -228,7 +231,10 @@ static void test_app_cap(const struct ss_cc_ops *algo)
 	CHECK(sum >= 1900000);
 	CHECK(d0 * 10 >= sum * 4 && d1 * 10 >= sum * 4);
 	CHECK(!fl[0].bad && !fl[1].bad);
-	CHECK(ctr(&h, SS_CTR_cc_cap_waits) > 0);
+	if (share == SS_CC_SHARE_FLOW)
+		CHECK(ctr(&h, SS_CTR_cc_cap_waits) > 0);
+	else
+		CHECK(ctr(&h, SS_CTR_cc_cap_waits) + ctr(&h, SS_CTR_cc_paced_waits) > 0);
 	sh_fini(&h);
 }
 
@@ -381,7 +387,7 @@ static void test_host_share(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
-	CHECK_EQ_U64(pol.share, SS_CC_SHARE_FLOW); /* the default */
+	CHECK_EQ_U64(pol.share, SS_CC_SHARE_HOST); /* the default */
 	pol.share = SS_CC_SHARE_HOST;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
@@ -403,10 +409,18 @@ static void test_host_share(void)
 				uint64_t want = ss_cc_host_share(&p->host, &pol.params, &sc[i]->cc.share);
 				CHECK_EQ_U64(sc[i]->cc.pf.rate, want);
 				CHECK(want <= p->host.level);
+				/* ... and paced with the others as one
+				 * aggregate: the host's bucket at R, 500 us
+				 * of R deep (at least 6000 B). */
+				CHECK(sc[i]->cc.pf.group == &p->pace);
+				CHECK(sc[i]->cc.host_grp == &p->pace);
 				if (!sc[i]->cc.share.demand)
 					CHECK_EQ_U64(want, p->host.level);
 			}
 			equal += members == 3;
+			CHECK(p->pace_on);
+			CHECK_EQ_U64(p->pace.tb.rate, p->host.rate);
+			CHECK_EQ_U64(p->pace.tb.burst, p->host.rate / 2000 > 6000 ? p->host.rate / 2000 : 6000);
 		}
 	}
 	CHECK(equal >= 10);
@@ -427,6 +441,8 @@ static void test_host_share(void)
 	CHECK(ctr(&h, SS_CTR_cc_share_collisions) > 0);
 	CHECK(!sc[0]->cc.shared && !sc[1]->cc.shared && !sc[2]->cc.shared);
 	CHECK(!p->members);
+	for (unsigned i = 0; i < 3; i++) /* out of the old host's bucket */
+		CHECK(sc[i]->cc.pf.group == NULL && sc[i]->cc.host_grp == NULL);
 	CHECK(sc[0]->cc.pf.rate > 0);
 	for (unsigned i = 0; i < 3; i++)
 		CHECK(!fl[i].bad);
@@ -435,6 +451,7 @@ static void test_host_share(void)
 	/* cc-share flow: no host controller. */
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
+	pol.share = SS_CC_SHARE_FLOW;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
 	run(&h, fl, 2, 20000, 1u << 30);
@@ -450,8 +467,10 @@ int main(void)
 {
 	sh_self_comm(self_comm);
 	test_loop_follows_active_flows();
-	test_app_cap(&ss_cc_dctcp_rate_ops);
-	test_app_cap(&ss_cc_cubic_ops);
+	test_app_cap(&ss_cc_dctcp_rate_ops, SS_CC_SHARE_FLOW);
+	test_app_cap(&ss_cc_dctcp_rate_ops, SS_CC_SHARE_HOST);
+	test_app_cap(&ss_cc_cubic_ops, SS_CC_SHARE_FLOW);
+	test_app_cap(&ss_cc_cubic_ops, SS_CC_SHARE_HOST);
 	test_app_algorithm();
 	test_ecn_feedback();
 	test_interval_per_path();

@@ -7,6 +7,14 @@
 
 static struct ss_cc_params prm;
 
+/* The defaults, with the shared host's per-run law (host_per_rtt 0): the
+ * tests below up to the fluid one check that law's arithmetic. */
+static void per_run_params(void)
+{
+	ss_cc_params_default(&prm);
+	prm.dctcp_rate.host_per_rtt = 0;
+}
+
 /* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
  * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
 static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint64_t ecn)
@@ -335,7 +343,7 @@ static void test_water_filling(void)
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 2400000); /* capped: 1.2 x 2 MB/s */
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[2]), 600000);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 /* Join and leave: n is the number of flows that added in the last host
@@ -378,7 +386,7 @@ static void test_join_leave(void)
 	s = bulk(4000000, 1000, 4000, 0);
 	ss_cc_host_add(&h, &prm, &f[0], &s, 4000000);
 	CHECK_EQ_U64(h.n, 1);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 /*
@@ -433,6 +441,230 @@ static void test_members_split(void)
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 7500000 / 3);
 }
 
+/* Adds one sample of @acked bytes, @ecn marked, per flow of @n (1 ms at
+ * @rate), then runs the host 1 ms after its last run at RTT @srtt. */
+static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
+			  uint64_t rate, uint64_t acked, uint64_t ecn, uint32_t srtt,
+			  struct ss_cc_out *out)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
+
+		s.mss = 25; /* a delivery rate needs 16 segments: 400 B */
+		ss_cc_host_add(h, &prm, &f[i], &s, rate);
+	}
+	h->run_us = 1000;
+	ss_cc_host_run(h, &prm, srtt, 0, 0, out);
+}
+
+/*
+ * host_per_rtt (the default): one reaction per RTT of data, alpha over
+ * that window, the cut from the rate delivered when R is above it.  Two
+ * flows, RTT 2 ms, runs 1 ms apart, MSS 25 (a delivery rate needs 16
+ * segments: 400 B); every value by hand.
+ */
+static void test_once_per_rtt(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+	uint64_t r, step;
+
+	ss_cc_params_default(&prm);
+	CHECK_EQ_U64(prm.dctcp_rate.host_per_rtt, 1);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	/* First run: R = 2 x 5 MB/s; its 1 ms (an RTT of 1 ms here) ends a
+	 * window with nothing acked: no delivery rate yet. */
+	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 10000000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(h.dlv_last, 0);
+	/* All marked, 2 x 4000 B acked: the window ends at the cut, alpha
+	 * stays 1 (slow start, first mark); delivered 8000 B over the 2 x
+	 * 2 ms measured (2 x 2 MB/s), and R is cut from that, not from its
+	 * 10 MB/s: 4 x (1 - 1/2). */
+	host_step_all(&h, f, 2, 5000000, 4000, 4000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(!(out.flags & SS_CC_OUT_SLOW_START));
+	CHECK_EQ_U64(h.alpha, 1000000);
+	CHECK_EQ_U64(h.dlv_last, 2000000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	CHECK_EQ_U64(h.hold_us, 2000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1000000);
+	/* Marks for one RTT more (data sent before the cut): held, twice. */
+	host_step_all(&h, f, 2, 1000000, 2000, 1000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK(!(out.flags & SS_CC_OUT_REDUCED));
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	CHECK_EQ_U64(h.hold_us, 1000);
+	CHECK_EQ_U64(h.alpha, 1000000); /* the window (2 ms) is not over */
+	host_step_all(&h, f, 2, 1000000, 2000, 1000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	CHECK_EQ_U64(h.hold_us, 0);
+	/* The window's 2 ms: 8000 B acked, 4000 marked: alpha 15/16 + 1/32;
+	 * delivered 8000 B over 4 ms of samples. */
+	CHECK_EQ_U64(h.alpha, 968750);
+	CHECK_EQ_U64(h.dlv_last, 2000000);
+	CHECK_EQ_U64(h.dlv_prev, 2000000);
+	/* Marks after the hold: the next cut, alpha over the 1 ms since the
+	 * window's end (all marked), from R (2 MB/s, below the 4 delivered). */
+	host_step_all(&h, f, 2, 1000000, 2000, 2000, 2000, &out);
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK_EQ_U64(h.alpha, 970703);
+	CHECK_EQ_U64(out.rate_bps, 2000000 - 2000000ull * 485351 / 1000000);
+	r = out.rate_bps;
+	/* Unmarked runs step during the hold: 2 flows x an eighth of the share. */
+	host_step_all(&h, f, 2, r / 2, 1000, 0, 2000, &out);
+	step = r / 2 / 8;
+	CHECK_EQ_U64(out.rate_bps, r + 2 * step);
+	r = out.rate_bps;
+	host_step_all(&h, f, 2, r / 2, 1000, 0, 2000, &out);
+	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
+	r = out.rate_bps;
+	CHECK_EQ_U64(h.hold_us, 0);
+	/* A loss in one flow, delivered (2 x 6000 B per ms = 12 MB/s) above
+	 * R: the cut is from R, loss_md for one of two flows, and the other
+	 * flow (acked, unmarked) steps. */
+	{
+		struct ss_cc_sample s0 = bulk(r / 2, 1000, 6000, 0), s1 = s0;
+
+		s0.fast_retx = 1;
+		s0.mss = s1.mss = 25;
+		ss_cc_host_add(&h, &prm, &f[0], &s0, r / 2);
+		ss_cc_host_add(&h, &prm, &f[1], &s1, r / 2);
+		h.run_us = 1000;
+		ss_cc_host_run(&h, &prm, 2000, 0, 0, &out);
+	}
+	CHECK(out.flags & SS_CC_OUT_REDUCED);
+	CHECK(h.loss_mode);
+	CHECK_EQ_U64(h.dlv_last, 6000000);
+	CHECK_EQ_U64(out.rate_bps, r - r * (500000 / 2) / 1000000 + (r / 2 / 8));
+	CHECK_EQ_U64(h.hold_us, 2000);
+	/* A window of fewer than 16 segments (2 x 100 B) is no measurement:
+	 * its bytes wait for the next window's. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 6000000);
+	CHECK_EQ_U64(h.d_acked, 200);
+	CHECK_EQ_U64(h.d_sample_us, 2000);
+	r = out.rate_bps;
+	/* Flows held by their own window (the RTT grew) that sent little:
+	 * no send-rate cap (the per-run law caps R at 1.2 x 2 x 100 B/ms,
+	 * then steps). */
+	for (uint8_t per_rtt = 1; ; per_rtt = 0) {
+		struct ss_cc_host h2 = h;
+		struct ss_cc_share_flow f2[2] = { f[0], f[1] };
+
+		prm.dctcp_rate.host_per_rtt = per_rtt;
+		for (unsigned i = 0; i < 2; i++) {
+			struct ss_cc_sample s = cc_sample(1000, 100, 0);
+
+			s.sent_bytes = 100;
+			s.win_limited = 2;
+			s.mss = 25;
+			ss_cc_host_add(&h2, &prm, &f2[i], &s, r / 2);
+		}
+		h2.run_us = 1000;
+		ss_cc_host_run(&h2, &prm, 2000, 0, 0, &out);
+		if (per_rtt) {
+			CHECK(!(out.flags & SS_CC_OUT_CAPPED));
+			CHECK(out.rate_bps > r);
+		} else {
+			CHECK(out.flags & SS_CC_OUT_CAPPED);
+			CHECK(out.rate_bps < r);
+			break;
+		}
+	}
+	per_run_params();
+}
+
+/* host_per_rtt: R does not step while it is more than twice the rate the
+ * path delivered (the flows could not use it), the larger of the last two
+ * measurements; by hand. */
+static void test_no_step_above_delivered(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+	uint64_t r;
+
+	ss_cc_params_default(&prm);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 10000000);
+	/* 4000 B over 4 ms of samples (2 x 1 MB/s), all marked: R = 2 x 1/2. */
+	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 1000000);
+	CHECK_EQ_U64(out.rate_bps, 1000000);
+	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, is
+	 * above R/2: 2 steps of an eighth of the 0.5 MB/s share. */
+	host_step_all(&h, f, 2, 500000, 500, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(h.dlv_prev, 1000000);
+	CHECK_EQ_U64(out.rate_bps, 1000000 + 2 * 62500);
+	/* 2 x 100 B (fewer than 16 segments): no measurement; still a step. */
+	host_step_all(&h, f, 2, 562500, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(out.rate_bps, 1125000 + 2 * (1125000 / 2 / 8));
+	r = out.rate_bps;
+	/* 400 B over 4 ms: 2 x 0.1 MB/s measured; the larger (0.5) x 2 is
+	 * still above R/2: a step. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 100000);
+	CHECK_EQ_U64(h.dlv_prev, 500000);
+	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
+	r = out.rate_bps;
+	/* Two more windows at 2 x 0.1 MB/s: both measurements are 0.1, and
+	 * R/2 is above 2 x 0.1 MB/s: held. */
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	r = out.rate_bps;
+	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 100000);
+	CHECK_EQ_U64(h.dlv_prev, 100000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, r);
+	per_run_params();
+}
+
+/* host_per_rtt: slow start grows R by the run's delivery rate, but to at
+ * most twice the measured delivery rate (never below R); by hand. */
+static void test_slow_start_bound(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+
+	ss_cc_params_default(&prm);
+	ss_cc_host_init(&h, &prm);
+	for (unsigned i = 0; i < 2; i++)
+		ss_cc_share_flow_init(&f[i]);
+	host_step_all(&h, f, 2, 1000000, 0, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	/* 2000 B over 4 ms of samples (the first run's included): 2 x 0.5
+	 * MB/s, a bound of 2 MB/s: the run's + 2 MB/s is held back to R. */
+	host_step_all(&h, f, 2, 1000000, 1000, 0, 1000, &out);
+	CHECK(out.flags & SS_CC_OUT_SLOW_START);
+	CHECK_EQ_U64(h.dlv_last, 500000);
+	CHECK_EQ_U64(out.rate_bps, 2000000);
+	/* 2 x 1.5 MB/s: bound 6 MB/s, + min(3, R) = 4 MB/s. */
+	host_step_all(&h, f, 2, 1000000, 1500, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 1500000);
+	CHECK_EQ_U64(out.rate_bps, 4000000);
+	/* Again: + 3 MB/s would give 7, the bound is 6. */
+	host_step_all(&h, f, 2, 2000000, 1500, 0, 1000, &out);
+	CHECK_EQ_U64(out.rate_bps, 6000000);
+	/* Delivery drops to 2 x 200 B per ms: + 0.4 MB/s, but the bound is
+	 * still 6 MB/s (the max filter keeps the 1.5 MB/s measurement). */
+	host_step_all(&h, f, 2, 3000000, 200, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 200000);
+	CHECK_EQ_U64(out.rate_bps, 6000000);
+	per_run_params();
+}
+
 /*
  * N flows sharing one host controller through a fluid 100 Mbit/s
  * bottleneck that marks every byte while its queue holds more than 30 KB
@@ -442,7 +674,7 @@ static void test_members_split(void)
  * time; the host runs when flow 0's ends, and every flow then takes its
  * share, as the service does.
  */
-static void fluid(unsigned n)
+static void fluid(unsigned n, uint8_t per_rtt)
 {
 	const int64_t cap = 12500000, k = 30000; /* B/s, bytes */
 	const uint32_t iv = 500;                 /* us */
@@ -456,6 +688,7 @@ static void fluid(unsigned n)
 	uint64_t max_spread = 0;
 
 	prm.dctcp_rate.step = 125000; /* 1 Mbit/s, as the test bed runs */
+	prm.dctcp_rate.host_per_rtt = per_rtt;
 	ss_cc_host_init(&h, &prm);
 	for (unsigned i = 0; i < n; i++) {
 		ss_cc_share_flow_init(&f[i]);
@@ -501,26 +734,28 @@ static void fluid(unsigned n)
 		}
 	}
 	if (getenv("FLUID_DEBUG"))
-		fprintf(stderr, "n %u util %.3f q mean %lld max %lld\n", n, sum / samples / cap,
+		fprintf(stderr, "n %u per_rtt %u util %.3f q mean %lld max %lld\n", n, per_rtt, sum / samples / cap,
 			(long long)(q_sum / samples), (long long)q_max);
 	CHECK_EQ_U64(max_spread, 0); /* equal rates all along */
 	CHECK(sum / samples > 0.9 * (double)cap);
 	CHECK(sum / samples < 1.1 * (double)cap);
 	CHECK(q_max < 3 * k);
 	CHECK(q_sum / samples < 2 * k);
-	ss_cc_params_default(&prm);
+	per_run_params();
 }
 
 static void test_fluid_bottleneck(void)
 {
-	fluid(2);
-	fluid(8);
-	fluid(32);
+	for (uint8_t per_rtt = 0; per_rtt <= 1; per_rtt++) {
+		fluid(2, per_rtt);
+		fluid(8, per_rtt);
+		fluid(32, per_rtt);
+	}
 }
 
 int main(void)
 {
-	ss_cc_params_default(&prm);
+	per_run_params();
 	test_first_run_and_slow_start();
 	test_additive_increase();
 	test_loss_as_n_flows();
@@ -529,6 +764,9 @@ int main(void)
 	test_water_filling();
 	test_join_leave();
 	test_members_split();
+	test_once_per_rtt();
+	test_no_step_above_delivered();
+	test_slow_start_bound();
 	test_fluid_bottleneck();
 	return check_done("test_cc_share");
 }

@@ -65,6 +65,19 @@ static void test_bucket(void)
 	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 100000000000ull),
 		     100000000000ull + 333333334ull); /* ceil(1e9 / 3) */
 	CHECK_EQ_U64(ss_pacer_bucket_set_rate(&b, 0, 0), (uint64_t)-EINVAL);
+	/* Rate and depth at once: credit earned at the old rate, then cut
+	 * to the new depth; debt is kept. */
+	CHECK_EQ_U64(ss_pacer_bucket_init(&b, 1000000, 3000, 0), 0); /* full: 3000 B */
+	CHECK_EQ_U64(ss_pacer_bucket_set(&b, 2000000, 1000, 0), 0);
+	CHECK_EQ_U64(b.credit, 1000ll * 1000000000);
+	CHECK_EQ_U64(b.rate, 2000000);
+	CHECK_EQ_U64(b.burst, 1000);
+	ss_pacer_bucket_charge(&b, 3000, 0);                 /* 2000 B of debt */
+	CHECK_EQ_U64(ss_pacer_bucket_set(&b, 4000000, 5000, 250000), 0); /* +500 B at 2 B/us */
+	CHECK_EQ_U64(b.credit, (uint64_t)(-1500ll * 1000000000));
+	CHECK_EQ_U64(ss_pacer_bucket_next_ns(&b, 250000), 250000 + 375000); /* 1500 B at 4 B/us */
+	CHECK_EQ_U64(ss_pacer_bucket_set(&b, 0, 5000, 0), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(ss_pacer_bucket_set(&b, 1000, 0, 0), (uint64_t)-EINVAL);
 }
 
 /*
