@@ -367,6 +367,17 @@ static void cmd_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 			  cmd->cookie);
 }
 
+/* The error of a TX command's RX_DONE part (SS_CMDF_RX_DONE): what the
+ * RX_DONE command on its own would have posted. */
+__attribute__((noinline, cold)) static void cmd_rx_done_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+			      const struct ss_shm_cmd *cmd, int err)
+{
+	struct ss_shm_cmd rd = { .op = SS_CMD_RX_DONE, .conn = cmd->conn, .gen = cmd->gen,
+				 .arg = cmd->rx_done, .cookie = cmd->cookie };
+
+	cmd_error(s, a, ctx, &rd, err);
+}
+
 static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
 {
 	struct ss_sconn *sc = NULL;
@@ -419,6 +430,8 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	sc = stack_conn_lookup_handle(s, a, cmd->conn, cmd->gen);
 	if (!sc || (sc->flags & SC_APP_CLOSED)) {
 		cmd_error(s, a, ctx, cmd, EBADF);
+		if (cmd->op == SS_CMD_TX && (cmd->flags & SS_CMDF_RX_DONE))
+			cmd_rx_done_error(s, a, ctx, cmd, EBADF);
 		return;
 	}
 	switch (cmd->op) {
@@ -429,8 +442,18 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 			int err = sc->tcp.error ? sc->tcp.error
 				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE;
 			cmd_error(s, a, ctx, cmd, err);
-			return;
+			if (!(cmd->flags & SS_CMDF_RX_DONE))
+				return;
+			/* The RX_DONE part runs as its own command would. */
+			if (ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0) {
+				cmd_rx_done_error(s, a, ctx, cmd, EINVAL);
+				return;
+			}
+			break;
 		}
+		if ((cmd->flags & SS_CMDF_RX_DONE) &&
+		    ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0)
+			cmd_rx_done_error(s, a, ctx, cmd, EINVAL); /* the TX part stands */
 		break;
 	case SS_CMD_RX_DONE:
 		if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {
