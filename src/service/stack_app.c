@@ -219,10 +219,62 @@ static bool conn_releasable(const struct ss_sconn *sc)
  * connection waits on the context's pending list (its byte counts keep
  * adding up, so nothing is lost).  Returns true when nothing is left.
  */
+/*
+ * stack_conn_post() of an open connection the app knows, with nothing
+ * but data and acknowledged bytes to tell (the usual post): no announce,
+ * FIN, error or release to weigh, the same events in the same order.
+ */
+static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_app *a = sc->app;
+	unsigned need = !!sc->rx_pending + !!sc->acked_pending;
+
+	if (need == 0)
+		return true;
+	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
+	int64_t fr = arx_free(a, cx);
+	s->publish = true; /* posted now, or waits on the pending list */
+	if (fr < 0) {
+		app_mark_broken(s, a);
+		return false;
+	}
+	if ((uint64_t)fr < need) {
+		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
+		pending_add(a, sc);
+		return false;
+	}
+	struct ss_shm_ev *e;
+	if (sc->rx_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_RX;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->rx_pending;
+		sc->rx_pending = 0;
+	}
+	if (sc->acked_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_TX_ACKED;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->acked_pending;
+		sc->acked_pending = 0;
+	}
+	sc->ev_pending = 0;
+	return true;
+}
+
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_app *a = sc->app;
 	uint8_t ev = sc->ev_pending;
+
+	/* ESTABLISHED: no FIN of ours acknowledged, nothing to release;
+	 * announced and not waiting: nothing to announce or unlink. */
+	if (sc->tcp.f.state == SS_TCPS_ESTABLISHED &&
+	    (sc->flags & (SC_ANNOUNCED | SC_PENDING)) == SC_ANNOUNCED &&
+	    !(ev & (SS_TCP_EV_PEER_FIN | SS_TCP_EV_RESET | SS_TCP_EV_ERROR)))
+		return conn_post_data(s, sc);
 	bool announce = !(sc->flags & SC_ANNOUNCED) &&
 			((ev & SS_TCP_EV_CONNECTED) || (!(sc->flags & SC_PASSIVE) &&
 							 (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR))));
