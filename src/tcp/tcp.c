@@ -293,14 +293,6 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
 	return 0;
 }
 
-uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c)
-{
-	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
-				      c->tw_deadline_us);
-	/* A probe only matters while the retransmission timer runs. */
-	return c->rto_deadline_us ? tcp_min_deadline(d, c->tlp_deadline_us) : d;
-}
-
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)
 {
 	return tcp_min_deadline(ss_tcp_next_deadline_no_delack(c), c->delack_deadline_us);

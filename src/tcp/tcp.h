@@ -492,7 +492,18 @@ uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
 /* The same without the delayed ACK, for callers that keep conn->
  * delack_deadline_us apart (it is always set to now + delack_us, so a
  * FIFO keeps those in order). */
-uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c);
+static inline uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c)
+{
+	/* 0 is "none": minus one makes it the largest, and the minimum plus
+	 * one is 0 again when all are none.  A probe only matters while the
+	 * retransmission timer runs. */
+	uint64_t r = c->rto_deadline_us - 1, p = c->persist_deadline_us - 1;
+	uint64_t t = c->tw_deadline_us - 1, l = (c->rto_deadline_us ? c->tlp_deadline_us : 0) - 1;
+	uint64_t m = r < p ? r : p;
+
+	m = m < t ? m : t;
+	return (m < l ? m : l) + 1;
+}
 
 /* Run the timers due at @now_us: RTO retransmission (go-back-N from
  * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,
