@@ -105,7 +105,21 @@ static void test_odd_unaligned(void)
 				bad++;
 	CHECK_EQ_U64(bad, 0);
 
-	/* all 0xFF data: sums that carry on every word */
+	/* Carry-heavy data through the 32-byte steps (x86-64: one add-with-
+	 * carry chain): all 0xFF, all 0xFF with one byte less, all 0xFE/0xFF
+	 * mixes, all zeros; every length to 300 and a few alignments. */
+	for (int pat = 0; pat < 5; pat++) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = pat == 0 ? 0xFF : pat == 1 ? (i == 77 ? 0xFE : 0xFF)
+				 : pat == 2 ? (uint8_t)(0xFE | (check_rand(&rng) & 1))
+				 : pat == 3 ? 0 : (uint8_t)(0xF0 | (check_rand(&rng) & 0xF));
+		for (size_t off = 0; off < 3; off++)
+			for (size_t len = 0; len <= 300; len++)
+				if (ss_csum_fold(ss_csum_partial(buf + off, len, 0)) !=
+				    ref_csum(buf + off, len, 0))
+					bad++;
+	}
+	CHECK_EQ_U64(bad, 0);
 	memset(buf, 0xFF, sizeof(buf));
 	for (size_t len = 0; len <= 40; len++)
 		CHECK_EQ_U64(ss_csum_fold(ss_csum_partial(buf + 1, len, 0)),
