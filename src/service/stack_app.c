@@ -264,17 +264,24 @@ static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 	return true;
 }
 
+static bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc);
+
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 {
-	struct ss_app *a = sc->app;
-	uint8_t ev = sc->ev_pending;
-
 	/* ESTABLISHED: no FIN of ours acknowledged, nothing to release;
 	 * announced and not waiting: nothing to announce or unlink. */
 	if (sc->tcp.f.state == SS_TCPS_ESTABLISHED &&
 	    (sc->flags & (SC_ANNOUNCED | SC_PENDING)) == SC_ANNOUNCED &&
-	    !(ev & (SS_TCP_EV_PEER_FIN | SS_TCP_EV_RESET | SS_TCP_EV_ERROR)))
+	    !(sc->ev_pending & (SS_TCP_EV_PEER_FIN | SS_TCP_EV_RESET | SS_TCP_EV_ERROR)))
 		return conn_post_data(s, sc);
+	return conn_post_general(s, sc);
+}
+
+/* Out of line: its frame is not set up for the usual post. */
+static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_app *a = sc->app;
+	uint8_t ev = sc->ev_pending;
 	bool announce = !(sc->flags & SC_ANNOUNCED) &&
 			((ev & SS_TCP_EV_CONNECTED) || (!(sc->flags & SC_PASSIVE) &&
 							 (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR))));
