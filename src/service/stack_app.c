@@ -213,13 +213,6 @@ static bool conn_releasable(const struct ss_sconn *sc)
 }
 
 /*
- * Posts the connection's pending events in one go, in the order the app
- * must see them: opened, data, delivered, peer FIN, reset/error, closed.
- * If its context's ring lacks room for all of them, none is posted and the
- * connection waits on the context's pending list (its byte counts keep
- * adding up, so nothing is lost).  Returns true when nothing is left.
- */
-/*
  * stack_conn_post() of an open connection the app knows, with nothing
  * but data and acknowledged bytes to tell (the usual post): no announce,
  * FIN, error or release to weigh, the same events in the same order.
@@ -266,6 +259,13 @@ static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 
 static bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc);
 
+/*
+ * Posts the connection's pending events in one go, in the order the app
+ * must see them: opened, data, delivered, peer FIN, reset/error, closed.
+ * If its context's ring lacks room for all of them, none is posted and the
+ * connection waits on the context's pending list (its byte counts keep
+ * adding up, so nothing is lost).  Returns true when nothing is left.
+ */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 {
 	/* ESTABLISHED: no FIN of ours acknowledged, nothing to release;
@@ -428,8 +428,9 @@ static void cmd_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 
 /* The error of a TX command's RX_DONE part (SS_CMDF_RX_DONE): what the
  * RX_DONE command on its own would have posted. */
-__attribute__((noinline, cold)) static void cmd_rx_done_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
-			      const struct ss_shm_cmd *cmd, int err)
+__attribute__((noinline, cold)) static void
+cmd_rx_done_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd,
+		  int err)
 {
 	struct ss_shm_cmd rd = { .op = SS_CMD_RX_DONE, .conn = cmd->conn, .gen = cmd->gen,
 				 .arg = cmd->rx_done, .cookie = cmd->cookie };
