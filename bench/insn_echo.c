@@ -110,6 +110,7 @@ static struct {
 	uint64_t paced_rounds; /* rounds for responses the pacer held back */
 	unsigned rx_flags;
 	unsigned tx_offload; /* --csum-offload: SS_TX_CSUM */
+	bool two_cmds;       /* --two-cmds: TX and RX_DONE apart */
 
 	struct wire to_svc, to_peer;
 	struct peer *peers;
@@ -284,7 +285,7 @@ static void peers_take(void)
 
 /* ---- the application (not counted) -------------------------------------- */
 
-static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg)
+static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg, uint32_t rx_done)
 {
 	struct ss_app_ctx *cx = &B.app->ctx[0];
 	struct ss_shm_cmd *cmd = &cx->atx_slot[B.atx_prod & (B.app->atx_slots - 1)];
@@ -293,6 +294,10 @@ static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg)
 	cmd->conn = c->slot;
 	cmd->gen = c->gen;
 	cmd->arg = arg;
+	if (rx_done) {
+		cmd->flags = SS_CMDF_RX_DONE;
+		cmd->rx_done = rx_done;
+	}
 	B.atx_prod++;
 }
 
@@ -341,8 +346,15 @@ static void app_run(void)
 		c->tx_tail += n;
 		c->rx_head += n;
 		c->rx_avail = 0;
-		app_cmd(SS_CMD_TX, c, n);
-		app_cmd(SS_CMD_RX_DONE, c, n);
+		/* libslipstream's flush: the reply's TX carries the bytes
+		 * consumed (SS_CMDF_RX_DONE), one command; --two-cmds: the
+		 * separate TX and RX_DONE of a library before SS_SHM_VERSION 4. */
+		if (B.two_cmds) {
+			app_cmd(SS_CMD_TX, c, n, 0);
+			app_cmd(SS_CMD_RX_DONE, c, n, 0);
+		} else {
+			app_cmd(SS_CMD_TX, c, n, n);
+		}
 	}
 	__atomic_store_n(&cx->atx->prod, B.atx_prod, __ATOMIC_RELEASE);
 }
@@ -540,7 +552,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: insn_echo [--conns N] [--requests M] [--warmup W] [--us-per-req U]\n"
 		"                 [--base-rtt-us T] [--idle-rounds K] [--rx-csum-good] [--csum-offload]\n"
-		"                 [--counters]\n"
+		"                 [--counters] [--two-cmds]\n"
 		"Run under bench/insn_per_req.py (valgrind --tool=callgrind).\n");
 	exit(2);
 }
@@ -557,6 +569,10 @@ int main(int argc, char **argv)
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--counters") == 0) {
 			show_counters = true;
+			continue;
+		}
+		if (strcmp(a, "--two-cmds") == 0) {
+			B.two_cmds = true;
 			continue;
 		}
 		if (strcmp(a, "--rx-csum-good") == 0) {

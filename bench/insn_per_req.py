@@ -16,6 +16,7 @@ instructions per request.
     bench/insn_per_req.py --conns 64 --top 25
     bench/insn_per_req.py --json out.json --keep /tmp/cg   # raw callgrind files kept
     bench/insn_per_req.py --csum-offload        # a port with RX and TX checksum offload
+    bench/insn_per_req.py --two-cmds            # TX and RX_DONE as two commands (old library)
 
 Instruction counts are exact and repeatable (same binary, same arguments:
 same count); they do not depend on the machine's load.  Needs valgrind.
@@ -112,6 +113,9 @@ def main():
     ap.add_argument("--csum-offload", action="store_true",
                     help="as on a port with both checksum offloads: RX verified by the "
                     "NIC, TX checksums left to it (SS_TX_CSUM)")
+    ap.add_argument("--two-cmds", action="store_true",
+                    help="the application posts SS_CMD_TX and SS_CMD_RX_DONE apart (a "
+                    "library before SS_SHM_VERSION 4) instead of one TX with SS_CMDF_RX_DONE")
     ap.add_argument("--us-per-req", type=int, help="virtual time per request (default 10)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--keep", help="keep the callgrind files in this directory")
@@ -123,6 +127,8 @@ def main():
     extra = ["--rx-csum-good"] if a.rx_csum_good else []
     if a.csum_offload:
         extra = ["--csum-offload"]
+    if a.two_cmds:
+        extra += ["--two-cmds"]
     if a.us_per_req:
         extra += ["--us-per-req", str(a.us_per_req)]
     if a.keep:

@@ -373,8 +373,11 @@ void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes
 		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
 	if (!f->rate)
 		return;
-	/* Served late: keep the schedule (catch up) within max_lag_ns,
-	 * forget the rest. */
+	/* bytes <= PACER_MAX_CHARGE: a charge of exactly 2^32 stays here */
+	if (bytes < PACER_MAX_CHARGE) {
+		ss_pacer_charge_rate(p, f, (uint32_t)bytes, now_ns);
+		return;
+	}
 	base = f->next_ns;
 	if (now_ns > p->max_lag_ns && now_ns - p->max_lag_ns > base)
 		base = now_ns - p->max_lag_ns;

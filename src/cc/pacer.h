@@ -177,6 +177,24 @@ bool ss_pacer_may_send(struct ss_pacer_flow *f, uint64_t now_ns);
 void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes,
 		     uint64_t now_ns);
 
+/*
+ * ss_pacer_charge() of @bytes (< 2^32) for a flow in no group, inline for
+ * the per-segment path: the same next_ns and remainder.  @f->rate > 0.
+ */
+static inline void ss_pacer_charge_rate(const struct ss_pacer *p, struct ss_pacer_flow *f,
+					uint32_t bytes, uint64_t now_ns)
+{
+	uint64_t base = f->next_ns, num;
+
+	/* Served late: keep the schedule (catch up) within max_lag_ns,
+	 * forget the rest. */
+	if (now_ns > p->max_lag_ns && now_ns - p->max_lag_ns > base)
+		base = now_ns - p->max_lag_ns;
+	num = (uint64_t)bytes * UINT64_C(1000000000) + f->rem; /* < 2^62 + 2^40 */
+	f->next_ns = base + num / f->rate;
+	f->rem = num % f->rate;
+}
+
 /* @f has data to send: queue it for next_ns (or, for a flow held by its
  * group, on the group).  No-op if it is queued already. */
 void ss_pacer_schedule(struct ss_pacer *p, struct ss_pacer_flow *f);

@@ -89,6 +89,21 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 {
 	int rc = 0;
 
+	/* Both: one TX that carries the bytes consumed (a reply after a
+	 * request), run by the service as the two commands in this order. */
+	if (c->tx_pend && c->rx_done) {
+		struct ss_shm_cmd cmd = {
+			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE, .conn = c->slot,
+			.gen = c->gen, .arg = c->tx_pend, .rx_done = c->rx_done,
+		};
+
+		if (ss_cmd_post(ctx, &cmd) < 0)
+			return -1; /* both still pending, the connection dirty */
+		c->tx_pend = 0;
+		c->rx_done = 0;
+		ss_conn_unmark_dirty(c);
+		return 0;
+	}
 	if (post_count(ctx, c, SS_CMD_TX, &c->tx_pend) < 0 ||
 	    post_count(ctx, c, SS_CMD_RX_DONE, &c->rx_done) < 0)
 		rc = -1;

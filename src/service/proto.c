@@ -312,7 +312,7 @@ static bool ipv4_tcp_usual(struct ss_proto_ctx *ctx, const uint8_t *frame, size_
 	    (frag & (SS_IPV4_FRAG_MF | SS_IPV4_FRAG_OFFSET_MASK)) || dst != ctx->ip ||
 	    ipv4_src_bad_cached(ctx, src, rx_flags))
 		return false;
-	if (!(rx_flags & SS_RX_IP_CSUM_GOOD) && ss_csum_ipv4_header(h, SS_IPV4_HDR_MIN) != 0)
+	if (!(rx_flags & SS_RX_IP_CSUM_GOOD) && !ss_csum_ipv4_header20_ok(h))
 		return false;
 	ip->hdr_len = SS_IPV4_HDR_MIN;
 	ip->tos = h[1];

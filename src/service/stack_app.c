@@ -213,6 +213,53 @@ static bool conn_releasable(const struct ss_sconn *sc)
 }
 
 /*
+ * stack_conn_post() of an open connection the app knows, with nothing
+ * but data and acknowledged bytes to tell (the usual post): no announce,
+ * FIN, error or release to weigh, the same events in the same order.
+ */
+static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
+{
+	struct ss_app *a = sc->app;
+	unsigned need = !!sc->rx_pending + !!sc->acked_pending;
+
+	if (need == 0)
+		return true;
+	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
+	int64_t fr = arx_free(a, cx);
+	s->publish = true; /* posted now, or waits on the pending list */
+	if (fr < 0) {
+		app_mark_broken(s, a);
+		return false;
+	}
+	if ((uint64_t)fr < need) {
+		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
+		pending_add(a, sc);
+		return false;
+	}
+	struct ss_shm_ev *e;
+	if (sc->rx_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_RX;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->rx_pending;
+		sc->rx_pending = 0;
+	}
+	if (sc->acked_pending) {
+		e = arx_next(a, cx);
+		e->type = SS_EV_TX_ACKED;
+		e->conn = sc->slot;
+		e->gen = sc->gen;
+		e->arg = sc->acked_pending;
+		sc->acked_pending = 0;
+	}
+	sc->ev_pending = 0;
+	return true;
+}
+
+static bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc);
+
+/*
  * Posts the connection's pending events in one go, in the order the app
  * must see them: opened, data, delivered, peer FIN, reset/error, closed.
  * If its context's ring lacks room for all of them, none is posted and the
@@ -220,6 +267,18 @@ static bool conn_releasable(const struct ss_sconn *sc)
  * adding up, so nothing is lost).  Returns true when nothing is left.
  */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
+{
+	/* ESTABLISHED: no FIN of ours acknowledged, nothing to release;
+	 * announced and not waiting: nothing to announce or unlink. */
+	if (sc->tcp.f.state == SS_TCPS_ESTABLISHED &&
+	    (sc->flags & (SC_ANNOUNCED | SC_PENDING)) == SC_ANNOUNCED &&
+	    !(sc->ev_pending & (SS_TCP_EV_PEER_FIN | SS_TCP_EV_RESET | SS_TCP_EV_ERROR)))
+		return conn_post_data(s, sc);
+	return conn_post_general(s, sc);
+}
+
+/* Out of line: its frame is not set up for the usual post. */
+static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_app *a = sc->app;
 	uint8_t ev = sc->ev_pending;
@@ -367,6 +426,18 @@ static void cmd_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 			  cmd->cookie);
 }
 
+/* The error of a TX command's RX_DONE part (SS_CMDF_RX_DONE): what the
+ * RX_DONE command on its own would have posted. */
+__attribute__((noinline, cold)) static void
+cmd_rx_done_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd,
+		  int err)
+{
+	struct ss_shm_cmd rd = { .op = SS_CMD_RX_DONE, .conn = cmd->conn, .gen = cmd->gen,
+				 .arg = cmd->rx_done, .cookie = cmd->cookie };
+
+	cmd_error(s, a, ctx, &rd, err);
+}
+
 static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
 {
 	struct ss_sconn *sc = NULL;
@@ -419,6 +490,8 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	sc = stack_conn_lookup_handle(s, a, cmd->conn, cmd->gen);
 	if (!sc || (sc->flags & SC_APP_CLOSED)) {
 		cmd_error(s, a, ctx, cmd, EBADF);
+		if (cmd->op == SS_CMD_TX && (cmd->flags & SS_CMDF_RX_DONE))
+			cmd_rx_done_error(s, a, ctx, cmd, EBADF);
 		return;
 	}
 	switch (cmd->op) {
@@ -429,8 +502,18 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 			int err = sc->tcp.error ? sc->tcp.error
 				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE;
 			cmd_error(s, a, ctx, cmd, err);
-			return;
+			if (!(cmd->flags & SS_CMDF_RX_DONE))
+				return;
+			/* The RX_DONE part runs as its own command would. */
+			if (ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0) {
+				cmd_rx_done_error(s, a, ctx, cmd, EINVAL);
+				return;
+			}
+			break;
 		}
+		if ((cmd->flags & SS_CMDF_RX_DONE) &&
+		    ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0)
+			cmd_rx_done_error(s, a, ctx, cmd, EINVAL); /* the TX part stands */
 		break;
 	case SS_CMD_RX_DONE:
 		if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {

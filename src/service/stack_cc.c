@@ -44,8 +44,6 @@
 #define CC_WHEEL_SLOTS 4096
 #define CC_WHEEL_TICK_US 16
 #define CC_PACER_MAX_LAG_NS 200000u  /* wake-ups in a VM are this late */
-#define CC_QUANTUM_NS 100000u        /* a release sends ~100 us of the rate ... */
-#define CC_QUANTUM_MAX 65536u        /* ... at most 64 KiB, at least 2 MSS */
 #define CC_RATE_CWND (1u << 30)      /* rate mode: the largest window */
 #define CC_RATE_RTTS 2u              /* rate mode: window = rate x this many RTTs */
 #define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
@@ -134,21 +132,6 @@ static void cc_app_policy(struct ss_stack *s, struct ss_app *a)
 		a->cap = &s->caps[r - s->ccp->rules];
 	SS_INFO("app %u (%s): congestion control %s, cap %.1f Mbit/s", a->id, a->comm,
 		(a->cc_ops ? a->cc_ops : s->ccp->ops)->name, (double)r->cap_bps * 8 / 1e6);
-}
-
-/* Bytes a pacer release lets the flow send: ~CC_QUANTUM_NS of its rate
- * (or its cap), so releases are not more frequent than a sleeping thread
- * can serve; charged exactly afterwards, so the size only shapes bursts. */
-static uint32_t cc_quantum(const struct ss_sconn *sc)
-{
-	const struct ss_pacer_flow *pf = &sc->cc.pf;
-	uint64_t rate = pf->rate ? pf->rate : UINT64_MAX;
-	uint64_t q, lo = 2u * sc->tcp.f.mss;
-
-	if (pf->group && pf->group->tb.rate < rate)
-		rate = pf->group->tb.rate;
-	q = rate / (1000000000u / CC_QUANTUM_NS);
-	return (uint32_t)(q < lo ? lo : q > CC_QUANTUM_MAX ? CC_QUANTUM_MAX : q);
 }
 
 static void cc_update_paced(struct ss_sconn *sc)
@@ -318,7 +301,7 @@ void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 	/* Budget only for data waiting to go (a FIN alone needs none). */
 	if (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c) &&
 	    ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
-		c->tx_budget = cc_quantum(sc);
+		c->tx_budget = stack_cc_quantum(sc);
 }
 
 /*
@@ -707,7 +690,7 @@ void stack_cc_run_pacer(struct ss_stack *s)
 		for (unsigned i = 0; i < n; i++) {
 			struct ss_sconn *sc = sconn_of_pf(go[i]);
 
-			sc->tcp.tx_budget = cc_quantum(sc);
+			sc->tcp.tx_budget = stack_cc_quantum(sc);
 			ss_ctr_inc(s->ctr, SS_CTR_cc_pacer_releases);
 			stack_conn_dirty(s, sc);
 		}

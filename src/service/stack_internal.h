@@ -101,9 +101,28 @@ void stack_cc_fini(struct ss_stack *s);
 void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc);
 void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc);
 
+#define CC_QUANTUM_NS 100000u        /* a release sends ~100 us of the rate ... */
+#define CC_QUANTUM_MAX 65536u        /* ... at most 64 KiB, at least 2 MSS */
+
+/* Bytes a pacer release lets the flow send: ~CC_QUANTUM_NS of its rate
+ * (or its cap), so releases are not more frequent than a sleeping thread
+ * can serve; charged exactly afterwards, so the size only shapes bursts. */
+static inline uint32_t stack_cc_quantum(const struct ss_sconn *sc)
+{
+	const struct ss_pacer_flow *pf = &sc->cc.pf;
+	uint64_t rate = pf->rate ? pf->rate : UINT64_MAX;
+	uint64_t q, lo = 2u * sc->tcp.f.mss;
+
+	if (pf->group && pf->group->tb.rate < rate)
+		rate = pf->group->tb.rate;
+	q = rate / (1000000000u / CC_QUANTUM_NS);
+	return (uint32_t)(q < lo ? lo : q > CC_QUANTUM_MAX ? CC_QUANTUM_MAX : q);
+}
+
 static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_pacer_flow *pf = &sc->cc.pf;
 
 	/* Not started yet, a new owner's cap, or a paced flow with data and
 	 * no budget (ss_tcp_tx_unsent(): a FIN alone needs none). */
@@ -112,9 +131,20 @@ static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *s
 			stack_cc_before_output_slow(s, sc);
 		return;
 	}
-	if ((sc->app && sc->app->cap != sc->cc.pf.group) ||
-	    (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c)))
+	if (sc->app && sc->app->cap != pf->group) {
 		stack_cc_before_output_slow(s, sc);
+		return;
+	}
+	if (!sc->cc.paced || c->tx_budget != 0 || !ss_tcp_tx_unsent(c))
+		return;
+	/* The usual case inline, a flow in no group: ss_pacer_may_send()
+	 * is then "not queued and its time has come". */
+	if (!pf->group) {
+		if (pf->ent.where == SS_PACER_IDLE && pf->next_ns <= s->now_us * 1000)
+			c->tx_budget = stack_cc_quantum(sc);
+		return;
+	}
+	stack_cc_before_output_slow(s, sc);
 }
 
 /* True when stack_cc_before_output() has nothing to do for a connection
@@ -129,13 +159,32 @@ static inline bool stack_cc_before_output_idle(const struct ss_stack *s, const s
 static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
+	struct ss_pacer_flow *pf = &sc->cc.pf;
+	uint32_t sent;
 
 	if (!sc->cc.ops)
 		return;
-	if (c->cc.sent_bytes == sc->cc.charged && !c->budget_hit &&
-	    (ss_timer_armed(&sc->cc.timer) || c->f.snd_max == c->f.snd_una)) {
+	sent = c->cc.sent_bytes - sc->cc.charged;
+	if (!c->budget_hit && ss_timer_armed(&sc->cc.timer)) {
+		/* Nothing to schedule, the intervals run: all the slow half
+		 * would do is the charge, inline for a flow in no group. */
+		if (sent) {
+			if (sc->cc.paced) {
+				if (pf->group || !pf->rate) {
+					stack_cc_after_output_slow(s, sc);
+					return;
+				}
+				ss_pacer_charge_rate(&s->pacer, pf, sent, s->now_us * 1000);
+			}
+			sc->cc.charged = c->cc.sent_bytes;
+		}
 		if (sc->cc.paced)
 			c->tx_budget = 0; /* what is left of a release is not kept */
+		return;
+	}
+	if (!sent && !c->budget_hit && c->f.snd_max == c->f.snd_una) {
+		if (sc->cc.paced)
+			c->tx_budget = 0;
 		return;
 	}
 	stack_cc_after_output_slow(s, sc);

@@ -149,7 +149,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 3u
+#define SS_SHM_VERSION 4u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -278,6 +278,9 @@ enum ss_shm_cmd_op {
 };
 
 #define SS_CMDF_BOUND 0x01   /* LISTEN/CONNECT: conn names a bound port entry */
+#define SS_CMDF_RX_DONE 0x02 /* TX: also SS_CMD_RX_DONE of rx_done bytes, after the TX
+			      * (one command for a reply; the service runs the two
+			      * parts as the two commands in that order, errors alike) */
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 
@@ -288,7 +291,10 @@ struct ss_shm_cmd {
 	uint32_t conn;   /* connection slot or listener id */
 	uint32_t gen;    /* connection generation (stale handles are rejected) */
 	uint32_t arg;    /* bytes, backlog */
-	uint32_t ip;     /* host order */
+	union {
+		uint32_t ip;      /* host order */
+		uint32_t rx_done; /* TX with SS_CMDF_RX_DONE: bytes consumed */
+	};
 	uint16_t port;   /* host order */
 	uint16_t pad2_;
 	uint64_t cookie; /* the application's own value, echoed in events */

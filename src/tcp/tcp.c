@@ -141,16 +141,6 @@ void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *
 		memcpy(r->base, (const uint8_t *)src + first, len - first);
 }
 
-uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c)
-{
-	return c->tx.size - (c->f.tx_tail - c->f.tx_head);
-}
-
-uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c)
-{
-	return c->f.rx_tail - c->f.rx_head;
-}
-
 /* Every path to CLOSED goes through here, so EV_CLOSED is set exactly once
  * and no timer survives. */
 void tcp_state_set(struct ss_tcp_conn *c, enum ss_tcp_state st)
@@ -177,42 +167,6 @@ void tcp_conn_drop(struct ss_tcp_conn *c, int err, uint8_t ev)
 	c->error = (uint8_t)err;
 	c->events |= ev;
 	tcp_state_set(c, SS_TCPS_CLOSED);
-}
-
-int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n)
-{
-	uint8_t st = c->f.state;
-
-	if (c->f.flags & SS_TCPF_FIN_QUEUED)
-		return -1;
-	/* Data queued before the handshake completes goes out once it does. */
-	if (st != SS_TCPS_ESTABLISHED && st != SS_TCPS_CLOSE_WAIT &&
-	    st != SS_TCPS_SYN_SENT && st != SS_TCPS_SYN_RCVD)
-		return -1;
-	if (n > ss_tcp_tx_space(c))
-		return -1;
-	c->f.tx_tail += n;
-	return 0;
-}
-
-int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n)
-{
-	struct ss_tcp_flow *f = &c->f;
-
-	if (n > f->rx_tail - f->rx_head)
-		return -1;
-	f->rx_head += n;
-	/* RFC 9293 §3.8.6.2.2: announce the larger window only when the right
-	 * edge moves by min(2 * MSS, half the ring), so we do not invite silly
-	 * small segments. */
-	uint32_t edge = f->rcv_nxt + tcp_rx_free(c);
-	uint32_t thresh = 2u * f->mss < c->rx.size / 2 ? 2u * f->mss : c->rx.size / 2;
-
-	if (n && ss_seq_geq(edge, f->rcv_adv + thresh) &&
-	    (f->state == SS_TCPS_ESTABLISHED || f->state == SS_TCPS_FIN_WAIT_1 ||
-	     f->state == SS_TCPS_FIN_WAIT_2))
-		f->flags |= SS_TCPF_ACK_NOW;
-	return 0;
 }
 
 void ss_tcp_shutdown(struct ss_tcp_conn *c, uint64_t now_us)
@@ -337,14 +291,6 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
 	c->rx = rx;
 	c->tx = tx;
 	return 0;
-}
-
-uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c)
-{
-	uint64_t d = tcp_min_deadline(tcp_min_deadline(c->rto_deadline_us, c->persist_deadline_us),
-				      c->tw_deadline_us);
-	/* A probe only matters while the retransmission timer runs. */
-	return c->rto_deadline_us ? tcp_min_deadline(d, c->tlp_deadline_us) : d;
 }
 
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c)

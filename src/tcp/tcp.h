@@ -379,13 +379,57 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us);
  * Returns 0, or -1 if @n exceeds the free space (tx.size - (tx_tail -
  * tx_head)) or the sending side is shut down / not open: nothing changes
  * then.  The caller then calls ss_tcp_output(). */
-int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n);
+/* Free bytes in the transmit ring / bytes waiting in the receive ring. */
+static inline uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c)
+{
+	return c->tx.size - (c->f.tx_tail - c->f.tx_head);
+}
+
+static inline uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c)
+{
+	return c->f.rx_tail - c->f.rx_head;
+}
+
+/* Inline: the per-reply command's part (stack_app.c). */
+static inline int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n)
+{
+	uint8_t st = c->f.state;
+
+	if (c->f.flags & SS_TCPF_FIN_QUEUED)
+		return -1;
+	/* Data queued before the handshake completes goes out once it does. */
+	if (st != SS_TCPS_ESTABLISHED && st != SS_TCPS_CLOSE_WAIT &&
+	    st != SS_TCPS_SYN_SENT && st != SS_TCPS_SYN_RCVD)
+		return -1;
+	if (n > ss_tcp_tx_space(c))
+		return -1;
+	c->f.tx_tail += n;
+	return 0;
+}
 
 /* The application consumed @n bytes of the receive ring (rx_head += n).
  * Returns 0, or -1 if @n exceeds what is there.  Sets SS_TCPF_ACK_NOW
  * when the window opens by at least 2*MSS or half the ring from what we
  * last advertised (RFC 9293 §3.8.6.2.2 receiver SWS avoidance). */
-int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n);
+static inline int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	if (n > f->rx_tail - f->rx_head)
+		return -1;
+	f->rx_head += n;
+	/* RFC 9293 §3.8.6.2.2: announce the larger window only when the right
+	 * edge moves by min(2 * MSS, half the ring), so we do not invite silly
+	 * small segments. */
+	uint32_t edge = f->rcv_nxt + (c->rx.size - (f->rx_tail - f->rx_head));
+	uint32_t thresh = 2u * f->mss < c->rx.size / 2 ? 2u * f->mss : c->rx.size / 2;
+
+	if (n && (int32_t)(edge - (f->rcv_adv + thresh)) >= 0 &&
+	    (f->state == SS_TCPS_ESTABLISHED || f->state == SS_TCPS_FIN_WAIT_1 ||
+	     f->state == SS_TCPS_FIN_WAIT_2))
+		f->flags |= SS_TCPF_ACK_NOW;
+	return 0;
+}
 
 /* Bytes of the transmit ring not sent yet (from snd_nxt: after a
  * go-back-N rewind, the ones to send again too). */
@@ -396,9 +440,6 @@ static inline uint32_t ss_tcp_tx_unsent(const struct ss_tcp_conn *c)
 	return (int32_t)(end - c->f.snd_nxt) > 0 ? end - c->f.snd_nxt : 0;
 }
 
-/* Free bytes in the transmit ring / bytes waiting in the receive ring. */
-uint32_t ss_tcp_tx_space(const struct ss_tcp_conn *c);
-uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c);
 
 /* Shut down sending: queue a FIN after the data already queued.  The
  * state changes at once as RFC 9293 §3.10.4 says (ESTABLISHED ->
@@ -451,7 +492,18 @@ uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
 /* The same without the delayed ACK, for callers that keep conn->
  * delack_deadline_us apart (it is always set to now + delack_us, so a
  * FIFO keeps those in order). */
-uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c);
+static inline uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *c)
+{
+	/* 0 is "none": minus one makes it the largest, and the minimum plus
+	 * one is 0 again when all are none.  A probe only matters while the
+	 * retransmission timer runs. */
+	uint64_t r = c->rto_deadline_us - 1, p = c->persist_deadline_us - 1;
+	uint64_t t = c->tw_deadline_us - 1, l = (c->rto_deadline_us ? c->tlp_deadline_us : 0) - 1;
+	uint64_t m = r < p ? r : p;
+
+	m = m < t ? m : t;
+	return (m < l ? m : l) + 1;
+}
 
 /* Run the timers due at @now_us: RTO retransmission (go-back-N from
  * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,

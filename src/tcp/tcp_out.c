@@ -26,7 +26,8 @@ static uint64_t tcp_backoff_us(const struct ss_tcp_conn *c, unsigned shift)
  * delayed-ACK allowance for a single segment) one segment is resent to
  * draw an ACK, instead of waiting out a 200 ms RTO.  One probe per flight.
  */
-void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
+static inline __attribute__((always_inline)) void tcp_rto_arm_inline(struct ss_tcp_conn *c,
+								     uint64_t now_us)
 {
 	const struct ss_tcp_flow *f = &c->f;
 
@@ -42,6 +43,11 @@ void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
 		pto = c->params->tlp_min_us;
 	if (now_us + pto < c->rto_deadline_us)
 		c->tlp_deadline_us = now_us + pto;
+}
+
+void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	tcp_rto_arm_inline(c, now_us);
 }
 
 /* The probe: the last segment sent, again (RFC 8985 §7.3 when no new data
@@ -394,7 +400,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			/* The segment carried the ACK: no delayed ACK left;
 			 * RFC 6298 §5.1: the RTO runs once per flight. */
 			if (!c->rto_deadline_us)
-				tcp_rto_arm(c, now_us);
+				tcp_rto_arm_inline(c, now_us);
 			return 1;
 		}
 		failed = true; /* as the loop: stays queued, the timer retries */

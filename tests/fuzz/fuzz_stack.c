@@ -188,6 +188,10 @@ static void hostile_cmd(struct reader *r)
 	c.arg = take(r, 4);
 	if (take(r, 1) & 1)
 		c.arg %= 20000;
+	if (c.op == SS_CMD_TX && (take(r, 1) & 1)) { /* a reply's TX with its RX_DONE */
+		c.flags = SS_CMDF_RX_DONE;
+		c.rx_done = take(r, 4) % 40000;
+	}
 	sh_cmd(&h, &c);
 }
 

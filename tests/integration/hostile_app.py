@@ -14,7 +14,7 @@ Until T seconds have passed (at most N sessions), it repeatedly:
   3. "plausible" phase (~0.2 s): publishes well-formed-looking commands with
      hostile fields through a correctly advanced producer index: invalid
      opcodes, CONNECTs (some to --echo, a Linux echo server, so real
-     connections exist), TX / RX_DONE with absurd byte counts on real and
+     connections exist), TX / RX_DONE (apart, or one TX with SS_CMDF_RX_DONE) with absurd byte counts on real and
      made-up handles, stale generations, SHUTDOWN/CLOSE/ABORT on random
      handles, LISTEN on random ports (never --avoid-port), LISTEN_CLOSE of
      random ids.  It consumes its events (learning connection handles);
@@ -49,8 +49,10 @@ HDR_FIELDS = ("magic", "version", "region_size", "app_id", "n_ctx", "ctx_off",
 SS_SHM_MAGIC = 0x314D5353
 RING_HDR = 3 * 64                    # prod, cons, sleeping: one cache line each
 CMD = struct.Struct("<B3xIIIIHHQ")   # op, conn, gen, arg, ip, port, pad, cookie
+CMD_F = struct.Struct("<BB2xIIIIHHQ")  # op, flags, conn, gen, arg, ip/rx_done, port, pad, cookie
+CMDF_RX_DONE = 0x02                  # TX: also RX_DONE of the ip field's bytes
 EV = struct.Struct("<BBHIIIQIIHHIQQQ")
-assert CMD.size == 32 and EV.size == 64
+assert CMD.size == 32 and CMD_F.size == 32 and EV.size == 64
 
 (CMD_NOP, CMD_LISTEN, CMD_LISTEN_CLOSE, CMD_CONNECT, CMD_TX, CMD_RX_DONE,
  CMD_SHUTDOWN, CMD_CLOSE, CMD_ABORT, CMD_OP_MAX) = range(10)
@@ -252,6 +254,10 @@ def plausible_cmd(rnd, sess, echo, avoid_port):
     if r < 0.60:
         arg = rnd.choice([0, 1, 65535, 65536, 65537, 1 << 31, 0xFFFFFFFF,
                           rnd.getrandbits(32)])
+        if rnd.random() < 0.4:
+            # A TX carrying an RX_DONE (SS_CMDF_RX_DONE), hostile counts in both.
+            rx = rnd.choice([0, 1, 65536, 0xFFFFFFFF, rnd.getrandbits(32)])
+            return CMD_F.pack(CMD_TX, CMDF_RX_DONE, conn, gen, arg, rx, 0, 0, cookie)
         return CMD.pack(CMD_TX, conn, gen, arg, 0, 0, 0, cookie)
     if r < 0.80:
         arg = rnd.choice([0, 1, 65536, 0xFFFFFFFF, rnd.getrandbits(32)])

@@ -105,7 +105,21 @@ static void test_odd_unaligned(void)
 				bad++;
 	CHECK_EQ_U64(bad, 0);
 
-	/* all 0xFF data: sums that carry on every word */
+	/* Carry-heavy data through the 32-byte steps (x86-64: one add-with-
+	 * carry chain): all 0xFF, all 0xFF with one byte less, all 0xFE/0xFF
+	 * mixes, all zeros; every length to 300 and a few alignments. */
+	for (int pat = 0; pat < 5; pat++) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = pat == 0 ? 0xFF : pat == 1 ? (i == 77 ? 0xFE : 0xFF)
+				 : pat == 2 ? (uint8_t)(0xFE | (check_rand(&rng) & 1))
+				 : pat == 3 ? 0 : (uint8_t)(0xF0 | (check_rand(&rng) & 0xF));
+		for (size_t off = 0; off < 3; off++)
+			for (size_t len = 0; len <= 300; len++)
+				if (ss_csum_fold(ss_csum_partial(buf + off, len, 0)) !=
+				    ref_csum(buf + off, len, 0))
+					bad++;
+	}
+	CHECK_EQ_U64(bad, 0);
 	memset(buf, 0xFF, sizeof(buf));
 	for (size_t len = 0; len <= 40; len++)
 		CHECK_EQ_U64(ss_csum_fold(ss_csum_partial(buf + 1, len, 0)),
@@ -215,6 +229,39 @@ static void test_incremental_random(void)
 	CHECK_EQ_U64(bad_ip, 0);
 }
 
+/* ss_csum_ipv4_header20_ok() against ss_csum_ipv4_header(h, 20) == 0:
+ * random headers, with correct sums, off by one bit, the field zeroed,
+ * all zeros, all ones, and sums whose folds carry. */
+static void test_ipv4_header20_ok(void)
+{
+	uint64_t seed = 5;
+	uint8_t h[21];
+	unsigned good = 0;
+
+	for (int i = 0; i < 400000; i++) {
+		uint8_t *p = h + (i & 1); /* unaligned too */
+
+		for (int j = 0; j < 20; j++)
+			p[j] = (uint8_t)check_rand(&seed);
+		switch (i % 8) {
+		case 0: memset(p, 0, 20); break;
+		case 1: memset(p, 0xFF, 20); break;
+		case 2: memset(p, 0xFF, 20); p[check_rand(&seed) % 20] = 0xFE; break;
+		default: break;
+		}
+		if (i % 8 >= 3) { /* a correct sum, then maybe a flipped bit */
+			ss_wr16(p + 10, 0);
+			ss_wr16(p + 10, ss_csum_ipv4_header(p, 20));
+			if (i % 8 == 7)
+				p[check_rand(&seed) % 20] ^= (uint8_t)(1u << (check_rand(&seed) % 8));
+		}
+		bool want = ss_csum_ipv4_header(p, 20) == 0;
+		good += want;
+		CHECK_EQ_U64(ss_csum_ipv4_header20_ok(p), want);
+	}
+	CHECK(good > 100000);
+}
+
 int main(void)
 {
 	test_bytes();
@@ -225,5 +272,6 @@ int main(void)
 	test_roundtrip();
 	test_rfc1624_example();
 	test_incremental_random();
+	test_ipv4_header20_ok();
 	return check_done("test_csum");
 }

@@ -57,6 +57,10 @@ static void app_on_event(struct sh *h, struct app_conn *ac, const struct ss_shm_
 }
 
 /* Echo what arrived, as far as the transmit ring has room. */
+/* app_echo() posts one SS_CMD_TX with SS_CMDF_RX_DONE instead of a TX
+ * and an RX_DONE. */
+static bool echo_merged;
+
 static void app_echo(struct sh *h, struct app_conn *ac)
 {
 	uint32_t size = h->app->txbuf_size, rsize = h->app->rxbuf_size;
@@ -73,6 +77,12 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 	ac->rx_head += n;
 	ac->rx_avail -= n;
 	ac->echoed += n;
+	if (echo_merged) { /* libslipstream's: one TX carrying the bytes consumed */
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE,
+						.conn = ac->slot, .gen = ac->gen, .arg = n,
+						.rx_done = n });
+		return;
+	}
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac->slot, .gen = ac->gen, .arg = n });
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac->slot, .gen = ac->gen,
 					.arg = n });
@@ -111,8 +121,9 @@ static struct sh_peer_conn *peer_connected(struct sh *h, uint16_t peer_port, str
 }
 
 /* Linux-like peer connects to an app echo server; 300 kB each way, exact. */
-static void test_passive_echo(void)
+static void test_passive_echo(bool merged)
 {
+	echo_merged = merged;
 	struct sh h;
 	CHECK(sh_init(&h, ATTACH) == 0);
 	test_listen(&h, 7);
@@ -433,6 +444,31 @@ static void test_hostile_commands(void)
 		CHECK_EQ_U64(ev.error, want2[i]);
 	}
 	CHECK_EQ_U64(p->c.f.rcv_nxt - p->c.irs, 1); /* no data reached the peer */
+
+	/* A TX carrying an RX_DONE (SS_CMDF_RX_DONE) runs as the two
+	 * commands would, errors alike: each part's error with its op. */
+	struct { uint32_t gen_off, tx, rx; int err[2]; uint32_t op[2]; unsigned n; } mc[] = {
+		{ 1, 1, 1, { EBADF, EBADF }, { SS_CMD_TX, SS_CMD_RX_DONE }, 2 },
+		{ 0, 65537, 1, { EINVAL, EINVAL }, { SS_CMD_TX, SS_CMD_RX_DONE }, 2 },
+		{ 0, 65537, 0, { EINVAL, 0 }, { SS_CMD_TX, 0 }, 1 },
+		{ 0, 0, 1, { EINVAL, 0 }, { SS_CMD_RX_DONE, 0 }, 1 },
+	};
+	for (unsigned k = 0; k < sizeof(mc) / sizeof(mc[0]); k++) {
+		sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE,
+						 .conn = ac.slot, .gen = ac.gen + mc[k].gen_off,
+						 .arg = mc[k].tx, .rx_done = mc[k].rx, .cookie = 77 });
+		sh_pump(&h, 4);
+		for (unsigned i = 0; i < mc[k].n; i++) {
+			CHECK(sh_event(&h, &ev));
+			CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+			CHECK_EQ_U64(ev.error, mc[k].err[i]);
+			CHECK_EQ_U64(ev.arg, mc[k].op[i]);
+			CHECK_EQ_U64(ev.conn, ac.slot);
+			CHECK_EQ_U64(ev.cookie, 77);
+		}
+		CHECK(!sh_event(&h, &ev));
+	}
+	CHECK_EQ_U64(p->c.f.rcv_nxt - p->c.irs, 1);
 
 	/* Garbage producer index: the app is broken, its connection reset. */
 	__atomic_store_n(&sh_ctx(&h)->atx->prod, h.atx_prod + 100000, __ATOMIC_RELEASE);
@@ -909,7 +945,8 @@ static void test_tx_csum_offload_frames(void)
  * the stack leaving them to the "port". */
 static void conn_tests(void)
 {
-	test_passive_echo();
+	test_passive_echo(false);
+	test_passive_echo(true);
 	test_syn_cookies();
 	test_delayed_ack();
 	test_active_close_first();

@@ -1,6 +1,7 @@
 /* test_stack_cc.c - congestion control in the service's stack: the control loop over active flows, pacing, per-application caps and algorithms, ECN feedback. */
 #include "check.h"
 #include "stack_harness.h"
+#include "service/stack_internal.h"
 
 #include <string.h>
 
@@ -463,6 +464,62 @@ static void test_host_share(void)
 	sh_fini(&h);
 }
 
+/*
+ * The hooks around ss_tcp_output() (stack_internal.h) take the usual
+ * cases inline: the budget of a paced flow in no group, and the charge
+ * when nothing is to be scheduled and the intervals run.  On copies of a
+ * live paced connection, in random states, each inline hook must leave
+ * the connection and the pacer flow byte for byte as its _slow half does
+ * (the states avoid those where the slow half queues the copy on the
+ * stack's wheels: the inline hooks call it there).
+ */
+static void test_hooks_inline(void)
+{
+	struct sh h;
+	struct flow fl[1];
+	uint64_t seed = 7;
+	unsigned inline_budget = 0, inline_charge = 0;
+
+	struct ss_cc_policy pol;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol); /* dctcp-rate, paced */
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	run(&h, fl, 1, 20000, UINT64_MAX);
+	struct ss_sconn *sc = sconn(&h, &fl[0]);
+	CHECK(sc->cc.ops && sc->cc.paced && !sc->cc.pf.group && sc->cc.pf.rate);
+	CHECK(ss_timer_armed(&sc->cc.timer));
+	if (!sc->cc.pf.rate || !ss_timer_armed(&sc->cc.timer))
+		return;
+	static struct ss_sconn a, b;
+	for (int i = 0; i < 100000; i++) {
+		a = *sc;
+		a.tcp.tx_budget = check_rand(&seed) % 3 ? 0 : 1 + check_rand(&seed) % 9000;
+		a.cc.pf.next_ns = h.st.now_us * 1000 + check_rand(&seed) % 4000 - 2000;
+		a.cc.pf.rem = check_rand(&seed) % a.cc.pf.rate;
+		a.cc.pf.ent.where = check_rand(&seed) % 4 ? SS_PACER_IDLE : SS_PACER_WHEEL;
+		a.tcp.budget_hit = a.cc.pf.ent.where != SS_PACER_IDLE && check_rand(&seed) % 2;
+		a.cc.charged = a.tcp.cc.sent_bytes - (check_rand(&seed) % 2 ? 0 : check_rand(&seed) % 70000);
+		if (check_rand(&seed) % 2) /* data waiting (only the hooks read tx_tail) */
+			a.tcp.f.tx_tail = a.tcp.f.snd_nxt - a.tcp.iss - 1 + 1 + check_rand(&seed) % 5000;
+		b = a;
+		uint32_t budget0 = a.tcp.tx_budget;
+		uint64_t next0 = a.cc.pf.next_ns;
+		stack_cc_before_output(&h.st, &a);
+		stack_cc_before_output_slow(&h.st, &b);
+		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+		inline_budget += budget0 == 0 && a.tcp.tx_budget != 0;
+		stack_cc_after_output(&h.st, &a);
+		stack_cc_after_output_slow(&h.st, &b);
+		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+		inline_charge += a.cc.pf.next_ns != next0;
+	}
+	fprintf(stderr, "hooks: %u budgets, %u charges inline\n", inline_budget, inline_charge);
+	CHECK(inline_budget > 0 && inline_charge > 0);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	sh_self_comm(self_comm);
@@ -476,5 +533,6 @@ int main(void)
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();
+	test_hooks_inline();
 	return check_done("test_stack_cc");
 }

@@ -159,6 +159,54 @@ static void test_lag(void)
 	ss_pacer_fini(&p);
 }
 
+/*
+ * ss_pacer_charge_rate() (inline, the stack's per-reply charge) and
+ * ss_pacer_charge() against the formula written out: next_ns =
+ * max(next_ns, now - max_lag) + (bytes * 10^9 + rem) / rate, the
+ * remainder carried; random rates, sizes up to and past 2^32 (the
+ * general function's clamp), clocks early and late.
+ */
+static void test_charge_inline(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	uint64_t seed = 42;
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	for (int i = 0; i < 200000; i++) {
+		struct ss_pacer_flow a, b;
+		uint64_t rate = 1 + check_rand(&seed) % (UINT64_C(1) << 40);
+		uint64_t now = check_rand(&seed) % (UINT64_C(1) << 50);
+		uint64_t bytes, base, num, want_next, want_rem;
+
+		switch (i % 4) {
+		case 0: bytes = 1 + check_rand(&seed) % 100; break;
+		case 1: bytes = 1 + check_rand(&seed) % 65536; break;
+		case 2: bytes = 1 + check_rand(&seed) % UINT32_MAX; break;
+		default: bytes = (UINT64_C(1) << 32) - 1 + check_rand(&seed) % 3; break;
+		}
+		ss_pacer_flow_init(&a, rate, 0);
+		a.next_ns = check_rand(&seed) % (UINT64_C(1) << 50);
+		a.rem = check_rand(&seed) % rate;
+		b = a;
+		base = a.next_ns;
+		if (now > prm.max_lag_ns && now - prm.max_lag_ns > base)
+			base = now - prm.max_lag_ns;
+		num = (bytes > (UINT64_C(1) << 32) ? (UINT64_C(1) << 32) : bytes) * 1000000000u + a.rem;
+		want_next = base + num / rate;
+		want_rem = num % rate;
+		ss_pacer_charge(&p, &a, bytes, now);
+		CHECK_EQ_U64(a.next_ns, want_next);
+		CHECK_EQ_U64(a.rem, want_rem);
+		if (bytes <= UINT32_MAX) {
+			ss_pacer_charge_rate(&p, &b, (uint32_t)bytes, now);
+			CHECK_EQ_U64(b.next_ns, want_next);
+			CHECK_EQ_U64(b.rem, want_rem);
+		}
+	}
+	ss_pacer_fini(&p);
+}
+
 struct model_flow {
 	struct ss_pacer_flow pf; /* first: out[] pointers cast back */
 	uint64_t sent, due_tick;
@@ -439,6 +487,7 @@ int main(void)
 	test_bucket();
 	test_inter_departure();
 	test_lag();
+	test_charge_inline();
 	test_many_flows();
 	test_cancel();
 	test_order();

@@ -14,6 +14,21 @@
 		CHECK_EQ_U64(c_.conn, conn_);                         \
 		CHECK_EQ_U64(c_.gen, gen_);                           \
 		CHECK_EQ_U64(c_.arg, arg_);                           \
+		if ((op_) == SS_CMD_TX || (op_) == SS_CMD_RX_DONE)    \
+			CHECK_EQ_U64(c_.flags, 0); /* one count */    \
+	} while (0)
+
+/* A reply's TX that carries the bytes consumed (SS_CMDF_RX_DONE). */
+#define CHECK_CMD_TX_RX(x, conn_, gen_, tx_, rx_)                     \
+	do {                                                          \
+		struct ss_shm_cmd c_ = { 0 };                         \
+		CHECK(fake_cmd(&(x)->f, 0, &c_) == 1);                \
+		CHECK_EQ_U64(c_.op, SS_CMD_TX);                       \
+		CHECK_EQ_U64(c_.flags, SS_CMDF_RX_DONE);              \
+		CHECK_EQ_U64(c_.conn, conn_);                         \
+		CHECK_EQ_U64(c_.gen, gen_);                           \
+		CHECK_EQ_U64(c_.arg, tx_);                            \
+		CHECK_EQ_U64(c_.rx_done, rx_);                        \
 	} while (0)
 
 /* Accept a connection on slot @slot/@gen and return its handle. */
@@ -331,41 +346,44 @@ out:
 	fake_app_down(&x);
 }
 
-/* Counts alone overflow a 4-slot ring: the rest waits, in order. */
+/* Counts alone overflow a 4-slot ring: the rest waits, in order.  A
+ * connection with both counts posts one TX carrying the bytes consumed
+ * (SS_CMDF_RX_DONE); one with a single count, that count alone. */
 static void test_atx_full_counts(void)
 {
 	struct fake_app x;
-	struct ss_conn *c[3];
+	struct ss_conn *c[5];
 	uint8_t data[8] = { 0 };
 
 	if (fake_app_up(&x, &(struct fake_opts){ .atx_slots = 4 }) < 0) {
 		CHECK(0);
 		return;
 	}
-	for (uint32_t s = 0; s < 3; s++) {
+	for (uint32_t s = 0; s < 5; s++) {
 		c[s] = accept_one(&x, s, 10 + s);
 		if (!c[s])
 			goto out;
 	}
-	for (uint32_t s = 0; s < 3; s++)
+	for (uint32_t s = 0; s < 5; s++)
 		fake_rx(&x.f, 0, s, 10 + s, 0, data, 8);
-	CHECK_EQ_U64(ss_poll(x.ctx, (struct ss_event[4]){ 0 }, 4), 3);
-	for (uint32_t s = 0; s < 3; s++) {
-		CHECK_EQ_U64(ss_send(c[s], data, s + 1), s + 1);
-		CHECK_EQ_U64(ss_recv(c[s], data, 8), 8);
+	CHECK_EQ_U64(ss_poll(x.ctx, (struct ss_event[8]){ 0 }, 8), 5);
+	for (uint32_t s = 0; s < 5; s++) {
+		if (s != 2) /* 2 only reads */
+			CHECK_EQ_U64(ss_send(c[s], data, s + 1), s + 1);
+		if (s != 1) /* 1 only writes */
+			CHECK_EQ_U64(ss_recv(c[s], data, 8), 8);
 	}
 	CHECK(ss_flush(x.ctx) == -1);
 	CHECK_EQ_U64(errno, EAGAIN);
 	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 4);
-	CHECK_CMD(&x, SS_CMD_TX, 0, 10, 1);
-	CHECK_CMD(&x, SS_CMD_RX_DONE, 0, 10, 8);
+	CHECK_CMD_TX_RX(&x, 0, 10, 1, 8);
 	CHECK_CMD(&x, SS_CMD_TX, 1, 11, 2);
-	CHECK_CMD(&x, SS_CMD_RX_DONE, 1, 11, 8);
-	/* More for conn 2 while it waits: still one TX. */
-	CHECK_EQ_U64(ss_send(c[2], data, 4), 4);
-	CHECK(ss_flush(x.ctx) == 0);
-	CHECK_CMD(&x, SS_CMD_TX, 2, 12, 7);
 	CHECK_CMD(&x, SS_CMD_RX_DONE, 2, 12, 8);
+	CHECK_CMD_TX_RX(&x, 3, 13, 4, 8);
+	/* More for conn 4 while it waits: still one command. */
+	CHECK_EQ_U64(ss_send(c[4], data, 4), 4);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD_TX_RX(&x, 4, 14, 9, 8);
 	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 0);
 
 	/* ss_wait keeps retrying (1 ms naps) instead of sleeping on it. */

@@ -1134,8 +1134,49 @@ static void test_established_delayed_ack(void)
 	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 164 + 2 * MSS_TS);
 }
 
+/* The reference: the earliest of two deadlines, 0 meaning none. */
+static uint64_t ref_min_deadline(uint64_t a, uint64_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
+/* ss_tcp_next_deadline_no_delack() (inline, branch-free) against the
+ * definition: min of RTO, persist and TIME_WAIT, and the probe's while
+ * the RTO runs; 0 none.  Values 0, 1, near 2^64 and random. */
+static void test_next_deadline_formula(void)
+{
+	static struct ss_tcp_conn c;
+	uint64_t seed = 3;
+
+	for (int i = 0; i < 400000; i++) {
+		uint64_t v[4];
+
+		for (int j = 0; j < 4; j++) {
+			uint64_t r = check_rand(&seed);
+			switch (r % 6) {
+			case 0: case 1: v[j] = 0; break;
+			case 2: v[j] = UINT64_MAX - r % 3; break;
+			case 3: v[j] = 1 + r % 4; break;
+			default: v[j] = check_rand(&seed) % 1000000; break;
+			}
+		}
+		c.rto_deadline_us = v[0];
+		c.persist_deadline_us = v[1];
+		c.tw_deadline_us = v[2];
+		c.tlp_deadline_us = v[3];
+		uint64_t d = ref_min_deadline(ref_min_deadline(v[0], v[1]), v[2]);
+		uint64_t want = v[0] ? ref_min_deadline(d, v[3]) : d;
+		CHECK_EQ_U64(ss_tcp_next_deadline_no_delack(&c), want);
+	}
+}
+
 int main(void)
 {
+	test_next_deadline_formula();
 	test_established_rx_in_order_burst();
 	test_established_rx_window_fill();
 	test_established_rx_out_of_order();
