@@ -78,8 +78,8 @@ def main():
                     help="flows scenario: the service's algorithm (default %s)"
                          % FLOWS_ARGS[FLOWS_ARGS.index("--cc") + 1])
     ap.add_argument("--flows-share", metavar="MODE", choices=("flow", "host"),
-                    help="flows scenario: the service's --cc-share (default: the "
-                         "service's default)")
+                    help="flows scenario: the service's --cc-share (default host, as "
+                         "tests/integration/cc_lib.py's FLOWS_SERVICE_ARGS)")
     ap.add_argument("--senders", default="slipstream,linux",
                     help="flows scenario: which senders to run (default slipstream,linux)")
     ap.add_argument("--cc-trace", metavar="FILE",

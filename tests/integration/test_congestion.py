@@ -136,8 +136,8 @@ def test_cc_counters_reported(ecn_bed):
 
 
 # Known gap (issue 6, docs/congestion.md "Measurements" and "Known gaps"),
-# per N, with the default (cc-share host: one dctcp-rate per remote host,
-# its flows paced as one aggregate): fair (Jain >= 0.99 in every 100 ms
+# per N, with cc-share host (FLOWS_SERVICE_ARGS: one dctcp-rate per remote
+# host, its flows paced as one aggregate): fair (Jain >= 0.99 in every 100 ms
 # window), no drops and 83-96 % of the link at 2, 8 and 32 flows, and the
 # p99 backlog within the bound at 2 flows (39 KB); at 8 and 32 flows it is
 # 46-49 KB, 1-4 KB over the 45 140 B bound.  The criteria stay as the issue

@@ -388,7 +388,7 @@ static void test_host_share(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
-	CHECK_EQ_U64(pol.share, SS_CC_SHARE_HOST); /* the default */
+	CHECK_EQ_U64(pol.share, SS_CC_SHARE_FLOW); /* the default (cheaper per packet) */
 	pol.share = SS_CC_SHARE_HOST;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
@@ -484,6 +484,7 @@ static void test_hooks_inline(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol); /* dctcp-rate, paced */
+	pol.share = SS_CC_SHARE_FLOW; /* in no group: a host's flows share its bucket */
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 1);
 	run(&h, fl, 1, 20000, UINT64_MAX);
