@@ -30,6 +30,32 @@ static struct ss_shm_ev *arx_next(const struct ss_app *a, struct ss_app_ctx *cx)
 	return ev;
 }
 
+/* Appends an event of @type for @sc's handle. */
+static inline struct ss_shm_ev *conn_ev(const struct ss_app *a, struct ss_app_ctx *cx,
+					const struct ss_sconn *sc, uint8_t type)
+{
+	struct ss_shm_ev *e = arx_next(a, cx);
+	e->type = type;
+	e->conn = sc->slot;
+	e->gen = sc->gen;
+	return e;
+}
+
+/* The data events, each once there is something to tell: bytes received,
+ * bytes acknowledged. */
+static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_ctx *cx,
+					 struct ss_sconn *sc)
+{
+	if (sc->rx_pending) {
+		conn_ev(a, cx, sc, SS_EV_RX)->arg = sc->rx_pending;
+		sc->rx_pending = 0;
+	}
+	if (sc->acked_pending) {
+		conn_ev(a, cx, sc, SS_EV_TX_ACKED)->arg = sc->acked_pending;
+		sc->acked_pending = 0;
+	}
+}
+
 static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 {
 	if (a->broken)
@@ -236,23 +262,7 @@ static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 		pending_add(a, sc);
 		return false;
 	}
-	struct ss_shm_ev *e;
-	if (sc->rx_pending) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_RX;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
-		e->arg = sc->rx_pending;
-		sc->rx_pending = 0;
-	}
-	if (sc->acked_pending) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_TX_ACKED;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
-		e->arg = sc->acked_pending;
-		sc->acked_pending = 0;
-	}
+	conn_post_data_events(a, cx, sc);
 	sc->ev_pending = 0;
 	return true;
 }
@@ -333,48 +343,21 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 			return true;
 		}
 	}
-	if (sc->rx_pending) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_RX;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
-		e->arg = sc->rx_pending;
-		sc->rx_pending = 0;
-	}
-	if (sc->acked_pending) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_TX_ACKED;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
-		e->arg = sc->acked_pending;
-		sc->acked_pending = 0;
-	}
+	conn_post_data_events(a, cx, sc);
 	if (fin_acked) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_FIN_ACKED;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
+		conn_ev(a, cx, sc, SS_EV_FIN_ACKED);
 		sc->flags |= SC_FIN_ACKED;
 	}
 	if (ev & SS_TCP_EV_PEER_FIN) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_PEER_FIN;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
+		conn_ev(a, cx, sc, SS_EV_PEER_FIN);
 	}
 	if (ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) {
-		e = arx_next(a, cx);
-		e->type = (ev & SS_TCP_EV_RESET) ? SS_EV_RESET : SS_EV_ERROR;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
-		e->error = sc->tcp.error;
+		conn_ev(a, cx, sc, (ev & SS_TCP_EV_RESET) ? SS_EV_RESET : SS_EV_ERROR)->error =
+			sc->tcp.error;
 	}
 	sc->ev_pending = 0;
 	if (release) {
-		e = arx_next(a, cx);
-		e->type = SS_EV_CLOSED;
-		e->conn = sc->slot;
-		e->gen = sc->gen;
+		conn_ev(a, cx, sc, SS_EV_CLOSED);
 		stack_conn_release_slot(s, sc);
 	}
 	return true;
