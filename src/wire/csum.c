@@ -149,14 +149,7 @@ uint16_t ss_csum_ipv4_header(const void *hdr, size_t hdr_len)
 {
 	if (hdr_len == 20) {
 		/* The usual header, no options: five words, no loop. */
-		const uint8_t *p = hdr;
-		uint64_t a, b, acc;
-		uint32_t c;
-
-		memcpy(&a, p, 8);
-		memcpy(&b, p + 8, 8);
-		memcpy(&c, p + 16, 4);
-		acc = csum_add64(csum_add64(a, b), c);
+		uint64_t acc = ss_csum_ipv4_header20_sum(hdr);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 		return (uint16_t)~csum_bswap16(csum_fold64(acc));
 #else

@@ -41,11 +41,10 @@ uint16_t ss_csum_fold(uint32_t sum);
 uint16_t ss_csum_ipv4_header(const void *hdr, size_t hdr_len);
 
 /*
- * ss_csum_ipv4_header(@hdr, 20) == 0, inline for the receive path: the
- * same five loads and end-around folds; a correct sum folds to 0xFFFF in
- * either byte order, so no swap.
+ * The one's-complement sum of a 20-byte IPv4 header in 64 bits, unfolded,
+ * in memory byte order: five words in three loads, end-around carries.
  */
-static inline bool ss_csum_ipv4_header20_ok(const void *hdr)
+static inline uint64_t ss_csum_ipv4_header20_sum(const void *hdr)
 {
 	const uint8_t *p = hdr;
 	uint64_t a, b, acc;
@@ -58,6 +57,17 @@ static inline bool ss_csum_ipv4_header20_ok(const void *hdr)
 		acc++; /* end-around carry */
 	if (__builtin_add_overflow(acc, (uint64_t)c, &acc))
 		acc++;
+	return acc;
+}
+
+/*
+ * ss_csum_ipv4_header(@hdr, 20) == 0, inline for the receive path: a
+ * correct sum folds to 0xFFFF in either byte order, so no swap.
+ */
+static inline bool ss_csum_ipv4_header20_ok(const void *hdr)
+{
+	uint64_t acc = ss_csum_ipv4_header20_sum(hdr);
+
 	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
 	acc = (acc & 0xFFFFFFFFu) + (acc >> 32);
 	acc = (acc & 0xFFFF) + (acc >> 16);
