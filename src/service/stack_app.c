@@ -239,6 +239,28 @@ static bool conn_releasable(const struct ss_sconn *sc)
 }
 
 /*
+ * Room for @need events of @sc in its context's ring?  If not, the
+ * connection waits on the pending list (or the app is marked broken, its
+ * ring indices corrupted).  Either way the events are published this round.
+ */
+static inline bool conn_ev_room(struct ss_stack *s, struct ss_app *a, struct ss_app_ctx *cx,
+				struct ss_sconn *sc, unsigned need)
+{
+	int64_t fr = arx_free(a, cx);
+	s->publish = true; /* posted now, or waits on the pending list */
+	if (fr < 0) {
+		app_mark_broken(s, a);
+		return false;
+	}
+	if ((uint64_t)fr < need) {
+		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
+		pending_add(a, sc);
+		return false;
+	}
+	return true;
+}
+
+/*
  * stack_conn_post() of an open connection the app knows, with nothing
  * but data and acknowledged bytes to tell (the usual post): no announce,
  * FIN, error or release to weigh, the same events in the same order.
@@ -251,17 +273,8 @@ static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 	if (need == 0)
 		return true;
 	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
-	int64_t fr = arx_free(a, cx);
-	s->publish = true; /* posted now, or waits on the pending list */
-	if (fr < 0) {
-		app_mark_broken(s, a);
+	if (!conn_ev_room(s, a, cx, sc, need))
 		return false;
-	}
-	if ((uint64_t)fr < need) {
-		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
-		pending_add(a, sc);
-		return false;
-	}
 	conn_post_data_events(a, cx, sc);
 	sc->ev_pending = 0;
 	return true;
@@ -311,17 +324,8 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 	if ((sc->flags & SC_PASSIVE) && !(sc->flags & SC_ANNOUNCED) && !announce && !release)
 		return true;
 	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
-	int64_t fr = arx_free(a, cx);
-	s->publish = true; /* posted now, or waits on the pending list */
-	if (fr < 0) {
-		app_mark_broken(s, a);
+	if (!conn_ev_room(s, a, cx, sc, need))
 		return false;
-	}
-	if ((uint64_t)fr < need) {
-		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
-		pending_add(a, sc);
-		return false;
-	}
 	struct ss_shm_ev *e;
 	if (announce) {
 		e = arx_next(a, cx);
