@@ -200,6 +200,22 @@ def xorshift_sha256(seed, total):
     return h.hexdigest()
 
 
+def wait_bulk(client, server, nbytes, seed):
+    """Waits for an ss-bulk pair: both end without error, each counted
+    @nbytes, and both streams hash to the pattern of @seed.  Returns the
+    seconds waited."""
+    t0 = time.monotonic()
+    rc_c, doc_c = client.wait_json(120)
+    rc_s, doc_s = server.wait_json(30)
+    secs = time.monotonic() - t0
+    assert rc_c == 0 and doc_c["error"] is None, client.describe()
+    assert rc_s == 0 and doc_s["error"] is None, server.describe()
+    assert doc_c["bytes"] == nbytes and doc_s["bytes"] == nbytes, (doc_c, doc_s)
+    assert doc_c["sha256"] == doc_s["sha256"], "stream corrupted: %s vs %s" % (doc_c, doc_s)
+    assert doc_c["sha256"] == xorshift_sha256(seed, nbytes), (doc_c, seed)
+    return secs
+
+
 def stream_sha256(seed, total):
     """SHA-256 of tcp_peer's payload stream (what `send` sends)."""
     h = hashlib.sha256()
@@ -227,15 +243,7 @@ def test_loopback_ss_bulk(bed, procs, sender):
     dst = "%s:%d" % (tb.service_ip, port)
     client = app(procs, svc, [SS_BULK, "recv" if sender == "listener" else "send",
                               "--connect", dst] + common)
-    t0 = time.monotonic()
-    rc_c, doc_c = client.wait_json(120)
-    rc_s, doc_s = server.wait_json(30)
-    secs = time.monotonic() - t0
-    assert rc_c == 0 and doc_c["error"] is None, client.describe()
-    assert rc_s == 0 and doc_s["error"] is None, server.describe()
-    assert doc_c["bytes"] == BULK and doc_s["bytes"] == BULK, (doc_c, doc_s)
-    assert doc_c["sha256"] == doc_s["sha256"], "stream corrupted: %s vs %s" % (doc_c, doc_s)
-    assert doc_c["sha256"] == xorshift_sha256(seed, BULK), (doc_c, seed)
+    secs = wait_bulk(client, server, BULK, seed)
     print("\nss-bulk %s sends %d MiB over loopback: %.2f s" % (sender, BULK // MiB, secs))
     assert_looped(svc, before, BULK // 1448)
     # Both ends close: the service lets go of everything (TIME_WAIT 1 s).

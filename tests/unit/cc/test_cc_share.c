@@ -28,6 +28,17 @@ static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint
 
 /* A host run once with @n flows at @rate each, then put out of slow start
  * by one fully marked interval (alpha 1: R halves): R = n * rate / 2. */
+/* Each of @n flows adds an unmarked 1 ms sample at @rate, @acked bytes acknowledged. */
+static void add_bulk_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
+			 uint64_t rate, uint64_t acked)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ss_cc_sample s = bulk(rate, 1000, acked, 0);
+
+		ss_cc_host_add(h, &prm, &f[i], &s, rate);
+	}
+}
+
 static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
 		       uint64_t rate)
 {
@@ -109,30 +120,18 @@ static void test_additive_increase(void)
 
 	/* 4 flows at 20 MB/s: R = 40 MB/s, share 10 MB/s; step 1.25 MB/s. */
 	host_in_ca(&h, f, 4, 20000000);
-	for (int i = 0; i < 4; i++) {
-		struct ss_cc_sample s = bulk(10000000, 1000, 10000, 0);
-
-		ss_cc_host_add(&h, &prm, &f[i], &s, 10000000);
-	}
+	add_bulk_all(&h, f, 4, 10000000, 10000);
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 40000000 + 4 * 1250000);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[3]), 11250000);
 	/* 4 flows at 4 MB/s: R = 8 MB/s, share 2 MB/s: step 250 000. */
 	host_in_ca(&h, f, 4, 4000000);
-	for (int i = 0; i < 4; i++) {
-		struct ss_cc_sample s = bulk(2000000, 1000, 2000, 0);
-
-		ss_cc_host_add(&h, &prm, &f[i], &s, 2000000);
-	}
+	add_bulk_all(&h, f, 4, 2000000, 2000);
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 8000000 + 4 * 250000);
 	/* Runs of 1 ms where a flow at the share would have 4 ms intervals:
 	 * a quarter of the step per run. */
-	for (int i = 0; i < 4; i++) {
-		struct ss_cc_sample s = bulk(2250000, 1000, 2000, 0);
-
-		ss_cc_host_add(&h, &prm, &f[i], &s, 2250000);
-	}
+	add_bulk_all(&h, f, 4, 2250000, 2000);
 	ss_cc_host_run(&h, &prm, 100, 4000, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 9000000 + 4 * (9000000 / 4 / 8 / 4));
 }
@@ -202,11 +201,7 @@ static void test_loss_as_n_flows(void)
 	/* Then, unmarked: each flow's step is max(step, one MSS per RTT) as
 	 * dctcp-rate's after unmarked loss: srtt 100 us, mss 1000, 1 ms
 	 * interval: 1000 x 1000 / 100^2 x 10^6 = 10^8 B/s per flow. */
-	for (int i = 0; i < 4; i++) {
-		struct ss_cc_sample s = bulk(3500000, 1000, 3500, 0);
-
-		ss_cc_host_add(&h, &prm, &f[i], &s, 3500000);
-	}
+	add_bulk_all(&h, f, 4, 3500000, 3500);
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK_EQ_U64(out.rate_bps, 15500000 + 4 * 100000000ull);
 }
