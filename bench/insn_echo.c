@@ -111,6 +111,7 @@ static struct {
 	unsigned rx_flags;
 	unsigned tx_offload; /* --csum-offload: SS_TX_CSUM */
 	bool two_cmds;       /* --two-cmds: TX and RX_DONE apart */
+	const char *cc_share; /* --cc-share host|flow (default: the service's) */
 
 	struct wire to_svc, to_peer;
 	struct peer *peers;
@@ -453,6 +454,10 @@ static int setup(unsigned n_conns)
 	struct ss_config *cfg = &B.cfg;
 
 	ss_config_defaults(cfg);
+	if (B.cc_share && ss_cc_policy_set_share(&cfg->cc, B.cc_share, line, sizeof(line)) != 0) {
+		fprintf(stderr, "insn_echo: %s\n", line);
+		return -1;
+	}
 	B.now_us = 1000000;
 	B.n_peers = n_conns;
 	B.to_svc.cap = n_conns + 64;
@@ -552,7 +557,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: insn_echo [--conns N] [--requests M] [--warmup W] [--us-per-req U]\n"
 		"                 [--base-rtt-us T] [--idle-rounds K] [--rx-csum-good] [--csum-offload]\n"
-		"                 [--counters] [--two-cmds]\n"
+		"                 [--counters] [--two-cmds] [--cc-share host|flow]\n"
 		"Run under bench/insn_per_req.py (valgrind --tool=callgrind).\n");
 	exit(2);
 }
@@ -587,6 +592,11 @@ int main(int argc, char **argv)
 		}
 		if (!v)
 			usage();
+		if (strcmp(a, "--cc-share") == 0) {
+			B.cc_share = v;
+			i++;
+			continue;
+		}
 		unsigned long x = strtoul(v, NULL, 10);
 		if (strcmp(a, "--conns") == 0 && x > 0 && x <= 16384)
 			conns = (unsigned)x;

@@ -116,6 +116,8 @@ def main():
     ap.add_argument("--two-cmds", action="store_true",
                     help="the application posts SS_CMD_TX and SS_CMD_RX_DONE apart (a "
                     "library before SS_SHM_VERSION 4) instead of one TX with SS_CMDF_RX_DONE")
+    ap.add_argument("--cc-share", choices=("host", "flow"),
+                    help="the service's congestion-control sharing (default: its default)")
     ap.add_argument("--us-per-req", type=int, help="virtual time per request (default 10)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--keep", help="keep the callgrind files in this directory")
@@ -129,6 +131,8 @@ def main():
         extra = ["--csum-offload"]
     if a.two_cmds:
         extra += ["--two-cmds"]
+    if a.cc_share:
+        extra += ["--cc-share", a.cc_share]
     if a.us_per_req:
         extra += ["--us-per-req", str(a.us_per_req)]
     if a.keep:
@@ -142,8 +146,9 @@ def main():
 
     print("Service instructions per 64-byte echo request (callgrind Ir; receive = "
           "ss_proto_input, rounds = ss_stack_round)%s\n" %
-          (", RX and TX checksum offload" if a.csum_offload else
-           ", RX checksum offload" if a.rx_csum_good else ""))
+          ((", RX and TX checksum offload" if a.csum_offload else
+            ", RX checksum offload" if a.rx_csum_good else "") +
+           (", cc-share " + a.cc_share if a.cc_share else "")))
     print("| connections | requests | per request | receive | rounds | segments in/out "
           "| events | commands | cc intervals |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -72,7 +72,8 @@ struct ss_sconn_cc {
 	union ss_cc_state st;         /* the algorithm's state */
 	const struct ss_cc_ops *ops;  /* NULL until the handshake completes */
 	struct ss_cc_counters prev;   /* the engine's counters at interval start */
-	struct ss_timer timer;        /* on the stack's cc_wheel while active */
+	struct ss_timer timer;        /* on the stack's cc_wheel while active and
+				       * not shared (a member's is its host's) */
 	uint64_t start_us;            /* start of the current interval */
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
@@ -80,7 +81,8 @@ struct ss_sconn_cc {
 	struct ss_cc_share_flow share; /* its membership of the host's interval */
 	struct ss_sconn *host_next, *host_prev; /* the host's members while shared */
 	struct ss_pacer_group *host_grp; /* while shared: its host's aggregate pacer */
-	/* For TCP_INFO (published at each interval, cc_publish()). */
+	/* For TCP_INFO (published at intervals, cc_publish()). */
+	uint64_t published_us;        /* last published (cc_sample_done()) */
 	uint32_t total_retrans;       /* segments, summed as the stats drain */
 	uint32_t rx_seen;             /* rx_tail at the last publish */
 	uint64_t bytes_acked, bytes_received;
@@ -224,6 +226,7 @@ struct ss_stack {
 	/* Congestion control (stack_cc.c). */
 	const struct ss_cc_policy *ccp; /* NULL: the engine's own NewReno */
 	struct ss_timer_wheel cc_wheel; /* control intervals of active flows */
+	struct ss_timer_wheel cc_host_wheel; /* cc-share host: the hosts' intervals */
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
 	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
 	FILE *cc_trace;                 /* --cc-trace, or NULL */
@@ -233,6 +236,8 @@ struct ss_stack {
 		uint64_t rate;          /* ... and mean paced rate, B/s */
 		uint64_t last_us;       /* a flow's interval last ended (0: never) */
 		uint64_t host_start_us; /* the host controller's interval began */
+		struct ss_timer timer;  /* cc-share host: its interval's end, while
+					 * it has members (cc_host_wheel) */
 		struct ss_cc_host host; /* cc-share host: the host's controller */
 		struct ss_sconn *members; /* its flows paced at their share */
 		uint32_t n_members;     /* how many (the split's divisor) */

@@ -42,6 +42,7 @@
  */
 
 #define CC_WHEEL_SLOTS 4096
+#define CC_HOST_WHEEL_SLOTS 1024
 #define CC_WHEEL_TICK_US 16
 #define CC_PACER_MAX_LAG_NS 200000u  /* wake-ups in a VM are this late */
 #define CC_RATE_CWND (1u << 30)      /* rate mode: the largest window */
@@ -64,6 +65,11 @@ static inline struct ss_sconn *sconn_of_cc_timer(struct ss_timer *t)
 	return (struct ss_sconn *)(void *)((uint8_t *)t - offsetof(struct ss_sconn, cc.timer));
 }
 
+static inline struct ss_cc_path *path_of_timer(struct ss_timer *t)
+{
+	return (struct ss_cc_path *)(void *)((uint8_t *)t - offsetof(struct ss_cc_path, timer));
+}
+
 int stack_cc_init(struct ss_stack *s)
 {
 	struct ss_pacer_params pp;
@@ -71,6 +77,13 @@ int stack_cc_init(struct ss_stack *s)
 
 	if (rc != 0)
 		return rc;
+	rc = ss_timer_wheel_init(&s->cc_host_wheel, CC_HOST_WHEEL_SLOTS, CC_WHEEL_TICK_US, 0);
+	if (rc != 0) {
+		ss_timer_wheel_fini(&s->cc_wheel);
+		return rc;
+	}
+	for (unsigned i = 0; i < sizeof(s->cc_paths) / sizeof(s->cc_paths[0]); i++)
+		ss_timer_init(&s->cc_paths[i].timer);
 	ss_pacer_params_default(&pp);
 	pp.max_lag_ns = CC_PACER_MAX_LAG_NS;
 	return ss_pacer_init(&s->pacer, &pp, 0);
@@ -79,6 +92,7 @@ int stack_cc_init(struct ss_stack *s)
 void stack_cc_fini(struct ss_stack *s)
 {
 	ss_timer_wheel_fini(&s->cc_wheel);
+	ss_timer_wheel_fini(&s->cc_host_wheel);
 	ss_pacer_fini(&s->pacer);
 	free(s->caps);
 	s->caps = NULL;
@@ -184,10 +198,14 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
 
 /*
  * TCP_INFO's figures into the owner's shared record for the slot (a
- * seqlock, abi.h): at the handshake and at each control interval, so the
- * per-packet path never pays for it.
+ * seqlock, abi.h): at the handshake, at the interval in which a flow goes
+ * idle, and at most every CC_PUBLISH_US in between (cc_sample_done()), so
+ * the per-packet path never pays for it, and a host's run does not for
+ * each of its members.
  */
-static void cc_publish(struct ss_sconn *sc)
+#define CC_PUBLISH_US 10000u
+
+static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
 	const struct ss_tcp_flow *f = &c->f;
@@ -195,6 +213,7 @@ static void cc_publish(struct ss_sconn *sc)
 	struct ss_shm_conn_info *in;
 	uint64_t rate = sc->cc.pf.rate;
 
+	sc->cc.published_us = s->now_us;
 	if (!a || sc->slot >= a->max_conns)
 		return;
 	in = (struct ss_shm_conn_info *)(void *)(a->region + a->info_off) + sc->slot;
@@ -260,7 +279,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.rx_seen = c->f.rx_tail;
 	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
 	cc_apply(s, sc, &out);
-	cc_publish(sc);
+	cc_publish(s, sc);
 }
 
 /* The pacer group @sc's sends count against: its application's cap. */
@@ -292,12 +311,8 @@ void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 	/* The owner may change (fork hand-over): its cap applies, else its
 	 * host's aggregate pacer while it is a shared member.  An orphan (its
 	 * app exited, data still going out) keeps its last owner's. */
-	if (sc->app) {
-		struct ss_pacer_group *g = sc->app->cap ? sc->app->cap : sc->cc.host_grp;
-
-		if (g != sc->cc.pf.group)
-			cc_regroup(s, sc, g);
-	}
+	if (sc->app && stack_cc_group_want(sc) != sc->cc.pf.group)
+		cc_regroup(s, sc, stack_cc_group_want(sc));
 	/* Budget only for data waiting to go (a FIN alone needs none). */
 	if (sc->cc.paced && c->tx_budget == 0 && ss_tcp_tx_unsent(c) &&
 	    ss_pacer_may_send(&sc->cc.pf, cc_now_ns(s)))
@@ -351,19 +366,14 @@ static bool cc_path_taken(const struct ss_stack *s, const struct ss_cc_path *p, 
 	       s->now_us - p->last_us < CC_HOST_STALE_US;
 }
 
-/* A member of a host takes the share its host's run gave it. */
-static void cc_set_rate(struct ss_stack *s, struct ss_sconn *sc, uint64_t rate)
-{
-	struct ss_cc_out out = { .rate_bps = rate, .cwnd = 0, .flags = SS_CC_OUT_RATE };
-
-	cc_apply(s, sc, &out);
-	stack_conn_dirty(s, sc); /* a larger window may let it send */
-}
+static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, bool update);
 
 /* @sc, a member of @p's host, leaves it: from now on its own controller
  * (or, at its next interval end, its host's again), and out of the host's
- * aggregate pacer. */
-static void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p, struct ss_sconn *sc)
+ * aggregate pacer.  @own: it is still active, so its own interval timer
+ * starts (a member has none: its host's run samples it); its interval
+ * counts from its last sample, at its host's last run. */
+static void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p, struct ss_sconn *sc, bool own)
 {
 	if (sc->cc.host_grp && sc->cc.pf.group == sc->cc.host_grp)
 		cc_regroup(s, sc, NULL);
@@ -377,13 +387,16 @@ static void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p, struct ss_sc
 	sc->cc.host_next = sc->cc.host_prev = NULL;
 	sc->cc.shared = false;
 	p->n_members--;
+	if (own && !ss_timer_armed(&sc->cc.timer))
+		ss_timer_arm(&s->cc_wheel, &sc->cc.timer, s->now_us + cc_interval_len(s, sc, false));
 }
 
 /* @p becomes @ip's, with no history. */
 static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
 {
 	while (p->members) /* an old host's flows, idle for CC_HOST_STALE_US */
-		cc_host_leave(s, p, p->members);
+		cc_host_leave(s, p, p->members, true);
+	ss_timer_cancel(&s->cc_host_wheel, &p->timer);
 	p->ip = ip;
 	p->rtt_us = 0;
 	p->rate = 0;
@@ -494,8 +507,10 @@ void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
 		}
 		c->tx_budget = 0; /* what is left of a release is not kept */
 	}
-	/* A flow that sends becomes active: intervals start now. */
-	if (!ss_timer_armed(&sc->cc.timer) && (sent || c->f.snd_max != c->f.snd_una)) {
+	/* A flow that sends becomes active: intervals start now (a shared
+	 * member's are its host's). */
+	if (!ss_timer_armed(&sc->cc.timer) && !sc->cc.shared &&
+	    (sent || c->f.snd_max != c->f.snd_una)) {
 		sc->cc.start_us = s->now_us;
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
 			     s->now_us + cc_interval_len(s, sc, false));
@@ -531,36 +546,49 @@ void ss_stack_set_cc_trace(struct ss_stack *s, FILE *f)
 			   "rate_Bps cwnd flags inflight rate_limited win_limited\n");
 }
 
+/* The interval every member of @p has: 2 RTTs of the path, and at least
+ * CC_IV_SEGS segments at R (the host's controller sees all its members'
+ * segments), as cc_interval_len() gives a member. */
+static uint32_t cc_host_iv(const struct ss_stack *s, const struct ss_cc_path *p, uint32_t mss)
+{
+	uint64_t rate = !p->host.fresh && p->host.rate ? p->host.rate : p->rate;
+
+	return cc_iv_at(s, p->rtt_us, rate, mss);
+}
+
+/* The path's RTT and rate estimates take @srtt and @rate (weight 1/8): a
+ * flow's as its interval ends, or at a host's run its members' means. */
+static void cc_path_update_mean(struct ss_stack *s, struct ss_cc_path *p, uint32_t srtt, uint64_t rate)
+{
+	if (srtt && !p->rtt_us) {
+		p->rtt_us = srtt;
+		p->rate = rate;
+	} else if (srtt) {
+		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
+		p->rate = rate ? (p->rate ? (p->rate * 7 + rate) / 8 : rate) : p->rate;
+	}
+	p->last_us = s->now_us;
+}
+
 /*
- * cc-share host (share.c): the interval of @sc, a dctcp-rate flow, ended
- * with @smp.  Its sample goes into its host's controller; once the host's
- * interval (the one every flow to it has, cc_interval_len()) has elapsed,
- * or 3/4 of it, since the flows' intervals end at their own phases and
- * jitter by a wheel tick, the controller runs on the aggregate.  The flow
- * is then paced at its share.  The other flows take up a new share at
- * their next interval end, within one interval.  Returns false (the flow
- * runs its own controller) when another address holds the host's entry.
+ * cc-share host (share.c): the interval of @sc, a dctcp-rate flow that is
+ * not a member yet, ended with @smp.  It joins its host: its sample goes
+ * into the host's controller, it is paced with the host's other flows as
+ * one aggregate, and from now on its host's runs sample it (its own timer
+ * stops, cc_host_run()).  It is paced at its share, or at its own rate
+ * before the host's first run.  Returns false (the flow runs its own
+ * controller) when another address holds the host's entry.
  */
 static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 			     const struct ss_cc_sample *smp, struct ss_cc_out *out)
 {
 	const struct ss_cc_params *prm = &s->ccp->params;
-	uint32_t ip = sc->tcp.remote_ip, flags = 0, iv;
+	uint32_t ip = sc->tcp.remote_ip;
 	struct ss_cc_path *p = cc_path(s, ip);
 	uint64_t rate;
 
 	if (cc_path_taken(s, p, ip)) {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_share_collisions);
-		if (sc->cc.shared) { /* cannot happen: cc_path_take() let it go */
-			/* Its own controller goes on from where the host's was. */
-			struct ss_cc_dctcp_rate *st = &sc->cc.st.dctcp_rate;
-
-			cc_host_leave(s, p, sc);
-			st->rate = sc->cc.pf.rate ? sc->cc.pf.rate : prm->dctcp_rate.init_rate;
-			st->alpha = p->host.alpha;
-			st->slow_start = 0;
-			st->loss_mode = 0;
-		}
 		return false;
 	}
 	if (p->ip != ip || !p->last_us || s->now_us - p->last_us >= CC_HOST_STALE_US)
@@ -586,85 +614,164 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 		}
 	}
 	ss_cc_host_add(&p->host, prm, &sc->cc.share, smp, sc->cc.pf.rate);
-	iv = cc_interval_len(s, sc, false);
-	if (s->now_us - p->host_start_us + iv / 4 >= iv) {
-		struct ss_cc_out h;
-		uint32_t rtt = p->rtt_us ? p->rtt_us : sc->tcp.f.srtt_us;
-		uint64_t share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
+	cc_path_update_mean(s, p, sc->tcp.f.srtt_us, sc->cc.pf.rate);
+	if (!ss_timer_armed(&p->timer)) {
+		/* The host's interval began at its last run (or now, a new
+		 * entry); one that lapsed while it had no members ends now. */
+		uint64_t end = p->host_start_us + cc_host_iv(s, p, sc->tcp.f.mss);
 
-		/* What one flow at the share would have: its step is scaled
-		 * to the (shorter) run. */
-		p->host.run_us = s->now_us - p->host_start_us;
-		ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, sc->tcp.f.mss) : 0,
-			       p->n_members, &h);
-		p->host_start_us = s->now_us;
-		cc_host_pace_set(s, p, p->host.rate);
-		flags = h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD);
-		ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);
-		/* Every member takes its new share now, not at its own
-		 * interval end: one cut for all at once.  Its members are the
-		 * host's active flows (an idle flow leaves), so the walk
-		 * grows with them only. */
-		for (struct ss_sconn *m = p->members; m; m = m->cc.host_next) {
-			uint64_t r = ss_cc_host_share(&p->host, prm, &m->cc.share);
-
-			if (m != sc && r && r != m->cc.pf.rate)
-				cc_set_rate(s, m, r);
-		}
+		ss_timer_arm(&s->cc_host_wheel, &p->timer, end > s->now_us ? end : s->now_us);
 	}
 	rate = ss_cc_host_share(&p->host, prm, &sc->cc.share);
 	out->rate_bps = rate ? rate : sc->cc.pf.rate; /* before the host's first run */
 	out->cwnd = 0;
-	out->flags = SS_CC_OUT_RATE | flags | (p->host.slow_start ? SS_CC_OUT_SLOW_START : 0);
+	out->flags = SS_CC_OUT_RATE | (p->host.slow_start ? SS_CC_OUT_SLOW_START : 0);
 	return true;
 }
 
-/* One control interval of @sc has ended. */
+/* Whether @sc did nothing since its last sample: nothing sent, acked or
+ * in flight, and nothing waiting.  A flow with data that its pacer holds
+ * is not idle: at 32 flows on 100 Mbit/s one segment leaves every ~4 ms,
+ * longer than an interval, and a shared host's member that left at every
+ * empty sample missed the host's cuts and came back at a stale share. */
+static bool cc_flow_idle(const struct ss_sconn *sc)
+{
+	const struct ss_tcp_conn *c = &sc->tcp;
+
+	return c->cc.sent_bytes == sc->cc.prev.sent_bytes &&
+	       c->cc.acked_bytes == sc->cc.prev.acked_bytes && c->f.snd_max == c->f.snd_una &&
+	       !ss_tcp_tx_unsent(c);
+}
+
+/* @sc's sample since its last one (its counters' deltas). */
+static void cc_sample(const struct ss_stack *s, const struct ss_sconn *sc, struct ss_cc_sample *smp)
+{
+	const struct ss_tcp_conn *c = &sc->tcp;
+	uint64_t iv = s->now_us - sc->cc.start_us;
+	uint32_t rtt = c->cc.acked_bytes != sc->cc.prev.acked_bytes ? c->last_rtt_us : 0;
+	const struct ss_cc_path *p = cc_path((struct ss_stack *)s, c->remote_ip);
+
+	ss_cc_sample_fill(smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
+			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
+	if (p->ip == c->remote_ip)
+		smp->path_rate = p->rate;
+}
+
+/* @sc's sample (@smp; NULL: not traced) is taken and @out applied: the
+ * next sample starts now.  @idle: it goes idle (TCP_INFO published now). */
+static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_sample *smp,
+			   const struct ss_cc_out *out, bool idle)
+{
+	if (smp && s->cc_trace)
+		cc_trace(s, sc, smp, out);
+	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
+	sc->cc.bytes_acked += sc->tcp.cc.acked_bytes - sc->cc.prev.acked_bytes;
+	sc->cc.prev = sc->tcp.cc;
+	sc->cc.start_us = s->now_us;
+	if (idle || s->now_us - sc->cc.published_us >= CC_PUBLISH_US)
+		cc_publish(s, sc);
+}
+
+/*
+ * The end of a host's interval (cc-share host).  Every member's sample
+ * since the last run goes into the host's controller, which runs once on
+ * the aggregate; then every member is paced at its new share at once (one
+ * cut for all), and a member that was idle leaves (the walk grows with
+ * the host's active flows only).  One timer per host, not per member: a
+ * member's part of a run is its sample and its new rate.
+ */
+static void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
+{
+	const struct ss_cc_params *prm = &s->ccp->params;
+	struct ss_sconn *m, *next;
+	struct ss_cc_sample smp;
+	struct ss_cc_out h, out;
+	uint32_t flags, rtt, mss, n_rtt = 0, n_rate = 0;
+	uint64_t share, rtt_sum = 0, rate_sum = 0;
+
+	for (m = p->members; m; m = next) {
+		next = m->cc.host_next;
+		if (m->tcp.f.state == SS_TCPS_CLOSED || m->tcp.remote_ip != p->ip) {
+			/* Closed; or the entry is another address's (a
+			 * member's address is its host's while it is one). */
+			cc_host_leave(s, p, m, m->tcp.f.state != SS_TCPS_CLOSED);
+			continue;
+		}
+		cc_sample(s, m, &smp);
+		ss_cc_host_add(&p->host, prm, &m->cc.share, &smp, m->cc.pf.rate);
+		if (m->tcp.f.srtt_us) {
+			rtt_sum += m->tcp.f.srtt_us;
+			n_rtt++;
+		}
+		if (m->cc.pf.rate) {
+			rate_sum += m->cc.pf.rate;
+			n_rate++;
+		}
+	}
+	if (!p->members)
+		return;
+	cc_path_update_mean(s, p, n_rtt ? (uint32_t)(rtt_sum / n_rtt) : 0,
+			    n_rate ? rate_sum / n_rate : 0);
+	mss = p->members->tcp.f.mss;
+	rtt = p->rtt_us ? p->rtt_us : p->members->tcp.f.srtt_us;
+	share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
+	/* What one flow at the share would have: its step is scaled to the
+	 * (shorter) run. */
+	p->host.run_us = s->now_us - p->host_start_us;
+	ss_cc_host_run(&p->host, prm, rtt, share ? cc_iv_at(s, rtt, share, mss) : 0,
+		       p->n_members, &h);
+	p->host_start_us = s->now_us;
+	cc_host_pace_set(s, p, p->host.rate);
+	ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);
+	flags = SS_CC_OUT_RATE | (h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD)) |
+		(p->host.slow_start ? SS_CC_OUT_SLOW_START : 0);
+	for (m = p->members; m; m = next) {
+		bool idle = cc_flow_idle(m);
+
+		next = m->cc.host_next;
+		if (s->cc_trace) /* as added above: the counters did not move */
+			cc_sample(s, m, &smp);
+		out.rate_bps = ss_cc_host_share(&p->host, prm, &m->cc.share);
+		out.rate_bps = out.rate_bps ? out.rate_bps : m->cc.pf.rate;
+		out.cwnd = 0;
+		out.flags = flags;
+		cc_apply(s, m, &out);
+		cc_sample_done(s, m, s->cc_trace ? &smp : NULL, &out, idle);
+		stack_conn_dirty(s, m); /* a larger window may let it send */
+		if (idle) {
+			ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
+			cc_host_leave(s, p, m, false);
+		}
+	}
+	if (p->members)
+		ss_timer_arm(&s->cc_host_wheel, &p->timer, s->now_us + cc_host_iv(s, p, mss));
+}
+
+/* One control interval of @sc, a flow on its own (not a host's member), has ended. */
 static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_cc_sample smp;
 	struct ss_cc_out out;
-	uint64_t iv = s->now_us - sc->cc.start_us;
-	uint32_t rtt = c->cc.acked_bytes != sc->cc.prev.acked_bytes ? c->last_rtt_us : 0;
+	bool idle;
 
-	if (c->f.state == SS_TCPS_CLOSED) {
-		if (sc->cc.shared)
-			cc_host_leave(s, cc_path(s, c->remote_ip), sc);
+	if (c->f.state == SS_TCPS_CLOSED || sc->cc.shared) /* a member: its host samples it */
 		return;
-	}
-	ss_cc_sample_fill(&smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
-			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
-	{
-		const struct ss_cc_path *p = cc_path(s, c->remote_ip);
-
-		if (p->ip == c->remote_ip)
-			smp.path_rate = p->rate;
-	}
+	cc_sample(s, sc, &smp);
+	idle = cc_flow_idle(sc);
 	if (!(s->ccp->share == SS_CC_SHARE_HOST && sc->cc.ops == &ss_cc_dctcp_rate_ops &&
 	      cc_host_interval(s, sc, &smp, &out)))
 		sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
 	cc_apply(s, sc, &out);
-	if (s->cc_trace)
-		cc_trace(s, sc, &smp, &out);
-	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
-	sc->cc.bytes_acked += smp.acked_bytes;
-	cc_publish(sc);
-	sc->cc.prev = c->cc;
-	sc->cc.start_us = s->now_us;
+	cc_sample_done(s, sc, &smp, &out, idle);
 	stack_conn_dirty(s, sc); /* a larger window may let it send */
-	/* Idle: nothing sent, acked or in flight, and nothing waiting.  A
-	 * flow with data that its pacer holds is not idle: at 32 flows on
-	 * 100 Mbit/s one segment leaves every ~4 ms, longer than an interval,
-	 * and a shared host's member that left at every empty sample missed
-	 * the host's cuts and came back at a stale share. */
-	if (smp.sent_bytes || smp.acked_bytes || smp.inflight || ss_tcp_tx_unsent(c))
-		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + cc_interval_len(s, sc, true));
-	else {
+	if (idle) {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 		if (sc->cc.shared) /* its host's run walks active flows only */
-			cc_host_leave(s, cc_path(s, c->remote_ip), sc);
+			cc_host_leave(s, cc_path(s, c->remote_ip), sc, false);
+	} else if (!sc->cc.shared) {
+		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
+			     s->now_us + cc_interval_len(s, sc, true));
 	}
 }
 
@@ -677,6 +784,11 @@ void stack_cc_run_intervals(struct ss_stack *s)
 		n = ss_timer_wheel_expire(&s->cc_wheel, s->now_us, due, 64);
 		for (unsigned i = 0; i < n; i++)
 			cc_interval(s, sconn_of_cc_timer(due[i]));
+	} while (n == 64);
+	do {
+		n = ss_timer_wheel_expire(&s->cc_host_wheel, s->now_us, due, 64);
+		for (unsigned i = 0; i < n; i++)
+			cc_host_run(s, path_of_timer(due[i]));
 	} while (n == 64);
 }
 
@@ -710,14 +822,18 @@ void stack_cc_conn_free(struct ss_stack *s, struct ss_sconn *sc)
 	ss_pacer_cancel(&s->pacer, &sc->cc.pf);
 	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
 	if (sc->cc.shared)
-		cc_host_leave(s, cc_path(s, sc->tcp.remote_ip), sc);
+		cc_host_leave(s, cc_path(s, sc->tcp.remote_ip), sc, false);
 	sc->cc.ops = NULL;
 }
 
 uint64_t stack_cc_next_us(const struct ss_stack *s)
 {
 	uint64_t t = ss_timer_wheel_next(&s->cc_wheel);
+	uint64_t h = ss_timer_wheel_next(&s->cc_host_wheel);
 	uint64_t p = ss_pacer_next_ns(&s->pacer);
+
+	if (h < t)
+		t = h;
 
 	if (p != UINT64_MAX && (p + 999) / 1000 < t)
 		t = (p + 999) / 1000;

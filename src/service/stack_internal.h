@@ -119,32 +119,40 @@ static inline uint32_t stack_cc_quantum(const struct ss_sconn *sc)
 	return (uint32_t)(q < lo ? lo : q > CC_QUANTUM_MAX ? CC_QUANTUM_MAX : q);
 }
 
+/* The pacer group @sc's sends count against: its owner's cap, else its
+ * host's aggregate while it is a shared member (cc-share host).  An orphan
+ * (no owner) keeps the group it has. */
+static inline struct ss_pacer_group *stack_cc_group_want(const struct ss_sconn *sc)
+{
+	return sc->app->cap ? sc->app->cap : sc->cc.host_grp;
+}
+
 static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_pacer_flow *pf = &sc->cc.pf;
 
-	/* Not started yet, a new owner's cap, or a paced flow with data and
-	 * no budget (ss_tcp_tx_unsent(): a FIN alone needs none). */
+	/* Not started yet, a new group (owner's cap, host's aggregate), or
+	 * a paced flow with data and no budget (ss_tcp_tx_unsent(): a FIN
+	 * alone needs none). */
 	if (!sc->cc.ops) {
 		if (s->ccp)
 			stack_cc_before_output_slow(s, sc);
 		return;
 	}
-	if (sc->app && sc->app->cap != pf->group) {
+	if (sc->app && stack_cc_group_want(sc) != pf->group) {
 		stack_cc_before_output_slow(s, sc);
 		return;
 	}
 	if (!sc->cc.paced || c->tx_budget != 0 || !ss_tcp_tx_unsent(c))
 		return;
-	/* The usual case inline, a flow in no group: ss_pacer_may_send()
-	 * is then "not queued and its time has come". */
-	if (!pf->group) {
-		if (pf->ent.where == SS_PACER_IDLE && pf->next_ns <= s->now_us * 1000)
-			c->tx_budget = stack_cc_quantum(sc);
-		return;
-	}
-	stack_cc_before_output_slow(s, sc);
+	/* Inline: ss_pacer_may_send() is "not queued and its time has
+	 * come", and for a flow in a group (a cap, its host's aggregate)
+	 * also "none waits before it and the bucket is out of debt". */
+	if (pf->ent.where == SS_PACER_IDLE && pf->next_ns <= s->now_us * 1000 &&
+	    (!pf->group || (pf->group->n_wait == 0 &&
+			    ss_pacer_bucket_ready(&pf->group->tb, s->now_us * 1000))))
+		c->tx_budget = stack_cc_quantum(sc);
 }
 
 /* True when stack_cc_before_output() has nothing to do for a connection
@@ -153,7 +161,7 @@ static inline bool stack_cc_before_output_idle(const struct ss_stack *s, const s
 {
 	if (!sc->cc.ops)
 		return !s->ccp;
-	return !sc->app || sc->app->cap == sc->cc.pf.group;
+	return !sc->app || stack_cc_group_want(sc) == sc->cc.pf.group;
 }
 
 static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc)
@@ -165,17 +173,15 @@ static inline void stack_cc_after_output(struct ss_stack *s, struct ss_sconn *sc
 	if (!sc->cc.ops)
 		return;
 	sent = c->cc.sent_bytes - sc->cc.charged;
-	if (!c->budget_hit && ss_timer_armed(&sc->cc.timer)) {
+	if (!c->budget_hit && (ss_timer_armed(&sc->cc.timer) || sc->cc.shared)) {
 		/* Nothing to schedule, the intervals run: all the slow half
-		 * would do is the charge, inline for a flow in no group. */
+		 * would do is the charge (the group's bucket, the flow's
+		 * rate). */
 		if (sent) {
-			if (sc->cc.paced) {
-				if (pf->group || !pf->rate) {
-					stack_cc_after_output_slow(s, sc);
-					return;
-				}
+			if (pf->group)
+				ss_pacer_charge(&s->pacer, pf, sent, s->now_us * 1000);
+			else if (sc->cc.paced)
 				ss_pacer_charge_rate(&s->pacer, pf, sent, s->now_us * 1000);
-			}
 			sc->cc.charged = c->cc.sent_bytes;
 		}
 		if (sc->cc.paced)
@@ -197,7 +203,8 @@ static inline void stack_cc_run(struct ss_stack *s)
 {
 	if (!s->ccp)
 		return;
-	if (ss_timer_wheel_due(&s->cc_wheel, s->now_us))
+	if (ss_timer_wheel_due(&s->cc_wheel, s->now_us) ||
+	    ss_timer_wheel_due(&s->cc_host_wheel, s->now_us))
 		stack_cc_run_intervals(s);
 	if (!ss_pacer_idle(&s->pacer, s->now_us * 1000))
 		stack_cc_run_pacer(s);
