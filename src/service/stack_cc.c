@@ -556,16 +556,27 @@ static uint32_t cc_host_iv(const struct ss_stack *s, const struct ss_cc_path *p,
 	return cc_iv_at(s, p->rtt_us, rate, mss);
 }
 
-/* The path's RTT and rate estimates take @srtt and @rate (weight 1/8): a
- * flow's as its interval ends, or at a host's run its members' means. */
-static void cc_path_update_mean(struct ss_stack *s, struct ss_cc_path *p, uint32_t srtt, uint64_t rate)
+/* The path's RTT and rate estimates take @n flows' mean @srtt and @rate,
+ * each flow with weight 1/8 as if one after the other (what remains of
+ * the old estimate: (7/8)^n): a flow's as its interval ends, or at a
+ * host's run its members' (all of them within one interval, as their own
+ * intervals ending one by one would). */
+static void cc_path_update_mean(struct ss_stack *s, struct ss_cc_path *p, uint32_t srtt,
+				uint64_t rate, uint32_t n)
 {
+	uint64_t keep = 1024; /* (7/8)^n, in 1/1024 */
+
+	for (uint32_t i = 0; i < n && keep; i++)
+		keep = keep * 7 / 8;
 	if (srtt && !p->rtt_us) {
 		p->rtt_us = srtt;
 		p->rate = rate;
 	} else if (srtt) {
-		p->rtt_us = (uint32_t)(((uint64_t)p->rtt_us * 7 + srtt) / 8);
-		p->rate = rate ? (p->rate ? (p->rate * 7 + rate) / 8 : rate) : p->rate;
+		p->rtt_us = (uint32_t)((p->rtt_us * keep + (uint64_t)srtt * (1024 - keep)) / 1024);
+		if (rate && rate < (UINT64_C(1) << 50))
+			p->rate = p->rate ? (p->rate * keep + rate * (1024 - keep)) / 1024 : rate;
+		else if (rate)
+			p->rate = rate;
 	}
 	p->last_us = s->now_us;
 }
@@ -614,7 +625,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 		}
 	}
 	ss_cc_host_add(&p->host, prm, &sc->cc.share, smp, sc->cc.pf.rate);
-	cc_path_update_mean(s, p, sc->tcp.f.srtt_us, sc->cc.pf.rate);
+	cc_path_update_mean(s, p, sc->tcp.f.srtt_us, sc->cc.pf.rate, 1);
 	if (!ss_timer_armed(&p->timer)) {
 		/* The host's interval began at its last run (or now, a new
 		 * entry); one that lapsed while it had no members ends now. */
@@ -711,7 +722,7 @@ static void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
 	if (!p->members)
 		return;
 	cc_path_update_mean(s, p, n_rtt ? (uint32_t)(rtt_sum / n_rtt) : 0,
-			    n_rate ? rate_sum / n_rate : 0);
+			    n_rate ? rate_sum / n_rate : 0, n_rtt);
 	mss = p->members->tcp.f.mss;
 	rtt = p->rtt_us ? p->rtt_us : p->members->tcp.f.srtt_us;
 	share = p->host.n_last ? p->host.rate / p->host.n_last : 0;

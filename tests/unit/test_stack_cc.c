@@ -415,10 +415,14 @@ static void test_host_share(void)
 				 * of R deep (at least 6000 B). */
 				CHECK(sc[i]->cc.pf.group == &p->pace);
 				CHECK(sc[i]->cc.host_grp == &p->pace);
+				/* Sampled by its host's run: no timer of its own. */
+				CHECK(!ss_timer_armed(&sc[i]->cc.timer));
+				CHECK_EQ_U64(sc[i]->cc.start_us, h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24].host_start_us);
 				if (!sc[i]->cc.share.demand)
 					CHECK_EQ_U64(want, p->host.level);
 			}
 			equal += members == 3;
+			CHECK(!members || ss_timer_armed(&p->timer));
 			CHECK(p->pace_on);
 			CHECK_EQ_U64(p->pace.tb.rate, p->host.rate);
 			CHECK_EQ_U64(p->pace.tb.burst, p->host.rate / 2000 > 6000 ? p->host.rate / 2000 : 6000);
@@ -471,9 +475,11 @@ static void test_host_share(void)
  * live paced connection, in random states, each inline hook must leave
  * the connection and the pacer flow byte for byte as its _slow half does
  * (the states avoid those where the slow half queues the copy on the
- * stack's wheels: the inline hooks call it there).
+ * stack's wheels: the inline hooks call it there).  Per flow the flow is in
+ * no group; with cc-share host it is in its host's aggregate, whose bucket
+ * (random credit, a flow waiting or none) both must leave the same too.
  */
-static void test_hooks_inline(void)
+static void test_hooks_inline(enum ss_cc_share share)
 {
 	struct sh h;
 	struct flow fl[1];
@@ -484,17 +490,34 @@ static void test_hooks_inline(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol); /* dctcp-rate, paced */
-	pol.share = SS_CC_SHARE_FLOW; /* in no group: a host's flows share its bucket */
+	pol.share = share;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 1);
 	run(&h, fl, 1, 20000, UINT64_MAX);
 	struct ss_sconn *sc = sconn(&h, &fl[0]);
-	CHECK(sc->cc.ops && sc->cc.paced && !sc->cc.pf.group && sc->cc.pf.rate);
-	CHECK(ss_timer_armed(&sc->cc.timer));
-	if (!sc->cc.pf.rate || !ss_timer_armed(&sc->cc.timer))
+	struct ss_pacer_group *g = sc->cc.pf.group;
+	CHECK(sc->cc.ops && sc->cc.paced && sc->cc.pf.rate);
+	if (share == SS_CC_SHARE_FLOW) {
+		CHECK(!g && ss_timer_armed(&sc->cc.timer));
+	} else {
+		/* A member: its host's run samples it, no timer of its own. */
+		CHECK(g && g == sc->cc.host_grp && sc->cc.shared && !ss_timer_armed(&sc->cc.timer));
+	}
+	if (!sc->cc.pf.rate || (!g && !ss_timer_armed(&sc->cc.timer)) || (g && !sc->cc.shared))
 		return;
 	static struct ss_sconn a, b;
+	struct ss_pacer_group g0, ga;
+	if (g)
+		g0 = *g;
 	for (int i = 0; i < 100000; i++) {
+		if (g) {
+			*g = g0;
+			g->tb.credit = (int64_t)(check_rand(&seed) % 20000) * 1000000000 -
+				       (int64_t)10000 * 1000000000;
+			g->tb.last_ns = h.st.now_us * 1000 - check_rand(&seed) % 100000;
+			g->n_wait = check_rand(&seed) % 4 == 0; /* read only, never walked here */
+			g0 = *g;
+		}
 		a = *sc;
 		a.tcp.tx_budget = check_rand(&seed) % 3 ? 0 : 1 + check_rand(&seed) % 9000;
 		a.cc.pf.next_ns = h.st.now_us * 1000 + check_rand(&seed) % 4000 - 2000;
@@ -508,15 +531,32 @@ static void test_hooks_inline(void)
 		uint32_t budget0 = a.tcp.tx_budget;
 		uint64_t next0 = a.cc.pf.next_ns;
 		stack_cc_before_output(&h.st, &a);
+		if (g) {
+			ga = *g;
+			*g = g0;
+		}
 		stack_cc_before_output_slow(&h.st, &b);
 		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+		if (g) {
+			CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
+			g0 = *g;
+		}
 		inline_budget += budget0 == 0 && a.tcp.tx_budget != 0;
 		stack_cc_after_output(&h.st, &a);
+		if (g) {
+			ga = *g;
+			*g = g0;
+		}
 		stack_cc_after_output_slow(&h.st, &b);
 		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
+		if (g)
+			CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
 		inline_charge += a.cc.pf.next_ns != next0;
 	}
-	fprintf(stderr, "hooks: %u budgets, %u charges inline\n", inline_budget, inline_charge);
+	if (g)
+		*g = g0;
+	fprintf(stderr, "hooks (%s): %u budgets, %u charges inline\n",
+		share == SS_CC_SHARE_HOST ? "host" : "flow", inline_budget, inline_charge);
 	CHECK(inline_budget > 0 && inline_charge > 0);
 	sh_fini(&h);
 }
@@ -534,6 +574,7 @@ int main(void)
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();
-	test_hooks_inline();
+	test_hooks_inline(SS_CC_SHARE_FLOW);
+	test_hooks_inline(SS_CC_SHARE_HOST);
 	return check_done("test_stack_cc");
 }
