@@ -448,6 +448,7 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	sc->ctx = ctx;
 	a->slot_conn[slot] = sc;
 	a->n_conns++;
+	sc->cc.published_us = 0; /* the new owner's TCP_INFO record at the next sample */
 	/* A new handle: its sync words start off (abi.h, fork). */
 	struct ss_shm_conn_sync *w = ss_app_sync(a, slot);
 	__atomic_store_n(&w->tx, ss_sync_word(sc->gen, 0, sc->tcp.f.tx_tail), __ATOMIC_RELEASE);

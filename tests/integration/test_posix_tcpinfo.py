@@ -8,7 +8,8 @@ same run; both must report what a TCP stack that did this transfer knows:
 ESTABLISHED, an RTT, an RTO of at least 200 ms, the MSS, a window, the
 options negotiated and every byte acknowledged.  Under Slipstream the
 figures come from the service's engine (struct ss_shm_conn_info, published
-at every control interval), and the algorithm is the service's, not the
+at control intervals, at most every 10 ms and when the flow goes idle),
+and the algorithm is the service's, not the
 application's choice.
 """
 
