@@ -76,7 +76,8 @@ static void reply_below(const struct ss_nic *nic, struct sbuf *b)
 		if (nic->xsk_fd[q] >= 0 && ss_xsk_stats_add(nic->xsk_fd[q], &xs) == 0)
 			have_xsk = true;
 	if (have_xsk)
-		sb_printf(b, ", \"xsk_umem_outside_mbufs\": %u", nic->umem_outside);
+		sb_printf(b, ", \"xsk_umem_outside_mbufs\": %u, \"xsk_fill_buffers\": %u",
+			  nic->umem_outside, nic->xsk_fill);
 	if (have_xsk)
 		sb_printf(b, ", \"xsk_rx_dropped\": %llu, \"xsk_rx_ring_full\": %llu, "
 			  "\"xsk_fill_ring_empty\": %llu, \"xsk_rx_invalid_descs\": %llu, "

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,105 @@ bool ss_nic_link_up(uint16_t port)
 	return rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
 }
 
+/* ---- AF_XDP fill ring ---------------------------------------------------------- */
+
+/*
+ * DPDK 22.11's AF_XDP PMD lends the kernel SS_AF_XDP_FILL_BUFFERS buffers
+ * at queue set-up and refills one for one in each RX burst, on a fill ring
+ * of twice as many slots.  Those 2048 are the whole backlog a queue holds:
+ * the veth's NAPI thread copies frames in while the fast path is off its
+ * (shared) CPU, and frame 2049 is dropped (xsk_fill_ring_empty).  The
+ * service tops the fill ring up once, before the fast path runs, with
+ * buffers of the queue's own pool; the PMD's one-for-one refill then keeps
+ * them all circulating.  Its queue structure is DPDK 22.11's
+ * (drivers/net/af_xdp/rte_eth_af_xdp.c, struct pkt_rx_queue and struct
+ * xsk_umem_info) and its rings libxdp's (struct xsk_ring_prod/cons), both
+ * checked against what the queue must hold (our pool, port, socket, ring
+ * sizes) before anything is written; any mismatch: nothing is added, logged.
+ */
+struct xsk_ring_2211 {
+	uint32_t cached_prod, cached_cons, mask, size;
+	uint32_t *producer, *consumer;
+	void *ring;
+	uint32_t *flags;
+};
+
+struct af_xdp_umem_2211 {
+	void *umem;                     /* struct xsk_umem * */
+	void *buf_ring;                 /* NULL: mbufs are the UMEM's frames */
+	const void *mz;
+	struct rte_mempool *mb_pool;
+	void *buffer;                   /* the UMEM's base address */
+	uint8_t refcnt;
+	uint32_t max_xsks;
+};
+
+struct af_xdp_rxq_2211 {
+	struct xsk_ring_2211 rx;
+	struct af_xdp_umem_2211 *umem;
+	void *xsk;
+	struct rte_mempool *mb_pool;
+	uint16_t port;
+	uint64_t rx_pkts, rx_bytes, imissed_offset;
+	struct xsk_ring_2211 fq;
+	struct xsk_ring_2211 cq;
+	void *pair;
+	struct pollfd fds[1];
+	int xsk_queue_idx;
+	int busy_budget;
+};
+
+static struct af_xdp_rxq_2211 *af_xdp_rxq(const struct ss_nic *nic, uint16_t q, unsigned rx_desc)
+{
+	struct af_xdp_rxq_2211 *rxq = rte_eth_fp_ops[nic->port_id].rxq.data ?
+		rte_eth_fp_ops[nic->port_id].rxq.data[q] : NULL;
+	if (strncmp(rte_version(), "DPDK 22.11", 10) != 0 || !rxq)
+		return NULL;
+	const struct af_xdp_umem_2211 *u = rxq->umem;
+	if (rxq->mb_pool != nic->pool[q] || rxq->port != nic->port_id ||
+	    rxq->fds[0].fd != nic->xsk_fd[q] || nic->xsk_fd[q] < 0 || !u ||
+	    u->mb_pool != nic->pool[q] || u->buf_ring != NULL || !u->buffer ||
+	    rxq->fq.size != SS_AF_XDP_FILL_RING || rxq->fq.mask != rxq->fq.size - 1 ||
+	    !rxq->fq.producer || !rxq->fq.consumer || !rxq->fq.ring ||
+	    rxq->rx.size != rx_desc || rxq->rx.mask != rx_desc - 1 ||
+	    rxq->cq.size != SS_AF_XDP_FILL_BUFFERS)
+		return NULL;
+	return rxq;
+}
+
+/*
+ * Adds up to @extra buffers of queue @q's pool to its fill ring (before the
+ * fast path runs: the PMD's ring state is then this thread's).  Returns the
+ * number added.
+ */
+static unsigned af_xdp_fill_top_up(const struct ss_nic *nic, uint16_t q, unsigned rx_desc,
+				   unsigned extra)
+{
+	struct af_xdp_rxq_2211 *rxq = af_xdp_rxq(nic, q, rx_desc);
+	if (!rxq) {
+		SS_WARN("port %u: AF_XDP queue %u is not laid out as in DPDK 22.11: the kernel "
+			"gets the PMD's %u buffers only", nic->port_id, q, SS_AF_XDP_FILL_BUFFERS);
+		return 0;
+	}
+	struct xsk_ring_2211 *fq = &rxq->fq;
+	uint32_t cons = __atomic_load_n(fq->consumer, __ATOMIC_ACQUIRE);
+	uint32_t used = fq->cached_prod - cons;
+	uint32_t room = used < fq->size ? fq->size - used : 0;
+	unsigned n = extra < room ? extra : room;
+	struct rte_mbuf *bufs[SS_AF_XDP_FILL_RING];
+	if (n == 0 || rte_pktmbuf_alloc_bulk(nic->pool[q], bufs, n) != 0)
+		return 0;
+	uint64_t *ring = fq->ring;
+	uint32_t idx = fq->cached_prod;
+	for (unsigned i = 0; i < n; i++)
+		ring[(idx + i) & fq->mask] = (uint64_t)(uintptr_t)bufs[i] -
+			(uint64_t)(uintptr_t)rxq->umem->buffer - nic->pool[q]->header_size;
+	fq->cached_prod = idx + n;
+	fq->cached_cons = cons + fq->size;
+	__atomic_store_n(fq->producer, *fq->producer + n, __ATOMIC_RELEASE);
+	return n;
+}
+
 /* ---- RX interrupts ------------------------------------------------------------ */
 
 /*
@@ -477,6 +577,9 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	}
 
 	bool af_xdp = nic->kind == SS_NIC_KIND_AF_XDP;
+	struct ss_af_xdp_rx_plan plan = ss_af_xdp_rx_plan(nrx);
+	if (af_xdp)
+		nrx = (uint16_t)plan.rx_desc;
 	/* Neither AF_XDP nor memif (copy mode) does DMA: packed pools. */
 	bool packed = af_xdp || nic->kind == SS_NIC_KIND_MEMIF;
 	unsigned pool_n = ss_nic_pool_size(nrx, ntx, af_xdp);
@@ -531,6 +634,12 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	rte_eth_dev_get_mtu(port, &nic->mtu);
 	if (nic->kind == SS_NIC_KIND_AF_XDP || nic->kind == SS_NIC_KIND_AF_PACKET)
 		find_wait_fds(nic);
+	if (af_xdp) {
+		nic->xsk_fill = 0;
+		for (uint16_t q = 0; q < nq; q++)
+			nic->xsk_fill += SS_AF_XDP_FILL_BUFFERS +
+				af_xdp_fill_top_up(nic, q, nrx, plan.fill_extra);
+	}
 	else if (try_intr && find_rx_intr_fds(nic))
 		;
 	else if (nic->kind == SS_NIC_KIND_MEMIF && memif_layout_ok(nic)) {
@@ -546,6 +655,9 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		"%u rx / %u tx descriptors, pools of %u mbufs",
 		port, nic->name, nic->driver, nic->mac[0], nic->mac[1], nic->mac[2],
 		nic->mac[3], nic->mac[4], nic->mac[5], nic->mtu, nq, nrx, ntx, pool_n);
+	if (af_xdp)
+		SS_INFO("port %u: AF_XDP: %u buffers lent to the kernel on %u queue(s) (fill ring "
+			"of %u, RX ring of %u)", port, nic->xsk_fill, nq, SS_AF_XDP_FILL_RING, nrx);
 	SS_INFO("port %u: max queues rx %u tx %u, RSS %s (RETA %u)", port,
 		nic->caps.max_rx_queues, nic->caps.max_tx_queues,
 		nic->caps.rss ? "yes" : "no", nic->caps.reta_size);

@@ -46,6 +46,7 @@ struct ss_nic {
 	int xsk_fd[SS_NIC_MAX_QUEUES];   /* the queue's AF_XDP socket (statistics), -1 if none */
 	int ifindex;                     /* the kernel interface under the PMD, 0 if none */
 	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
+	unsigned xsk_fill;               /* AF_XDP: buffers lent to the kernel, all queues */
 	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
 	/* memif: the PMD's regions (its process-private data), NULL where
 	 * its layout was not recognised (see ss_nic_memif_ring()) */

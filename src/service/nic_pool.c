@@ -12,11 +12,23 @@
 
 #define MBUF_CACHE 256
 #define RX_BURST_SLACK 512
+#define SS_AF_XDP_RX_DESC_MAX 32768u
 
 unsigned ss_nic_pool_size(unsigned rx_desc, unsigned tx_desc, bool af_xdp)
 {
 	return rte_align32pow2(2u * rx_desc + tx_desc + RX_BURST_SLACK + MBUF_CACHE +
 			       (af_xdp ? SS_AF_XDP_FILL_BUFFERS : 0)) - 1;
+}
+
+struct ss_af_xdp_rx_plan ss_af_xdp_rx_plan(unsigned rx_desc)
+{
+	struct ss_af_xdp_rx_plan p;
+	p.fill = SS_AF_XDP_FILL_RING;
+	p.fill_extra = p.fill - SS_AF_XDP_FILL_BUFFERS;
+	/* Ring sizes are 16-bit in ethdev: 32768 is the largest power of two. */
+	unsigned want = rx_desc > p.fill ? rx_desc : p.fill;
+	p.rx_desc = want > SS_AF_XDP_RX_DESC_MAX ? SS_AF_XDP_RX_DESC_MAX : rte_align32pow2(want);
+	return p;
 }
 
 /*

@@ -6,15 +6,44 @@
 
 struct rte_mempool;
 
-/* DPDK 22.11's AF_XDP PMD keeps this many buffers on its fill ring
- * (ETH_AF_XDP_DFLT_NUM_DESCS), whatever the RX ring's size; its completion
- * ring has as many slots, and its TX ring as many as the RX ring. */
+/* DPDK 22.11's AF_XDP PMD puts this many buffers on its fill ring at queue
+ * set-up (ETH_AF_XDP_DFLT_NUM_DESCS), whatever the RX ring's size, and
+ * then refills one for one in each RX burst: left alone, exactly this many
+ * buffers circulate between the fill ring, the kernel and the RX ring.
+ * Its completion ring has as many slots, its TX ring as many as the RX
+ * ring. */
 #define SS_AF_XDP_FILL_BUFFERS 2048u
+/* Slots of that fill ring (2 x ETH_AF_XDP_DFLT_NUM_DESCS): the most
+ * buffers that can circulate, since all of them are on it whenever the
+ * service has drained the RX ring. */
+#define SS_AF_XDP_FILL_RING 4096u
+
+/* How an AF_XDP queue's receive side is sized (ss_af_xdp_rx_plan()). */
+struct ss_af_xdp_rx_plan {
+	unsigned rx_desc;     /* RX ring (the PMD's TX ring too): a power of two >= fill */
+	unsigned fill;        /* buffers lent to the kernel: frames it can hold unread */
+	unsigned fill_extra;  /* of them, those the service adds to the PMD's own */
+};
+
+/*
+ * AF_XDP: the kernel drops a frame (xsk_fill_ring_empty) when every buffer
+ * circulating is in the RX ring unread, so a backlog of `fill` frames is the
+ * most the queue absorbs while the fast path is off the CPU (it shares it
+ * with the veth's NAPI thread, which keeps copying frames in).  The plan
+ * lends the kernel the whole fill ring (SS_AF_XDP_FILL_RING), the service
+ * adding what the PMD does not put there itself, and gives the RX ring
+ * room for all of it (else the same frames drop as xsk_rx_ring_full): the
+ * larger of @rx_desc and the fill, rounded up to a power of two (the
+ * kernel refuses other ring sizes).  Pure.
+ */
+struct ss_af_xdp_rx_plan ss_af_xdp_rx_plan(unsigned rx_desc);
 
 /*
  * Mbufs per queue: the RX ring twice (a PMD may keep a ring's worth of
- * buffers posted while the ring is full), the TX ring, a burst in flight
- * and the per-lcore cache; AF_XDP adds its fill ring.  2^n - 1.  Pure.
+ * buffers posted while the ring is full; AF_XDP: the buffers lent to the
+ * kernel, at most the RX ring, and the PMD's TX ring, as large as the RX
+ * ring), the TX ring, a burst in flight and the per-lcore cache; AF_XDP
+ * adds its completion ring (SS_AF_XDP_FILL_BUFFERS slots).  2^n - 1.  Pure.
  */
 unsigned ss_nic_pool_size(unsigned rx_desc, unsigned tx_desc, bool af_xdp);
 

@@ -60,6 +60,18 @@ def test_service_info(service, testbed):
         assert key in port, key
 
 
+def test_af_xdp_fill_ring(service):
+    """AF_XDP: the kernel is lent the whole 4096-slot fill ring (the PMD
+    alone puts 2048 there, and 2048 frames of backlog overflowed under 100
+    bulk flows: xsk_fill_ring_empty), every mbuf inside the UMEM."""
+    if service.pmd != "af_xdp":
+        pytest.skip("AF_XDP only")
+    nic = service.query("stats")["nic"]
+    assert nic["xsk_fill_buffers"] == 4096, nic
+    assert nic["xsk_umem_outside_mbufs"] == 0, nic
+    assert nic["xsk_fill_ring_empty"] == 0 and nic["xsk_rx_ring_full"] == 0, nic
+
+
 def test_gateway_resolved_at_start(service, testbed):
     """At start the service ARPs for its gateway (peer1) and caches the reply."""
     entry, entries = arp_entry_wait(service, testbed.gateway)

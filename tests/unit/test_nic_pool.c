@@ -19,6 +19,38 @@ static void test_sizes(void)
 	CHECK_EQ_U64(ss_nic_pool_size(64, 64, false), 1023);
 }
 
+/* AF_XDP: the whole fill ring lent to the kernel, an RX ring that holds it all. */
+static void test_af_xdp_rx_plan(void)
+{
+	struct ss_af_xdp_rx_plan p = ss_af_xdp_rx_plan(2048);   /* the default --rx-desc */
+	CHECK_EQ_U64(p.fill, SS_AF_XDP_FILL_RING);
+	CHECK_EQ_U64(p.fill, 4096);
+	CHECK_EQ_U64(p.fill_extra, 4096 - SS_AF_XDP_FILL_BUFFERS);
+	CHECK_EQ_U64(p.rx_desc, 4096);
+	/* The pool then covers the fill, the PMD's TX ring, its completion
+	 * ring, the service's TX ring, a burst and the cache. */
+	CHECK(ss_nic_pool_size(p.rx_desc, 1024, true) >=
+	      p.fill + p.rx_desc + SS_AF_XDP_FILL_BUFFERS + 1024 + 32 + 256);
+	CHECK_EQ_U64(ss_nic_pool_size(p.rx_desc, 1024, true), 16383);
+	/* Smaller rings grow to the fill; larger ones stay, as powers of two. */
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(0).rx_desc, 4096);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(512).rx_desc, 4096);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(4096).rx_desc, 4096);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(4097).rx_desc, 8192);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(6000).rx_desc, 8192);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(8192).fill, 4096);
+	/* Ethdev's 16-bit ring sizes: 32768 at most. */
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(32768).rx_desc, 32768);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(40000).rx_desc, 32768);
+	CHECK_EQ_U64(ss_af_xdp_rx_plan(65535).rx_desc, 32768);
+	for (unsigned n = 1; n <= 65535; n += 97) {
+		struct ss_af_xdp_rx_plan q = ss_af_xdp_rx_plan(n);
+		CHECK(q.rx_desc >= q.fill && (q.rx_desc & (q.rx_desc - 1)) == 0 &&
+		      q.rx_desc <= 32768);
+		CHECK_EQ_U64(q.fill, SS_AF_XDP_FILL_BUFFERS + q.fill_extra);
+	}
+}
+
 /*
  * Without hugepages (4 KiB pages) rte_pktmbuf_pool_create() keeps each
  * 2.3 KiB mbuf inside one page, so the pool spans more than the
@@ -60,6 +92,7 @@ int main(void)
 	char *argv[] = { "test_nic_pool", "--no-huge", "--no-pci", "--no-shconf", "-l", "0",
 			 "--log-level=error", "--no-telemetry", NULL };
 	test_sizes();
+	test_af_xdp_rx_plan();
 	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
 		fprintf(stderr, "test_nic_pool: no DPDK EAL here (%s): pool layout not tested\n",
 			rte_strerror(rte_errno));
