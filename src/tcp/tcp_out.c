@@ -100,7 +100,8 @@ uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c)
 /* What a non-SYN segment that went out (with @flags, its final ones, and
  * @len bytes of data) leaves behind: the window edge it offered, the ECN
  * signals it carried, the ACK it gave. */
-static void tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags, uint32_t len)
+static inline __attribute__((always_inline)) void
+tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags, uint32_t len)
 {
 	struct ss_tcp_flow *f = &c->f;
 
