@@ -538,6 +538,9 @@ static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 	stack_conn_dirty(s, sc);
 }
 
+static bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame, const struct ss_ipv4 *ip,
+			      const struct ss_tcp *seg, const struct ss_flow_key *kp);
+
 bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *ip,
 			const struct ss_tcp *seg)
 {
@@ -554,6 +557,19 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 		stack_conn_dirty(s, sc);
 		return true;
 	}
+	return tcp_input_no_conn(s, frame, ip, seg, &k);
+}
+
+/* A segment for no connection: a SYN for a listener, or an ACK that may
+ * return a SYN cookie.  Out of line: the usual segment's frame above
+ * stays small (fewer registers saved per segment). */
+static __attribute__((noinline)) bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame,
+							 const struct ss_ipv4 *ip,
+							 const struct ss_tcp *seg,
+							 const struct ss_flow_key *kp)
+{
+	struct ss_flow_key k = *kp;
+
 	if ((seg->flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST | SS_TCP_FIN)) == SS_TCP_SYN) {
 		uint32_t li;
 		struct ss_listener *l = stack_listener_find(s, &k, &li);

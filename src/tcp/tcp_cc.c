@@ -24,32 +24,9 @@ void tcp_cc_init(struct ss_tcp_conn *c)
 	f->ssthresh = UINT32_MAX;
 }
 
-/* RFC 6298 §2.2 (first sample) and §2.3 (later samples, alpha 1/8, beta
- * 1/4), RTO = SRTT + max(G, 4 * RTTVAR) clamped to [rto_min, rto_max]
- * (§2.4, §2.5). */
 void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us)
 {
-	struct ss_tcp_flow *f = &c->f;
-	uint64_t rto;
-
-	if (rtt_us == 0)
-		rtt_us = 1; /* srtt 0 means "no sample yet" */
-	c->last_rtt_us = rtt_us;
-	if (f->srtt_us == 0) {
-		f->srtt_us = rtt_us;
-		f->rttvar_us = rtt_us / 2;
-	} else {
-		uint32_t err = f->srtt_us > rtt_us ? f->srtt_us - rtt_us : rtt_us - f->srtt_us;
-
-		f->rttvar_us = (uint32_t)(((uint64_t)3 * f->rttvar_us + err) / 4);
-		f->srtt_us = (uint32_t)(((uint64_t)7 * f->srtt_us + rtt_us) / 8);
-	}
-	rto = (uint64_t)f->srtt_us + tcp_u32_max(SS_TCP_CLOCK_G_US, 4 * f->rttvar_us);
-	if (rto < c->params->rto_min_us)
-		rto = c->params->rto_min_us;
-	if (rto > c->params->rto_max_us)
-		rto = c->params->rto_max_us;
-	f->rto_us = (uint32_t)rto;
+	tcp_rtt_sample_inline(c, rtt_us);
 }
 
 /* RFC 5681 eq. 4 / RFC 6582 §3.2 step 2: half the flight, at least 2 SMSS. */

@@ -4,7 +4,8 @@
 /* Copy in-order payload (seq == rcv_nxt, fits the ring) and absorb the
  * out-of-order intervals the copy reaches (kept in the ring beyond
  * rx_tail, tcp_ooo.c).  Returns bytes made readable. */
-uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
+static inline __attribute__((always_inline)) uint32_t
+rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 {
 	struct ss_tcp_flow *f = &c->f;
 
@@ -30,7 +31,8 @@ uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t le
  * RFC 6298 §3, in microseconds; while Karn's rule stops timing, TSecr,
  * RFC 7323 §4.1, to the millisecond), updates
  * the congestion window and restarts the RTO (RFC 6298 §5.2, §5.3). */
-void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
+static inline __attribute__((always_inline)) void
+ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
 	uint32_t ack = seg->ack;
@@ -46,7 +48,7 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 		if (ss_seq_gt(ack, f->rtt_seq)) {
 			uint64_t rtt = now_us - c->rtt_start_us;
 
-			tcp_rtt_sample(c, rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt);
+			tcp_rtt_sample_inline(c, rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt);
 			f->flags &= (uint8_t)~SS_TCPF_RTT_TIMING;
 		}
 	} else if (c->karn && (f->flags & SS_TCPF_TS) && (seg->opts.present & SS_TCP_OPTF_TS) &&
@@ -78,8 +80,16 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
 	c->retries = 0;
 	c->tlp_sent = 0;
 	f->backoff = 0;
-	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD)
-		tcp_cc_on_ack(c, data_acked, now_us);
+	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD) {
+		/* tcp_cc_on_ack()'s first lines, inline: out of recovery with
+		 * no window of ours to grow (a control loop owns it, or
+		 * nothing was acked) it only clears the duplicate count. */
+		if (!(f->flags & SS_TCPF_IN_RECOVERY) &&
+		    (c->cc_mode != SS_TCP_CC_ENGINE || !data_acked))
+			f->dupacks = 0;
+		else
+			tcp_cc_on_ack(c, data_acked, now_us);
+	}
 	if (f->snd_una == f->snd_max)
 		c->rto_deadline_us = 0;
 	else if (!c->persist_deadline_us)
@@ -90,7 +100,8 @@ void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t n
  * segment (SND.WL1/WL2 guard against reordered old ones).  Leaving the
  * zero-window state stops the persist timer; the probe byte, if still
  * unacknowledged, is resent with the data that follows. */
-void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
+static inline __attribute__((always_inline)) void
+snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
 {
 	struct ss_tcp_flow *f = &c->f;
 
@@ -109,6 +120,23 @@ void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
 		c->persist_backoff = 0;
 		f->snd_nxt = f->snd_una;
 	}
+}
+
+/* The three helpers, out of line for tcp_slow.c; the fast path below has
+ * them inlined (each call's frame cost more than its common case). */
+uint32_t tcp_rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
+{
+	return rx_in_order(c, data, len);
+}
+
+void tcp_ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
+{
+	ack_advance(c, seg, now_us);
+}
+
+void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
+{
+	snd_wnd_update(c, seg);
 }
 
 /*
@@ -146,9 +174,9 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
 		if (f->flags & SS_TCPF_TS)
 			f->ts_recent = seg->opts.ts_val;
 		if (seg->ack != f->snd_una)
-			tcp_ack_advance(c, seg, now_us);
-		tcp_snd_wnd_update(c, seg);
-		tcp_rx_in_order(c, seg->payload, (uint32_t)len);
+			ack_advance(c, seg, now_us);
+		snd_wnd_update(c, seg);
+		rx_in_order(c, seg->payload, (uint32_t)len);
 		return;
 	}
 	tcp_input_slow(c, seg, now_us);

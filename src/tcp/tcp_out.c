@@ -100,7 +100,8 @@ uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c)
 /* What a non-SYN segment that went out (with @flags, its final ones, and
  * @len bytes of data) leaves behind: the window edge it offered, the ECN
  * signals it carried, the ACK it gave. */
-static void tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags, uint32_t len)
+static inline __attribute__((always_inline)) void
+tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags, uint32_t len)
 {
 	struct ss_tcp_flow *f = &c->f;
 
@@ -123,8 +124,8 @@ static void tcp_output_sent(struct ss_tcp_conn *c, uint32_t edge, uint8_t flags,
  * payload written straight into the frame, the same bytes emit's frame
  * would carry (ss_tcp_write_usual() writes what ss_tcp_hdr_write() does for
  * the ss_tcp that tcp_output_seg() fills). */
-static int tcp_output_direct(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
-			     uint64_t now_us)
+static inline __attribute__((always_inline)) int
+tcp_output_direct(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
 	bool ts = f->flags & SS_TCPF_TS; /* RFC 7323 §3.2: on every segment */
@@ -388,7 +389,14 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		/* What the loop's first pass does for it, once. */
 		uint32_t len = end - f->snd_nxt;
 
-		if (tcp_output_seg(c, f->snd_nxt, len, SS_TCP_ACK | SS_TCP_PSH, now_us) == 0) {
+		/* New data, no RST: tcp_output_seg() would take the direct
+		 * path when the connection has it (inlined here, one call
+		 * less per reply). */
+		int rc = c->seg_buf ? tcp_output_direct(c, f->snd_nxt, len, SS_TCP_ACK | SS_TCP_PSH,
+							now_us)
+				    : tcp_output_seg(c, f->snd_nxt, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
+
+		if (rc == 0) {
 			if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED)
 				c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
 			if (!(f->flags & SS_TCPF_RTT_TIMING)) {
