@@ -23,13 +23,10 @@ void ss_cc_policy_default(struct ss_cc_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->ops = ss_cc_default();
 	ss_cc_params_default(&p->params);
-	/* Per flow.  One controller per remote host, its flows paced as one
-	 * aggregate (cc-share host), is fairer at 2, 8 and 32 flows at the
-	 * same or better link use and queue, but its hooks leave the inline
-	 * path of every reply: 2,402 service instructions per 64-byte echo
-	 * request at 64 connections against 1,761 (docs/congestion.md,
-	 * "Host-shared control").  The default once that cost is gone. */
-	p->share = SS_CC_SHARE_FLOW;
+	/* One controller per remote host, its flows paced as one aggregate:
+	 * fair at 2, 8 and 32 flows where one per flow is not, at the same
+	 * RPC throughput (docs/congestion.md, "Host-shared control"). */
+	p->share = SS_CC_SHARE_HOST;
 }
 
 const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm)

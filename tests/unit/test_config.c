@@ -148,7 +148,7 @@ static void test_cc_options(void)
 	CHECK(cfg.cc.ops == ss_cc_find("dctcp-rate"));
 	CHECK_EQ_U64(cfg.cc.n_rules, 0);
 	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 2);
-	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_FLOW);
+	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_HOST);
 	CHECK_STR(cfg.cc_trace, "");
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc-share", "flow"), 0);
 	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_FLOW);

@@ -315,6 +315,7 @@ static void test_interval_per_path(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
+	pol.share = SS_CC_SHARE_FLOW; /* flows' own timers (a host's members have its) */
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
 	struct ss_sconn *sc[2] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]) };
@@ -351,6 +352,7 @@ static void test_interval_holds_segments(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
+	pol.share = SS_CC_SHARE_FLOW; /* flows' own timers (a host's members have its) */
 	pol.params.dctcp_rate.init_rate = 250000;
 	pol.params.dctcp_rate.max_rate = 250000;
 	ss_stack_set_cc(&h.st, &pol);
@@ -388,8 +390,7 @@ static void test_host_share(void)
 
 	CHECK(sh_init(&h, ATTACH) == 0);
 	ss_cc_policy_default(&pol);
-	CHECK_EQ_U64(pol.share, SS_CC_SHARE_FLOW); /* the default (cheaper per packet) */
-	pol.share = SS_CC_SHARE_HOST;
+	CHECK_EQ_U64(pol.share, SS_CC_SHARE_HOST); /* the default */
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
 	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
