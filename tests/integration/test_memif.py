@@ -203,7 +203,12 @@ def test_memif_echo_many(pair, procs):
     assert dc.get("tcp_active_open") == conns and ds.get("tcp_passive_open") == conns, (dc, ds)
     # Every segment crossed memif (none looped back inside one service).
     assert ds.get("rx_tcp", 0) > 0 and ds.get("rx_loopback", 0) == 0, ds
-    assert ds.get("fp_peer_kicks", 0) > 0 and dc.get("fp_peer_kicks", 0) > 0, (dc, ds)
+    # Each side found the other asleep and rang it: the PMD's own ring
+    # (fp_peer_pmd_rang, the usual case) or the fast path's after a burst
+    # during which the peer went to sleep (fp_peer_kicks, a race that 200
+    # connections may never hit).
+    woke = lambda d: d.get("fp_peer_pmd_rang", 0) + d.get("fp_peer_kicks", 0)
+    assert woke(ds) > 0 and woke(dc) > 0, (dc, ds)
     print("\nmemif echo: %d conns x %d bytes in %.2f s; tx_kept client %d server %d"
           % (conns, nbytes, doc["seconds"], dc.get("tx_kept", 0), ds.get("tx_kept", 0)))
 
