@@ -632,15 +632,17 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	rte_eth_macaddr_get(port, &mac);
 	memcpy(nic->mac, mac.addr_bytes, 6);
 	rte_eth_dev_get_mtu(port, &nic->mtu);
-	if (nic->kind == SS_NIC_KIND_AF_XDP || nic->kind == SS_NIC_KIND_AF_PACKET)
+	/* How an idle fast path sleeps on this port; the AF_XDP sockets
+	 * found here also name the queues whose fill rings are topped up. */
+	if (nic->kind == SS_NIC_KIND_AF_XDP || nic->kind == SS_NIC_KIND_AF_PACKET) {
 		find_wait_fds(nic);
-	if (af_xdp) {
-		nic->xsk_fill = 0;
-		for (uint16_t q = 0; q < nq; q++)
-			nic->xsk_fill += SS_AF_XDP_FILL_BUFFERS +
-				af_xdp_fill_top_up(nic, q, nrx, plan.fill_extra);
-	}
-	else if (try_intr && find_rx_intr_fds(nic))
+		if (af_xdp) {
+			nic->xsk_fill = 0;
+			for (uint16_t q = 0; q < nq; q++)
+				nic->xsk_fill += SS_AF_XDP_FILL_BUFFERS +
+					af_xdp_fill_top_up(nic, q, nrx, plan.fill_extra);
+		}
+	} else if (try_intr && find_rx_intr_fds(nic))
 		;
 	else if (nic->kind == SS_NIC_KIND_MEMIF && memif_layout_ok(nic)) {
 		nic->wait_mode = SS_NIC_WAIT_MEMIF;
