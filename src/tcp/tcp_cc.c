@@ -39,8 +39,9 @@ static uint32_t tcp_cc_loss_ssthresh(const struct ss_tcp_flow *f)
 
 static bool tcp_sack_rexmit_next(struct ss_tcp_conn *c, uint64_t now_us);
 
-/* New data acknowledged (@acked sequence bytes). */
-void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
+/* New data acknowledged (@acked sequence bytes): tcp_cc_on_ack() (tcp_int.h)
+ * when in recovery or the engine owns the window. */
+void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
 

@@ -80,16 +80,8 @@ ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
 	c->retries = 0;
 	c->tlp_sent = 0;
 	f->backoff = 0;
-	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD) {
-		/* tcp_cc_on_ack()'s first lines, inline: out of recovery with
-		 * no window of ours to grow (a control loop owns it, or
-		 * nothing was acked) it only clears the duplicate count. */
-		if (!(f->flags & SS_TCPF_IN_RECOVERY) &&
-		    (c->cc_mode != SS_TCP_CC_ENGINE || !data_acked))
-			f->dupacks = 0;
-		else
-			tcp_cc_on_ack(c, data_acked, now_us);
-	}
+	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD)
+		tcp_cc_on_ack(c, data_acked, now_us);
 	if (f->snd_una == f->snd_max)
 		c->rto_deadline_us = 0;
 	else if (!c->persist_deadline_us)

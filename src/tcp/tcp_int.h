@@ -137,7 +137,18 @@ tcp_rtt_sample_inline(struct ss_tcp_conn *c, uint32_t rtt_us)
 /* tcp_cc.c: RTT estimation (RFC 6298) and NewReno (RFC 5681, 6582). */
 void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us);
 void tcp_cc_init(struct ss_tcp_conn *c);
-void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us);
+void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us);
+
+/* New data acknowledged (@acked bytes).  Inline the usual case: out of
+ * recovery with no window of ours to grow (a control loop owns it, or
+ * nothing was acked) it only clears the duplicate count. */
+static inline void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
+{
+	if (!(c->f.flags & SS_TCPF_IN_RECOVERY) && (c->cc_mode != SS_TCP_CC_ENGINE || !acked))
+		c->f.dupacks = 0;
+	else
+		tcp_cc_on_ack_slow(c, acked, now_us);
+}
 void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us);
 /* True when @seg's SACK blocks report data above snd_una not reported
  * before (D-SACK blocks below the ACK do not count); records it. */
