@@ -354,15 +354,6 @@ int ss_pacer_group_init(struct ss_pacer_group *g, uint64_t rate, uint64_t burst,
 	return ss_pacer_bucket_init(&g->tb, rate, burst, now_ns);
 }
 
-bool ss_pacer_may_send(struct ss_pacer_flow *f, uint64_t now_ns)
-{
-	struct ss_pacer_group *g = f->group;
-
-	if (f->ent.where != SS_PACER_IDLE || f->next_ns > now_ns)
-		return false;
-	return !g || (g->n_wait == 0 && ss_pacer_bucket_ready(&g->tb, now_ns));
-}
-
 void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes,
 		     uint64_t now_ns)
 {

@@ -166,7 +166,14 @@ int ss_pacer_group_init(struct ss_pacer_group *g, uint64_t rate, uint64_t burst,
  * in a group, the group's bucket is out of debt and no flow of the group
  * waits (so it cannot overtake them).  False for a queued flow.
  */
-bool ss_pacer_may_send(struct ss_pacer_flow *f, uint64_t now_ns);
+static inline bool ss_pacer_may_send(struct ss_pacer_flow *f, uint64_t now_ns)
+{
+	struct ss_pacer_group *g = f->group;
+
+	if (f->ent.where != SS_PACER_IDLE || f->next_ns > now_ns)
+		return false;
+	return !g || (g->n_wait == 0 && ss_pacer_bucket_ready(&g->tb, now_ns));
+}
 
 /*
  * @f sent @bytes (>0; any segment: new data, retransmission, probe) at

@@ -146,12 +146,7 @@ static inline void stack_cc_before_output(struct ss_stack *s, struct ss_sconn *s
 	}
 	if (!sc->cc.paced || c->tx_budget != 0 || !ss_tcp_tx_unsent(c))
 		return;
-	/* Inline: ss_pacer_may_send() is "not queued and its time has
-	 * come", and for a flow in a group (a cap, its host's aggregate)
-	 * also "none waits before it and the bucket is out of debt". */
-	if (pf->ent.where == SS_PACER_IDLE && pf->next_ns <= s->now_us * 1000 &&
-	    (!pf->group || (pf->group->n_wait == 0 &&
-			    ss_pacer_bucket_ready(&pf->group->tb, s->now_us * 1000))))
+	if (ss_pacer_may_send(pf, s->now_us * 1000))
 		c->tx_budget = stack_cc_quantum(sc);
 }
 
