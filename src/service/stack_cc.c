@@ -572,11 +572,10 @@ static void cc_path_update_mean(struct ss_stack *s, struct ss_cc_path *p, uint32
 		p->rtt_us = srtt;
 		p->rate = rate;
 	} else if (srtt) {
+		/* Rates are at most SS_CC_RATE_LIMIT (2^40 B/s): no overflow. */
 		p->rtt_us = (uint32_t)((p->rtt_us * keep + (uint64_t)srtt * (1024 - keep)) / 1024);
-		if (rate && rate < (UINT64_C(1) << 50))
+		if (rate)
 			p->rate = p->rate ? (p->rate * keep + rate * (1024 - keep)) / 1024 : rate;
-		else if (rate)
-			p->rate = rate;
 	}
 	p->last_us = s->now_us;
 }
@@ -655,12 +654,12 @@ static bool cc_flow_idle(const struct ss_sconn *sc)
 }
 
 /* @sc's sample since its last one (its counters' deltas). */
-static void cc_sample(const struct ss_stack *s, const struct ss_sconn *sc, struct ss_cc_sample *smp)
+static void cc_sample(struct ss_stack *s, const struct ss_sconn *sc, struct ss_cc_sample *smp)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
 	uint64_t iv = s->now_us - sc->cc.start_us;
 	uint32_t rtt = c->cc.acked_bytes != sc->cc.prev.acked_bytes ? c->last_rtt_us : 0;
-	const struct ss_cc_path *p = cc_path((struct ss_stack *)s, c->remote_ip);
+	const struct ss_cc_path *p = cc_path(s, c->remote_ip);
 
 	ss_cc_sample_fill(smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
 			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
