@@ -39,6 +39,14 @@ static void add_bulk_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsig
 	}
 }
 
+/* A host with no history and @n flows that never added. */
+static void host_fresh(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n)
+{
+	ss_cc_host_init(h, &prm);
+	for (unsigned i = 0; i < n; i++)
+		ss_cc_share_flow_init(&f[i]);
+}
+
 static void host_in_ca(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsigned n,
 		       uint64_t rate)
 {
@@ -77,9 +85,7 @@ static void test_first_run_and_slow_start(void)
 	struct ss_cc_out out;
 	struct ss_cc_sample s;
 
-	ss_cc_host_init(&h, &prm);
-	for (int i = 0; i < 3; i++)
-		ss_cc_share_flow_init(&f[i]);
+	host_fresh(&h, f, 3);
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 0);
 	/* 3 flows at 1 MB/s, 1 ms intervals, each acked 500 bytes: the
 	 * aggregate delivered 3 x 500 B/ms = 1.5 MB/s. */
@@ -467,9 +473,7 @@ static void test_once_per_rtt(void)
 
 	ss_cc_params_default(&prm);
 	CHECK_EQ_U64(prm.dctcp_rate.host_per_rtt, 1);
-	ss_cc_host_init(&h, &prm);
-	for (unsigned i = 0; i < 2; i++)
-		ss_cc_share_flow_init(&f[i]);
+	host_fresh(&h, f, 2);
 	/* First run: R = 2 x 5 MB/s; its 1 ms (an RTT of 1 ms here) ends a
 	 * window with nothing acked: no delivery rate yet. */
 	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
@@ -586,9 +590,7 @@ static void test_no_step_above_delivered(void)
 	uint64_t r;
 
 	ss_cc_params_default(&prm);
-	ss_cc_host_init(&h, &prm);
-	for (unsigned i = 0; i < 2; i++)
-		ss_cc_share_flow_init(&f[i]);
+	host_fresh(&h, f, 2);
 	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
 	/* 4000 B over 4 ms of samples (2 x 1 MB/s), all marked: R = 2 x 1/2. */
@@ -634,9 +636,7 @@ static void test_slow_start_bound(void)
 	struct ss_cc_out out;
 
 	ss_cc_params_default(&prm);
-	ss_cc_host_init(&h, &prm);
-	for (unsigned i = 0; i < 2; i++)
-		ss_cc_share_flow_init(&f[i]);
+	host_fresh(&h, f, 2);
 	host_step_all(&h, f, 2, 1000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 2000000);
 	/* 2000 B over 4 ms of samples (the first run's included): 2 x 0.5
