@@ -579,9 +579,9 @@ static void test_once_per_rtt(void)
 	per_run_params();
 }
 
-/* host_per_rtt: R does not step while it is more than twice the rate the
- * path delivered (the flows could not use it), the larger of the last two
- * measurements; by hand. */
+/* host_per_rtt: R does not step while it is above the send-rate cap
+ * (1.2) of the rate the path delivered (the flows could not use it), the
+ * larger of the last two measurements; by hand. */
 static void test_no_step_above_delivered(void)
 {
 	struct ss_cc_host h;
@@ -590,6 +590,7 @@ static void test_no_step_above_delivered(void)
 	uint64_t r;
 
 	ss_cc_params_default(&prm);
+	CHECK_EQ_U64(prm.dctcp_rate.cap_ppm, 1200000);
 	host_fresh(&h, f, 2);
 	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
 	CHECK_EQ_U64(out.rate_bps, 10000000);
@@ -597,8 +598,8 @@ static void test_no_step_above_delivered(void)
 	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
 	CHECK_EQ_U64(h.dlv_last, 1000000);
 	CHECK_EQ_U64(out.rate_bps, 1000000);
-	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, is
-	 * above R/2: 2 steps of an eighth of the 0.5 MB/s share. */
+	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, x 1.2 is
+	 * above R: 2 steps of an eighth of the 0.5 MB/s share. */
 	host_step_all(&h, f, 2, 500000, 500, 0, 1000, &out);
 	CHECK_EQ_U64(h.dlv_last, 500000);
 	CHECK_EQ_U64(h.dlv_prev, 1000000);
@@ -608,22 +609,34 @@ static void test_no_step_above_delivered(void)
 	CHECK_EQ_U64(h.dlv_last, 500000);
 	CHECK_EQ_U64(out.rate_bps, 1125000 + 2 * (1125000 / 2 / 8));
 	r = out.rate_bps;
-	/* 400 B over 4 ms: 2 x 0.1 MB/s measured; the larger (0.5) x 2 is
-	 * still above R/2: a step. */
+	CHECK_EQ_U64(r, 1265624);
+	/* 400 B over 4 ms: 2 x 0.1 MB/s measured; the larger of the last
+	 * two, 2 x 0.5 MB/s, x 1.2 = 1.2 MB/s is below R: held (at twice
+	 * the delivered rate, the old bound, R would have stepped). */
 	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
 	CHECK_EQ_U64(h.dlv_last, 100000);
 	CHECK_EQ_U64(h.dlv_prev, 500000);
-	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
-	r = out.rate_bps;
-	/* Two more windows at 2 x 0.1 MB/s: both measurements are 0.1, and
-	 * R/2 is above 2 x 0.1 MB/s: held. */
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, r);
+	/* Two more runs at 2 x 0.1 MB/s (400 B: one measurement): both
+	 * measurements 0.1: held. */
 	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
-	r = out.rate_bps;
+	CHECK(out.flags & SS_CC_OUT_HELD);
 	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 100000);
 	CHECK_EQ_U64(h.dlv_prev, 100000);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK_EQ_U64(out.rate_bps, r);
+	/* The boundary: 2 x 527 kB/s x 1.2 = 1,264,800 B/s is below R
+	 * (1,265,624): held; 2 x 528 kB/s x 1.2 = 1,267,200 is not: a step
+	 * for each flow, an eighth of the share. */
+	host_step_all(&h, f, 2, r / 2, 527, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 527000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, r);
+	host_step_all(&h, f, 2, r / 2, 528, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 528000);
+	CHECK(!(out.flags & SS_CC_OUT_HELD));
+	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
 	per_run_params();
 }
 
