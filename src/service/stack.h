@@ -66,54 +66,66 @@ struct ss_stack_io {
 #define SC_FIN_ACKED 0x80   /* SS_EV_FIN_ACKED was posted for this handle */
 
 /* A connection's congestion control (stack_cc.c): the control loop's state
- * (policy, once per interval) and its enforcement (pacer, every send). */
+ * (policy, once per interval) and its enforcement (pacer, every send).
+ * The fields every send reads (the hooks in stack_internal.h) come first,
+ * then the pacer's, then what each interval or host run reads. */
 struct ss_sconn_cc {
-	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */
-	union ss_cc_state st;         /* the algorithm's state */
 	const struct ss_cc_ops *ops;  /* NULL until the handshake completes */
-	struct ss_cc_counters prev;   /* the engine's counters at interval start */
-	struct ss_timer timer;        /* on the stack's cc_wheel while active and
-				       * not shared (a member's is its host's) */
-	uint64_t start_us;            /* start of the current interval */
+	struct ss_pacer_group *host_grp; /* while shared: its host's aggregate pacer */
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
 	bool shared;                  /* paced at its host's share (cc-share host) */
-	struct ss_cc_share_flow share; /* its membership of the host's interval */
+	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */
+	struct ss_timer timer;        /* on the stack's cc_wheel while active and
+				       * not shared (a member's is its host's) */
+	uint64_t start_us;            /* start of the current interval */
 	struct ss_sconn *host_next, *host_prev; /* the host's members while shared */
-	struct ss_pacer_group *host_grp; /* while shared: its host's aggregate pacer */
-	/* For TCP_INFO (published at intervals, cc_publish()). */
-	uint64_t published_us;        /* last published (cc_sample_done()) */
-	uint32_t total_retrans;       /* segments, summed as the stats drain */
-	uint32_t rx_seen;             /* rx_tail at the last publish */
-	uint64_t bytes_acked, bytes_received;
+	struct ss_cc_share_flow share; /* its membership of the host's interval */
+	struct ss_cc_counters prev;   /* the engine's counters at interval start */
+	uint64_t published_us;        /* TCP_INFO last published (cc_sample_done()) */
+	union ss_cc_state st;         /* the algorithm's state */
 };
 
+/*
+ * A connection.  Laid out for the cache (docs/benchmarks.md, "Cache lines
+ * per request"): what a request reads or writes, the service's part first
+ * and then the engine's hot part (tcp, on a cache-line boundary), about
+ * eleven lines in a row; the cold rest after.  The array of them is
+ * allocated 64-byte aligned (stack_conn.c).
+ */
 struct ss_sconn {
-	struct ss_tcp_conn tcp;  /* engine state; its hot part first */
+	/* hot */
+	struct ss_sconn *dirty_next;
+	struct ss_app *app;      /* NULL once the slot is released */
+	uint8_t *orphan_buf;     /* the data it still sends after its app exited
+				  * (every flush looks) */
+	uint32_t slot, gen;      /* the application's handle */
+	uint32_t rx_pending, acked_pending;
+	uint16_t ctx;            /* context that receives its events */
+	uint8_t flags;           /* SC_* */
+	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
+	uint8_t peer_mac[6];
 	struct ss_timer timer;   /* on the stack's wheel: every deadline but ... */
 	struct ss_timer delack;  /* ... the delayed ACK's, on s->delack_q (a
 				  * list node: armed, deadline_us) */
+	struct ss_sconn_cc cc;
+	struct ss_tcp_conn tcp __attribute__((aligned(64))); /* engine state; its hot part first */
+	/* cold */
 	struct ss_flow_key key;
-	struct ss_app *app;      /* NULL once the slot is released */
-	uint32_t slot, gen;      /* the application's handle */
 	uint32_t id;             /* index in the stack's connection pool */
-	uint16_t ctx;            /* context that receives its events */
 	uint16_t listener;       /* passive: listener index + 1 until accepted */
-	uint8_t peer_mac[6];
-	uint8_t flags;           /* SC_* */
 	uint8_t arp_tries;
-	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
 	uint8_t ev_connect_error;
-	uint32_t rx_pending, acked_pending;
 	uint64_t cookie;
 	uint16_t holds;          /* inherited references held by other apps (fork) */
 	uint8_t held_close;      /* owner closed (1) or aborted (2) while held */
-	struct ss_sconn *dirty_next;
 	struct ss_sconn *pend_next;
 	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
-	struct ss_sconn_cc cc;
-	uint8_t *orphan_buf;     /* the data it still sends after its app exited */
 	uint32_t orphan_size;
+	/* For TCP_INFO (published at most every 10 ms, cc_publish()). */
+	uint32_t total_retrans;  /* segments, summed as the stats drain */
+	uint32_t rx_seen;        /* rx_tail at the last publish */
+	uint64_t bytes_acked, bytes_received;
 };
 
 /*

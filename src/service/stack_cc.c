@@ -217,8 +217,8 @@ static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 	if (!a || sc->slot >= a->max_conns)
 		return;
 	in = (struct ss_shm_conn_info *)(void *)(a->region + a->info_off) + sc->slot;
-	sc->cc.bytes_received += f->rx_tail - sc->cc.rx_seen;
-	sc->cc.rx_seen = f->rx_tail;
+	sc->bytes_received += f->rx_tail - sc->rx_seen;
+	sc->rx_seen = f->rx_tail;
 	uint32_t seq = __atomic_load_n(&in->seq, __ATOMIC_RELAXED);
 	seq |= 1; /* odd: writing (an app that scribbled on seq only confuses itself) */
 	__atomic_store_n(&in->seq, seq, __ATOMIC_RELAXED);
@@ -243,10 +243,10 @@ static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 	in->unacked = f->snd_max - f->snd_una;
 	in->snd_wnd = f->snd_wnd;
 	in->rcv_wnd = f->rcv_adv - f->rcv_nxt;
-	in->total_retrans = sc->cc.total_retrans;
+	in->total_retrans = sc->total_retrans;
 	in->pacing_rate = rate;
-	in->bytes_acked = sc->cc.bytes_acked;
-	in->bytes_received = sc->cc.bytes_received;
+	in->bytes_acked = sc->bytes_acked;
+	in->bytes_received = sc->bytes_received;
 	/* Copied once: the name only changes with the algorithm (the owner's
 	 * record is new when the connection moves, cc_name then empty). */
 	if (in->cc_name[0] != sc->cc.ops->name[0] ||
@@ -276,7 +276,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
 	sc->cc.start_us = s->now_us;
-	sc->cc.rx_seen = c->f.rx_tail;
+	sc->rx_seen = c->f.rx_tail;
 	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
 	cc_apply(s, sc, &out);
 	cc_publish(s, sc);
@@ -675,7 +675,7 @@ static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct
 	if (smp && s->cc_trace)
 		cc_trace(s, sc, smp, out);
 	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
-	sc->cc.bytes_acked += sc->tcp.cc.acked_bytes - sc->cc.prev.acked_bytes;
+	sc->bytes_acked += sc->tcp.cc.acked_bytes - sc->cc.prev.acked_bytes;
 	sc->cc.prev = sc->tcp.cc;
 	sc->cc.start_us = s->now_us;
 	if (idle || s->now_us - sc->cc.published_us >= CC_PUBLISH_US)

@@ -209,6 +209,22 @@ void stack_delack_run(struct ss_stack *s)
 
 /* ---- set-up and teardown -------------------------------------------------- */
 
+/* @n connections, zeroed, 64-byte aligned as struct ss_sconn asks (its
+ * hot lines start on a line boundary); NULL on failure or overflow.
+ * free() releases it. */
+struct ss_sconn *stack_conns_alloc(size_t n)
+{
+	size_t sz = sizeof(struct ss_sconn);
+	void *p = NULL;
+
+	if (n == 0)
+		n = 1;
+	if (n > SIZE_MAX / sz || posix_memalign(&p, _Alignof(struct ss_sconn), n * sz) != 0)
+		return NULL;
+	memset(p, 0, n * sz);
+	return p;
+}
+
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		  const struct ss_tcp_params *params, struct ss_counters *ctr,
 		  const uint8_t mac[6], uint32_t ip, uint8_t prefix_len, uint32_t gateway,
@@ -255,7 +271,7 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		goto fail;
 	if ((rc = stack_cookie_init(s)) != 0)
 		goto fail;
-	s->conns = calloc(lim->max_flows, sizeof(*s->conns));
+	s->conns = stack_conns_alloc(lim->max_flows);
 	s->listeners = calloc(lim->max_listeners, sizeof(*s->listeners));
 	s->active = calloc(reg ? reg->lim.max_apps : 1, sizeof(*s->active));
 	if (!s->conns || !s->listeners || !s->active) {
@@ -948,7 +964,7 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 
 	if (c->st_new) {
 		c->st_new = 0;
-		sc->cc.total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
+		sc->total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
 		conn_stats_drain(s, &c->st);
 	}
 	if (!ev)

@@ -28,7 +28,7 @@
 
 int stack_cookie_init(struct ss_stack *s)
 {
-	s->cookie_sc = calloc(1, sizeof(*s->cookie_sc));
+	s->cookie_sc = stack_conns_alloc(1);
 	return s->cookie_sc ? 0 : -ENOMEM;
 }
 

@@ -11,7 +11,7 @@
 
 static inline struct ss_sconn *sconn_of(struct ss_tcp_conn *c)
 {
-	return (struct ss_sconn *)(void *)c; /* tcp is the first member */
+	return (struct ss_sconn *)(void *)((uint8_t *)c - offsetof(struct ss_sconn, tcp));
 }
 
 /* stack_conn.c */
@@ -24,6 +24,7 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort);
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
 void stack_conns_flush(struct ss_stack *s);
+struct ss_sconn *stack_conns_alloc(size_t n);
 void stack_conn_timers_run(struct ss_stack *s);
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);

@@ -235,25 +235,72 @@ struct ss_tcp_conn_stats {
 	uint64_t budget_stops;                /* ss_tcp_output() stopped at tx_budget */
 };
 
+/*
+ * A connection's engine state.  Laid out for the cache: f and the fields
+ * after it up to st.slow_path are what an established connection reads or
+ * writes per segment (the fast path, the output path, the timers' check),
+ * five cache lines from a line boundary; everything after them is touched
+ * only at set-up, on loss, on ECN marks, at the persist/TIME_WAIT/
+ * challenge-ACK edges, or when a statistic changes (st_new).  With
+ * thousands of connections each request's lines come from L2 or beyond,
+ * so every hot field out there is one more miss (docs/benchmarks.md,
+ * "Cache lines per request").
+ */
 struct ss_tcp_conn {
 	struct ss_tcp_flow f; /* hot: first, so it fills the first two cache lines */
 
-	/* cold */
+	/* hot: per segment, after f */
+	uint32_t iss;           /* stream position 0 is iss + 1 (tcp_data_end()) */
+	uint32_t ts_offset;     /* random per-connection offset for TSval (RFC 7323 §5.4) */
+	uint32_t rx_new;        /* bytes added since events were last cleared */
+	uint32_t tx_acked;      /* bytes acknowledged since events were last cleared */
+	uint32_t last_ack_sent; /* rcv_nxt carried by our last ACK */
+	uint32_t tx_budget;     /* payload bytes ss_tcp_output() may still send
+				 * (SS_TCP_BUDGET_UNLIMITED: not paced); a segment
+				 * may begin while it is above 0 */
+	uint32_t last_rtt_us;   /* latest RTT sample (0: none yet) */
+	uint32_t karn_end;      /* snd_max at the last retransmission ... */
+	uint32_t max_snd_wnd;   /* largest window the peer offered (RFC 5961 §5.2) */
 	uint32_t local_ip, remote_ip; /* host order */
 	uint16_t local_port, remote_port;
-	uint32_t iss, irs;
+	uint8_t karn;           /* ... not yet acknowledged: TSecr gives the RTT */
+	uint8_t events;         /* SS_TCP_EV_*, cleared by the caller */
+	uint8_t ack_pending;    /* in-order data not yet acknowledged */
+	uint8_t tlp_sent;       /* a probe is out since the last ACK advance */
+	uint8_t retries;        /* consecutive RTO/SYN retransmissions */
+	uint8_t ecn_ok;         /* ECN negotiated (RFC 3168 §6.1.1) */
+	uint8_t ece_pending;    /* CE seen: ECE on our ACKs until the peer's CWR */
+	uint8_t cwr_pending;    /* we reduced for ECE: CWR on the next new data */
+	uint8_t ecn_dctcp;      /* echo CE per ACK (RFC 8257 §3.2), not until CWR */
+	uint8_t cc_mode;        /* enum ss_tcp_cc_mode */
+	uint8_t budget_hit;     /* the last ss_tcp_output() stopped at tx_budget */
+	uint8_t st_new;         /* a count other than fast_path/slow_path changed
+				 * since the caller last cleared this: it drains
+				 * st only then (the common path changes none) */
+	uint64_t rtt_start_us;        /* when rtt_seq was sent */
+	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
+	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
+	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
+	uint64_t persist_deadline_us; /* 0 = not armed */
+	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
+	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
+	struct ss_tcp_ring rx, tx;
+	const struct ss_tcp_params *params;
+	ss_tcp_emit_fn emit;
+	ss_tcp_seg_buf_fn seg_buf;   /* NULL: every segment through emit */
+	ss_tcp_seg_send_fn seg_send;
+	void *emit_arg;
+	struct ss_tcp_conn_stats st; /* fast_path and slow_path (first) are hot */
+
+	/* cold */
+	uint32_t irs;
 	uint16_t peer_mss;
 	uint8_t error;          /* errno for RESET/ERROR events, else 0 */
-	uint8_t retries;        /* consecutive RTO/SYN retransmissions */
 	uint8_t persist_backoff;
-	uint8_t events;         /* SS_TCP_EV_*, cleared by the caller */
 	uint8_t closed_by_app;  /* app closed: data arriving now gets RST (RFC 1122 §4.2.2.13) */
 	uint8_t passive_open;   /* opened by ss_tcp_accept_syn(): a RST in SYN_RCVD
 				 * closes without EV_RESET (RFC 9293 §3.10.7.4) */
-	uint32_t max_snd_wnd;   /* largest window the peer offered (RFC 5961 §5.2) */
 	uint8_t syn_opts;       /* SS_TCP_OPTF_* the peer's SYN carried (echoed on SYN-ACK) */
-	uint32_t rx_new;        /* bytes added since events were last cleared */
-	uint32_t tx_acked;      /* bytes acknowledged since events were last cleared */
 	struct ss_tcp_ooo ooo[SS_TCP_OOO_MAX]; /* sorted; ooo[0] mirrored in f.ooo_* */
 	uint8_t ooo_n;
 	uint8_t ooo_recent;     /* interval that took the latest segment */
@@ -262,45 +309,12 @@ struct ss_tcp_conn {
 	uint32_t rexmit_next;   /* in recovery: the holes below were retransmitted */
 	struct ss_tcp_sackb sackb[SS_TCP_SACKB_MAX]; /* scoreboard, above snd_una */
 	uint8_t sackb_n;
-	uint32_t ts_offset;     /* random per-connection offset for TSval (RFC 7323 §5.4) */
-	uint64_t rtt_start_us;  /* when rtt_seq was sent */
-	uint32_t karn_end;      /* snd_max at the last retransmission ... */
-	uint8_t karn;           /* ... not yet acknowledged: TSecr gives the RTT */
-	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
-	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
-	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
-	uint32_t last_ack_sent;       /* rcv_nxt carried by our last ACK */
-	uint8_t ack_pending;          /* in-order data not yet acknowledged */
-	uint8_t tlp_sent;             /* a probe is out since the last ACK advance */
-	uint8_t ecn_ok;               /* ECN negotiated (RFC 3168 §6.1.1) */
-	uint8_t ece_pending;          /* CE seen: ECE on our ACKs until the peer's CWR */
-	uint8_t cwr_pending;          /* we reduced for ECE: CWR on the next new data */
 	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
 	uint32_t ce_bytes;            /* payload bytes received with CE */
-	uint8_t ecn_dctcp;            /* echo CE per ACK (RFC 8257 §3.2), not until CWR */
-	uint8_t cc_mode;              /* enum ss_tcp_cc_mode */
-	uint8_t budget_hit;           /* the last ss_tcp_output() stopped at tx_budget */
-	uint32_t tx_budget;           /* payload bytes ss_tcp_output() may still send
-				       * (SS_TCP_BUDGET_UNLIMITED: not paced); a segment
-				       * may begin while it is above 0 */
-	uint32_t last_rtt_us;         /* latest RTT sample (0: none yet) */
-	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
-	uint64_t persist_deadline_us; /* 0 = not armed */
-	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	uint64_t last_challenge_us;
 	uint32_t challenge_count;
 	uint64_t last_oow_ack_us;     /* last ACK to a dataless unacceptable segment */
 	bool oow_ack_sent;
-	struct ss_tcp_ring rx, tx;
-	const struct ss_tcp_params *params;
-	ss_tcp_emit_fn emit;
-	ss_tcp_seg_buf_fn seg_buf;   /* NULL: every segment through emit */
-	ss_tcp_seg_send_fn seg_send;
-	void *emit_arg;
-	struct ss_tcp_conn_stats st;
-	uint8_t st_new;         /* a count other than fast_path/slow_path changed
-				 * since the caller last cleared this: it drains
-				 * st only then (the common path changes none) */
 };
 
 /*
