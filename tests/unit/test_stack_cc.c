@@ -397,7 +397,13 @@ static void test_host_share(void)
 	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
 	uint64_t runs = 0;
 	for (unsigned step = 0; step < 2000; step++) {
+		uint64_t iv0 = ctr(&h, SS_CTR_cc_intervals), upd0 = ctr(&h, SS_CTR_cc_rate_updates);
 		run(&h, fl, 3, 50, 1u << 30);
+		/* A host's run counts its members' intervals and rate
+		 * updates at once: one of each per member sampled, as
+		 * each flow's own interval does. */
+		CHECK_EQ_U64(ctr(&h, SS_CTR_cc_intervals) - iv0, ctr(&h, SS_CTR_cc_rate_updates) - upd0);
+		CHECK(ctr(&h, SS_CTR_cc_intervals) - iv0 <= 3 * (ctr(&h, SS_CTR_cc_host_intervals) - runs + 1));
 		if (ctr(&h, SS_CTR_cc_host_intervals) != runs) {
 			runs = ctr(&h, SS_CTR_cc_host_intervals);
 			/* Every member (a flow that went idle leaves) is at its
