@@ -18,8 +18,7 @@
 
 #define PACER_NONE UINT64_MAX
 #define NS_PER_S UINT64_C(1000000000)
-#define PACER_MAX_CHARGE (UINT64_C(1) << 32)          /* bytes per charge */
-#define PACER_MAX_DEBT (INT64_C(1) << 62)             /* bytes * 10^9 */
+#define PACER_MAX_CHARGE SS_PACER_MAX_CHARGE
 #define PACER_RATE_LIMIT (UINT64_C(1) << 40)          /* bytes/s, as cc.h */
 
 static inline uint64_t u64_min(uint64_t a, uint64_t b)
@@ -91,28 +90,11 @@ int ss_pacer_bucket_init(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burs
 	return 0;
 }
 
-static void bucket_refill(struct ss_pacer_bucket *b, uint64_t now_ns)
-{
-	int64_t full = (int64_t)(b->burst * NS_PER_S);
-	uint64_t dt, room;
-
-	if (now_ns <= b->last_ns)
-		return;
-	dt = now_ns - b->last_ns;
-	b->last_ns = now_ns;
-	room = (uint64_t)(full - b->credit); /* < 2^63: credit >= -2^62 */
-	/* dt <= room / rate means dt * rate <= room: no overflow, no cap. */
-	if (dt > room / b->rate)
-		b->credit = full;
-	else
-		b->credit += (int64_t)(dt * b->rate);
-}
-
 int ss_pacer_bucket_set_rate(struct ss_pacer_bucket *b, uint64_t rate, uint64_t now_ns)
 {
 	if (rate == 0 || rate > PACER_RATE_LIMIT)
 		return -EINVAL;
-	bucket_refill(b, now_ns);
+	ss_pacer_bucket_refill(b, now_ns);
 	b->rate = rate;
 	return 0;
 }
@@ -122,7 +104,7 @@ int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst
 {
 	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > PACER_MAX_CHARGE)
 		return -EINVAL;
-	bucket_refill(b, now_ns);
+	ss_pacer_bucket_refill(b, now_ns);
 	b->rate = rate;
 	b->burst = burst;
 	if (b->credit > (int64_t)(burst * NS_PER_S))
@@ -130,30 +112,15 @@ int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst
 	return 0;
 }
 
-bool ss_pacer_bucket_ready(struct ss_pacer_bucket *b, uint64_t now_ns)
-{
-	bucket_refill(b, now_ns);
-	return b->credit >= 0;
-}
-
 uint64_t ss_pacer_bucket_next_ns(struct ss_pacer_bucket *b, uint64_t now_ns)
 {
 	uint64_t debt;
 
-	bucket_refill(b, now_ns);
+	ss_pacer_bucket_refill(b, now_ns);
 	if (b->credit >= 0)
 		return now_ns;
 	debt = (uint64_t)-b->credit;
 	return b->last_ns + (debt + b->rate - 1) / b->rate;
-}
-
-void ss_pacer_bucket_charge(struct ss_pacer_bucket *b, uint64_t bytes, uint64_t now_ns)
-{
-	int64_t c;
-
-	bucket_refill(b, now_ns);
-	c = b->credit - (int64_t)(u64_min(bytes, PACER_MAX_CHARGE) * NS_PER_S);
-	b->credit = c < -PACER_MAX_DEBT ? -PACER_MAX_DEBT : c;
 }
 
 /* ---- wheel ------------------------------------------------------------ */
@@ -360,15 +327,15 @@ void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes
 	uint64_t base, num;
 
 	bytes = u64_min(bytes, PACER_MAX_CHARGE);
+	/* bytes <= PACER_MAX_CHARGE: a charge of exactly 2^32 stays here */
+	if (bytes < PACER_MAX_CHARGE) {
+		ss_pacer_charge_u32(p, f, (uint32_t)bytes, now_ns);
+		return;
+	}
 	if (f->group)
 		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
 	if (!f->rate)
 		return;
-	/* bytes <= PACER_MAX_CHARGE: a charge of exactly 2^32 stays here */
-	if (bytes < PACER_MAX_CHARGE) {
-		ss_pacer_charge_rate(p, f, (uint32_t)bytes, now_ns);
-		return;
-	}
 	base = f->next_ns;
 	if (now_ns > p->max_lag_ns && now_ns - p->max_lag_ns > base)
 		base = now_ns - p->max_lag_ns;

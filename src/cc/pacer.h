@@ -93,14 +93,50 @@ int ss_pacer_bucket_set_rate(struct ss_pacer_bucket *b, uint64_t rate, uint64_t 
 int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst,
 			uint64_t now_ns);
 
+#define SS_PACER_MAX_CHARGE (UINT64_C(1) << 32) /* bytes per charge */
+#define SS_PACER_MAX_DEBT (INT64_C(1) << 62)     /* bytes * 10^9 */
+
+/* The credit earned since the last refill, up to the depth (internal;
+ * inline, as ready and charge are: a host's aggregate bucket is checked
+ * and charged for every segment its flows send). */
+static inline void ss_pacer_bucket_refill(struct ss_pacer_bucket *b, uint64_t now_ns)
+{
+	int64_t full = (int64_t)(b->burst * UINT64_C(1000000000));
+	uint64_t dt, room;
+
+	if (now_ns <= b->last_ns)
+		return;
+	dt = now_ns - b->last_ns;
+	b->last_ns = now_ns;
+	room = (uint64_t)(full - b->credit); /* < 2^63: credit >= -2^62 */
+	/* dt <= room / rate means dt * rate <= room: no overflow, no cap. */
+	if (dt > room / b->rate)
+		b->credit = full;
+	else
+		b->credit += (int64_t)(dt * b->rate);
+}
+
 /* True if a send may begin at @now_ns (no debt). */
-bool ss_pacer_bucket_ready(struct ss_pacer_bucket *b, uint64_t now_ns);
+static inline bool ss_pacer_bucket_ready(struct ss_pacer_bucket *b, uint64_t now_ns)
+{
+	ss_pacer_bucket_refill(b, now_ns);
+	return b->credit >= 0;
+}
 
 /* Earliest time >= @now_ns at which the bucket is out of debt. */
 uint64_t ss_pacer_bucket_next_ns(struct ss_pacer_bucket *b, uint64_t now_ns);
 
 /* @bytes were sent at @now_ns (whatever they were). */
-void ss_pacer_bucket_charge(struct ss_pacer_bucket *b, uint64_t bytes, uint64_t now_ns);
+static inline void ss_pacer_bucket_charge(struct ss_pacer_bucket *b, uint64_t bytes,
+					  uint64_t now_ns)
+{
+	int64_t c;
+
+	ss_pacer_bucket_refill(b, now_ns);
+	c = b->credit - (int64_t)((bytes < SS_PACER_MAX_CHARGE ? bytes : SS_PACER_MAX_CHARGE) *
+				  UINT64_C(1000000000));
+	b->credit = c < -SS_PACER_MAX_DEBT ? -SS_PACER_MAX_DEBT : c;
+}
 
 struct ss_pacer_group {
 	struct ss_pacer_ent ent;      /* the group's own place in the wheel */
@@ -200,6 +236,20 @@ static inline void ss_pacer_charge_rate(const struct ss_pacer *p, struct ss_pace
 	num = (uint64_t)bytes * UINT64_C(1000000000) + f->rem; /* < 2^62 + 2^40 */
 	f->next_ns = base + num / f->rate;
 	f->rem = num % f->rate;
+}
+
+/*
+ * ss_pacer_charge() of @bytes (< 2^32), inline for the per-segment path:
+ * the group's bucket (a host's aggregate, an application's cap), then
+ * the flow's own rate; nothing for a flow with neither.
+ */
+static inline void ss_pacer_charge_u32(const struct ss_pacer *p, struct ss_pacer_flow *f,
+				       uint32_t bytes, uint64_t now_ns)
+{
+	if (f->group)
+		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
+	if (f->rate)
+		ss_pacer_charge_rate(p, f, bytes, now_ns);
 }
 
 /* @f has data to send: queue it for next_ns (or, for a flow held by its

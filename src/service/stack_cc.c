@@ -175,8 +175,10 @@ static uint32_t cc_rate_cwnd(const struct ss_sconn *sc, uint64_t rate)
 	return (uint32_t)(w < lo ? lo : w > CC_RATE_CWND ? CC_RATE_CWND : w);
 }
 
-/* Writes the algorithm's decision into the engine and the pacer. */
-static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_out *out)
+/* Writes the algorithm's decision into the engine and the pacer; the
+ * counters are the caller's (cc_apply(); a host's run adds its members'
+ * at once). */
+static inline void cc_set(struct ss_sconn *sc, const struct ss_cc_out *out)
 {
 	bool dctcp = sc->cc.ops->ecn_per_ack;
 
@@ -185,15 +187,22 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
 
 		ss_pacer_flow_set_rate(&sc->cc.pf, rate ? rate : 1);
 		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_RATE, cc_rate_cwnd(sc, rate), dctcp);
-		ss_ctr_inc(s->ctr, SS_CTR_cc_rate_updates);
 	} else {
 		ss_pacer_flow_set_rate(&sc->cc.pf, 0);
 		ss_tcp_cc_set(&sc->tcp, SS_TCP_CC_WINDOW, out->cwnd, dctcp);
-		ss_ctr_inc(s->ctr, SS_CTR_cc_window_updates);
 	}
+	cc_update_paced(sc);
+}
+
+static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_out *out)
+{
+	cc_set(sc, out);
+	if (out->flags & SS_CC_OUT_RATE)
+		ss_ctr_inc(s->ctr, SS_CTR_cc_rate_updates);
+	else
+		ss_ctr_inc(s->ctr, SS_CTR_cc_window_updates);
 	if (out->flags & SS_CC_OUT_REDUCED)
 		ss_ctr_inc(s->ctr, SS_CTR_cc_reductions);
-	cc_update_paced(sc);
 }
 
 /*
@@ -205,7 +214,7 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
  */
 #define CC_PUBLISH_US 10000u
 
-static void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
+static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
 	const struct ss_tcp_flow *f = &c->f;
@@ -373,7 +382,8 @@ static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, b
  * aggregate pacer.  @own: it is still active, so its own interval timer
  * starts (a member has none: its host's run samples it); its interval
  * counts from its last sample, at its host's last run. */
-static void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p, struct ss_sconn *sc, bool own)
+static __attribute__((noinline)) void cc_host_leave(struct ss_stack *s, struct ss_cc_path *p,
+						  struct ss_sconn *sc, bool own)
 {
 	if (sc->cc.host_grp && sc->cc.pf.group == sc->cc.host_grp)
 		cc_regroup(s, sc, NULL);
@@ -668,18 +678,26 @@ static void cc_sample(struct ss_stack *s, const struct ss_sconn *sc, struct ss_c
 }
 
 /* @sc's sample (@smp; NULL: not traced) is taken and @out applied: the
- * next sample starts now.  @idle: it goes idle (TCP_INFO published now). */
-static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_sample *smp,
-			   const struct ss_cc_out *out, bool idle)
+ * next sample starts now.  @idle: it goes idle (TCP_INFO published now).
+ * cc_intervals is the caller's to count. */
+static inline void cc_sample_next(struct ss_stack *s, struct ss_sconn *sc,
+				  const struct ss_cc_sample *smp, const struct ss_cc_out *out,
+				  bool idle)
 {
 	if (smp && s->cc_trace)
 		cc_trace(s, sc, smp, out);
-	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
 	sc->bytes_acked += sc->tcp.cc.acked_bytes - sc->cc.prev.acked_bytes;
 	sc->cc.prev = sc->tcp.cc;
 	sc->cc.start_us = s->now_us;
 	if (idle || s->now_us - sc->cc.published_us >= CC_PUBLISH_US)
 		cc_publish(s, sc);
+}
+
+static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_sample *smp,
+			   const struct ss_cc_out *out, bool idle)
+{
+	ss_ctr_inc(s->ctr, SS_CTR_cc_intervals);
+	cc_sample_next(s, sc, smp, out, idle);
 }
 
 /*
@@ -689,17 +707,27 @@ static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct
  * cut for all), and a member that was idle leaves (the walk grows with
  * the host's active flows only).  One timer per host, not per member: a
  * member's part of a run is its sample and its new rate.
+ *
+ * flatten: the member's part, once per member, is a few loads, sums and
+ * stores, and its helpers (the sample, the host's accumulation and share,
+ * the engine's and the pacer's setters) are in other files or used
+ * elsewhere too; called, their frames cost as much as their work
+ * (the leave and TCP_INFO's publish, rare, stay calls: noinline).
  */
-static void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
+static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
 {
 	const struct ss_cc_params *prm = &s->ccp->params;
 	struct ss_sconn *m, *next;
 	struct ss_cc_sample smp;
 	struct ss_cc_out h, out;
-	uint32_t flags, rtt, mss, n_rtt = 0, n_rate = 0;
+	uint32_t flags, rtt, mss, n_rtt = 0, n_rate = 0, n = 0;
 	uint64_t share, rtt_sum = 0, rate_sum = 0;
 
 	for (m = p->members; m; m = next) {
+		/* Its own, not smp, whose address the trace takes: gcc
+		 * keeps most of it in registers. */
+		struct ss_cc_sample one;
+
 		next = m->cc.host_next;
 		if (m->tcp.f.state == SS_TCPS_CLOSED || m->tcp.remote_ip != p->ip) {
 			/* Closed; or the entry is another address's (a
@@ -707,8 +735,8 @@ static void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
 			cc_host_leave(s, p, m, m->tcp.f.state != SS_TCPS_CLOSED);
 			continue;
 		}
-		cc_sample(s, m, &smp);
-		ss_cc_host_add(&p->host, prm, &m->cc.share, &smp, m->cc.pf.rate);
+		cc_sample(s, m, &one);
+		ss_cc_host_add(&p->host, prm, &m->cc.share, &one, m->cc.pf.rate);
 		if (m->tcp.f.srtt_us) {
 			rtt_sum += m->tcp.f.srtt_us;
 			n_rtt++;
@@ -745,14 +773,20 @@ static void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
 		out.rate_bps = out.rate_bps ? out.rate_bps : m->cc.pf.rate;
 		out.cwnd = 0;
 		out.flags = flags;
-		cc_apply(s, m, &out);
-		cc_sample_done(s, m, s->cc_trace ? &smp : NULL, &out, idle);
+		cc_set(m, &out);
+		cc_sample_next(s, m, s->cc_trace ? &smp : NULL, &out, idle);
+		n++;
 		stack_conn_dirty(s, m); /* a larger window may let it send */
 		if (idle) {
 			ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 			cc_host_leave(s, p, m, false);
 		}
 	}
+	/* cc_apply()'s and cc_sample_done()'s counts, for all of them. */
+	ss_ctr_add(s->ctr, SS_CTR_cc_rate_updates, n);
+	ss_ctr_add(s->ctr, SS_CTR_cc_intervals, n);
+	if (flags & SS_CC_OUT_REDUCED)
+		ss_ctr_add(s->ctr, SS_CTR_cc_reductions, n);
 	if (p->members)
 		ss_timer_arm(&s->cc_host_wheel, &p->timer, s->now_us + cc_host_iv(s, p, mss));
 }

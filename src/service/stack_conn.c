@@ -1009,11 +1009,17 @@ void stack_conns_flush(struct ss_stack *s)
 			/* The flush after a request only starts the delayed
 			 * ACK: the engine's quiet check does that without the
 			 * output path (the reply's flush takes it). */
-			if (stack_cc_before_output_idle(s, sc) &&
-			    ss_tcp_output_quiet(&sc->tcp, s->now_us)) {
+			bool cc_idle = stack_cc_before_output_idle(s, sc);
+
+			if (cc_idle && ss_tcp_output_quiet(&sc->tcp, s->now_us)) {
 				stack_cc_after_output(s, sc);
 			} else {
-				stack_cc_before_output(s, sc);
+				/* The reply's flush: the budget only (the quiet
+				 * check left the connection as it was). */
+				if (cc_idle)
+					stack_cc_before_output_settled(s, sc);
+				else
+					stack_cc_before_output(s, sc);
 				ss_tcp_output(&sc->tcp, s->now_us);
 				stack_cc_after_output(s, sc);
 			}

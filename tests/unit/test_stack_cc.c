@@ -397,7 +397,13 @@ static void test_host_share(void)
 	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
 	uint64_t runs = 0;
 	for (unsigned step = 0; step < 2000; step++) {
+		uint64_t iv0 = ctr(&h, SS_CTR_cc_intervals), upd0 = ctr(&h, SS_CTR_cc_rate_updates);
 		run(&h, fl, 3, 50, 1u << 30);
+		/* A host's run counts its members' intervals and rate
+		 * updates at once: one of each per member sampled, as
+		 * each flow's own interval does. */
+		CHECK_EQ_U64(ctr(&h, SS_CTR_cc_intervals) - iv0, ctr(&h, SS_CTR_cc_rate_updates) - upd0);
+		CHECK(ctr(&h, SS_CTR_cc_intervals) - iv0 <= 3 * (ctr(&h, SS_CTR_cc_host_intervals) - runs + 1));
 		if (ctr(&h, SS_CTR_cc_host_intervals) != runs) {
 			runs = ctr(&h, SS_CTR_cc_host_intervals);
 			/* Every member (a flow that went idle leaves) is at its
@@ -485,7 +491,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 	struct sh h;
 	struct flow fl[1];
 	uint64_t seed = 7;
-	unsigned inline_budget = 0, inline_charge = 0;
+	unsigned inline_budget = 0, inline_charge = 0, settled = 0;
 
 	struct ss_cc_policy pol;
 
@@ -506,7 +512,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 	}
 	if (!sc->cc.pf.rate || (!g && !ss_timer_armed(&sc->cc.timer)) || (g && !sc->cc.shared))
 		return;
-	static struct ss_sconn a, b;
+	static struct ss_sconn a, b, c;
 	struct ss_pacer_group g0, ga;
 	if (g)
 		g0 = *g;
@@ -528,13 +534,24 @@ static void test_hooks_inline(enum ss_cc_share share)
 		a.cc.charged = a.tcp.cc.sent_bytes - (check_rand(&seed) % 2 ? 0 : check_rand(&seed) % 70000);
 		if (check_rand(&seed) % 2) /* data waiting (only the hooks read tx_tail) */
 			a.tcp.f.tx_tail = a.tcp.f.snd_nxt - a.tcp.iss - 1 + 1 + check_rand(&seed) % 5000;
-		b = a;
+		b = c = a;
 		uint32_t budget0 = a.tcp.tx_budget;
 		uint64_t next0 = a.cc.pf.next_ns;
 		stack_cc_before_output(&h.st, &a);
 		if (g) {
 			ga = *g;
 			*g = g0;
+		}
+		/* The flush's reply path: where the idle check held, the
+		 * budget alone does what the whole hook does. */
+		if (stack_cc_before_output_idle(&h.st, &c)) {
+			stack_cc_before_output_settled(&h.st, &c);
+			CHECK(memcmp(&a, &c, sizeof(a)) == 0);
+			if (g) {
+				CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
+				*g = g0;
+			}
+			settled++;
 		}
 		stack_cc_before_output_slow(&h.st, &b);
 		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
@@ -558,7 +575,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 		*g = g0;
 	fprintf(stderr, "hooks (%s): %u budgets, %u charges inline\n",
 		share == SS_CC_SHARE_HOST ? "host" : "flow", inline_budget, inline_charge);
-	CHECK(inline_budget > 0 && inline_charge > 0);
+	CHECK(inline_budget > 0 && inline_charge > 0 && settled == 100000);
 	sh_fini(&h);
 }
 

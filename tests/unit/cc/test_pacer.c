@@ -1,6 +1,7 @@
 /* test_pacer.c - pacing scheduler: exact inter-departure times, time order over many flows, overflow, groups (per-app caps). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cc/pacer.h"
 #include "check.h"
@@ -203,6 +204,78 @@ static void test_charge_inline(void)
 			CHECK_EQ_U64(b.next_ns, want_next);
 			CHECK_EQ_U64(b.rem, want_rem);
 		}
+	}
+	ss_pacer_fini(&p);
+}
+
+/*
+ * ss_pacer_charge_u32() (inline, a grouped flow's per-segment charge:
+ * a host's aggregate) against the bucket's formula written out: refill
+ * by (now - last) x rate up to the depth (none for an earlier clock),
+ * then less bytes x 10^9, at most 2^62 in debt; the flow's own charge as
+ * above, none without a rate; and the same as ss_pacer_charge().
+ */
+static void test_charge_group_inline(void)
+{
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	uint64_t seed = 43;
+
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	for (int i = 0; i < 200000; i++) {
+		struct ss_pacer_group ga, gb;
+		struct ss_pacer_flow a, b;
+		uint64_t grate = 1 + check_rand(&seed) % (UINT64_C(1) << 40);
+		uint64_t burst = 1 + check_rand(&seed) % (UINT64_C(1) << 32);
+		uint64_t rate = (i % 3 == 0) ? 0 : 1 + check_rand(&seed) % (UINT64_C(1) << 40);
+		uint64_t now = check_rand(&seed) % (UINT64_C(1) << 50);
+		uint32_t bytes = (uint32_t)(1 + check_rand(&seed) % (i % 2 ? 65536 : UINT32_MAX));
+		int64_t full = (int64_t)(burst * 1000000000u), credit;
+		uint64_t last, want_next, want_rem;
+
+		CHECK_EQ_U64(ss_pacer_group_init(&ga, grate, burst, 0), 0);
+		last = check_rand(&seed) % (UINT64_C(1) << 50);
+		ga.tb.last_ns = last;
+		switch (i % 5) {
+		case 0: ga.tb.credit = full; break;
+		case 1: ga.tb.credit = -(INT64_C(1) << 62); break;
+		case 2: ga.tb.credit = -(int64_t)(check_rand(&seed) % (UINT64_C(1) << 62)); break;
+		default: ga.tb.credit = (int64_t)(check_rand(&seed) % (uint64_t)full); break;
+		}
+		gb = ga;
+		ss_pacer_flow_init(&a, rate, 0);
+		a.next_ns = check_rand(&seed) % (UINT64_C(1) << 50);
+		a.rem = rate ? check_rand(&seed) % rate : 0;
+		b = a;
+		a.group = &ga;
+		b.group = &gb;
+		credit = ga.tb.credit;
+		if (now > last) {
+			uint64_t dt = now - last, room = (uint64_t)(full - credit);
+			credit = dt > room / grate ? full : credit + (int64_t)(dt * grate);
+		}
+		credit -= (int64_t)((uint64_t)bytes * 1000000000u);
+		if (credit < -(INT64_C(1) << 62))
+			credit = -(INT64_C(1) << 62);
+		want_next = a.next_ns;
+		want_rem = a.rem;
+		if (rate) {
+			uint64_t base = a.next_ns, num = (uint64_t)bytes * 1000000000u + a.rem;
+
+			if (now > prm.max_lag_ns && now - prm.max_lag_ns > base)
+				base = now - prm.max_lag_ns;
+			want_next = base + num / rate;
+			want_rem = num % rate;
+		}
+		ss_pacer_charge_u32(&p, &a, bytes, now);
+		CHECK_EQ_U64((uint64_t)ga.tb.credit, (uint64_t)credit);
+		CHECK_EQ_U64(ga.tb.last_ns, now > last ? now : last);
+		CHECK_EQ_U64(a.next_ns, want_next);
+		CHECK_EQ_U64(a.rem, want_rem);
+		ss_pacer_charge(&p, &b, bytes, now);
+		CHECK(memcmp(&ga.tb, &gb.tb, sizeof(ga.tb)) == 0);
+		CHECK_EQ_U64(b.next_ns, a.next_ns);
+		CHECK_EQ_U64(b.rem, a.rem);
 	}
 	ss_pacer_fini(&p);
 }
@@ -488,6 +561,7 @@ int main(void)
 	test_inter_departure();
 	test_lag();
 	test_charge_inline();
+	test_charge_group_inline();
 	test_many_flows();
 	test_cancel();
 	test_order();
