@@ -310,7 +310,7 @@ struct ss_cc_host {
 	uint64_t join_rate;   /* sum of the flows' paced rates (for the first run) */
 	uint64_t small_sum;   /* demands of the flows below the level (water-filling) */
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
-	uint32_t n_acked;     /* flows that had bytes acknowledged (the others hold) */
+	uint32_t n_acked;     /* flows with bytes acknowledged or in flight (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
 	uint32_t win_limited; /* samples in which its window held a flow back */
 	uint32_t mss;         /* largest MSS seen */

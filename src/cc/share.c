@@ -20,8 +20,9 @@
  *     by alpha/2, the others step:
  *     R = R (1 - (n_loss x loss_md + n_mark x alpha/2) / n) + n_calm x step;
  *   - slow start: R += the aggregate's delivery rate, at most doubling;
- *   - additive increase: R += n x step (n: the flows with bytes acked;
- *     the others hold), the step at most an eighth of the share (as
+ *   - additive increase: R += n x step (n: the flows with bytes acked
+ *     or in flight, as a slow flow's ACKs fall in other runs; the idle
+ *     others hold), the step at most an eighth of the share (as
  *     dctcp-rate's is of the path's mean rate); after unmarked loss,
  *     max(step, a window TCP's increase); scaled to the run's length
  *     where one flow at the share would have a longer interval;
@@ -120,7 +121,7 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 		}
 		f->demand = 0;
 	}
-	if (s->acked_bytes && !f->acked) {
+	if ((s->acked_bytes || s->inflight) && !f->acked) {
 		f->acked = 1;
 		h->n_acked++;
 	}
