@@ -579,6 +579,19 @@ static void test_once_per_rtt(void)
 	per_run_params();
 }
 
+/* Two fresh flows (default parameters) brought to R = 1 MB/s out of slow
+ * start: a first run at 2 x 5 MB/s, then 4000 B over 4 ms of samples
+ * (2 x 1 MB/s delivered), all marked: R = 2 x 1/2. */
+static void host_at_1mbps(struct ss_cc_host *h, struct ss_cc_share_flow *f, struct ss_cc_out *out)
+{
+	host_fresh(h, f, 2);
+	host_step_all(h, f, 2, 5000000, 0, 0, 1000, out);
+	CHECK_EQ_U64(out->rate_bps, 10000000);
+	host_step_all(h, f, 2, 5000000, 2000, 2000, 1000, out);
+	CHECK_EQ_U64(h->dlv_last, 1000000);
+	CHECK_EQ_U64(out->rate_bps, 1000000);
+}
+
 /* host_per_rtt: R does not step while it is above the send-rate cap
  * (1.2) of the rate the path delivered (the flows could not use it), the
  * larger of the last two measurements; by hand. */
@@ -591,13 +604,7 @@ static void test_no_step_above_delivered(void)
 
 	ss_cc_params_default(&prm);
 	CHECK_EQ_U64(prm.dctcp_rate.cap_ppm, 1200000);
-	host_fresh(&h, f, 2);
-	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
-	CHECK_EQ_U64(out.rate_bps, 10000000);
-	/* 4000 B over 4 ms of samples (2 x 1 MB/s), all marked: R = 2 x 1/2. */
-	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 1000000);
-	CHECK_EQ_U64(out.rate_bps, 1000000);
+	host_at_1mbps(&h, f, &out);
 	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, x 1.2 is
 	 * above R: 2 steps of an eighth of the 0.5 MB/s share. */
 	host_step_all(&h, f, 2, 500000, 500, 0, 1000, &out);
@@ -668,10 +675,7 @@ static void test_in_flight_steps(void)
 	struct ss_cc_out out;
 
 	ss_cc_params_default(&prm);
-	host_fresh(&h, f, 2);
-	host_step_all(&h, f, 2, 5000000, 0, 0, 1000, &out);
-	host_step_all(&h, f, 2, 5000000, 2000, 2000, 1000, &out);
-	CHECK_EQ_U64(out.rate_bps, 1000000);
+	host_at_1mbps(&h, f, &out);
 	/* Flow 0 acks 500 B, flow 1 has 25 B in flight: 2 steps of an
 	 * eighth of the 0.5 MB/s share (the delivered rate, 2 x 1 MB/s at
 	 * its larger, x 1.2 is above R). */
