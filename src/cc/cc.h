@@ -310,7 +310,7 @@ struct ss_cc_host {
 	uint64_t join_rate;   /* sum of the flows' paced rates (for the first run) */
 	uint64_t small_sum;   /* demands of the flows below the level (water-filling) */
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
-	uint32_t n_acked;     /* flows with bytes acknowledged or in flight (the others hold) */
+	uint32_t n_active;    /* flows with bytes acknowledged or in flight (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
 	uint32_t win_limited; /* samples in which its window held a flow back */
 	uint32_t mss;         /* largest MSS seen */
@@ -328,7 +328,7 @@ struct ss_cc_host {
 struct ss_cc_share_flow {
 	uint32_t epoch;  /* host epoch of its last sample (0: none) */
 	uint8_t lost;    /* in that epoch: 2 counted in n_loss, 1 in n_mark */
-	uint8_t acked;   /* in that epoch: counted in n_acked */
+	uint8_t active;  /* in that epoch: counted in n_active */
 	uint64_t demand; /* > 0: it did not use its rate; counted in small_sum */
 };
 
@@ -344,7 +344,7 @@ static inline void ss_cc_share_flow_init(struct ss_cc_share_flow *f)
 {
 	f->epoch = 0;
 	f->lost = 0;
-	f->acked = 0;
+	f->active = 0;
 	f->demand = 0;
 }
 

@@ -18,7 +18,6 @@
 
 #define PACER_NONE UINT64_MAX
 #define NS_PER_S UINT64_C(1000000000)
-#define PACER_MAX_CHARGE SS_PACER_MAX_CHARGE
 #define PACER_RATE_LIMIT (UINT64_C(1) << 40)          /* bytes/s, as cc.h */
 
 static inline uint64_t u64_min(uint64_t a, uint64_t b)
@@ -81,7 +80,7 @@ _Static_assert(offsetof(struct ss_pacer_group, ent) == 0, "ent first");
 int ss_pacer_bucket_init(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst,
 			 uint64_t now_ns)
 {
-	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > PACER_MAX_CHARGE)
+	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > SS_PACER_MAX_CHARGE)
 		return -EINVAL;
 	b->rate = rate;
 	b->burst = burst;
@@ -102,7 +101,7 @@ int ss_pacer_bucket_set_rate(struct ss_pacer_bucket *b, uint64_t rate, uint64_t 
 int ss_pacer_bucket_set(struct ss_pacer_bucket *b, uint64_t rate, uint64_t burst,
 			uint64_t now_ns)
 {
-	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > PACER_MAX_CHARGE)
+	if (rate == 0 || rate > PACER_RATE_LIMIT || burst == 0 || burst > SS_PACER_MAX_CHARGE)
 		return -EINVAL;
 	ss_pacer_bucket_refill(b, now_ns);
 	b->rate = rate;
@@ -326,9 +325,9 @@ void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes
 {
 	uint64_t base, num;
 
-	bytes = u64_min(bytes, PACER_MAX_CHARGE);
-	/* bytes <= PACER_MAX_CHARGE: a charge of exactly 2^32 stays here */
-	if (bytes < PACER_MAX_CHARGE) {
+	bytes = u64_min(bytes, SS_PACER_MAX_CHARGE);
+	/* bytes <= SS_PACER_MAX_CHARGE: a charge of exactly 2^32 stays here */
+	if (bytes < SS_PACER_MAX_CHARGE) {
 		ss_pacer_charge_u32(p, f, (uint32_t)bytes, now_ns);
 		return;
 	}

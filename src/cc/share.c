@@ -72,11 +72,17 @@ static bool host_above_delivered(const struct ss_cc_host *h,
 	return rate > cc_mul_ppm(dlv, p->cap_ppm ? p->cap_ppm : 2 * SS_CC_PPM);
 }
 
+/* The active flows without a signal in this run: they step. */
+static uint64_t host_calm(const struct ss_cc_host *h, uint64_t lost, uint64_t marked)
+{
+	return h->n_active > lost + marked ? h->n_active - lost - marked : 0;
+}
+
 static void host_reset_acc(struct ss_cc_host *h)
 {
 	h->acked = h->ecn = h->sent = 0;
 	h->sample_us = h->join_rate = h->small_sum = 0;
-	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_acked = 0;
+	h->n = h->n_small = h->n_loss = h->n_mark = h->n_samples = h->n_active = 0;
 	h->rate_limited = 0;
 	h->win_limited = 0;
 	h->run_us = 0;
@@ -108,7 +114,7 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 	if (f->epoch != h->epoch) {
 		f->epoch = h->epoch;
 		f->lost = 0;
-		f->acked = 0;
+		f->active = 0;
 		f->demand = 0;
 		h->n++;
 		h->join_rate = cc_u64_min(h->join_rate + cc_u64_min(flow_rate, SS_CC_RATE_LIMIT),
@@ -121,9 +127,9 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 		}
 		f->demand = 0;
 	}
-	if ((s->acked_bytes || s->inflight) && !f->acked) {
-		f->acked = 1;
-		h->n_acked++;
+	if ((s->acked_bytes || s->inflight) && !f->active) {
+		f->active = 1;
+		h->n_active++;
 	}
 	h->acked += s->acked_bytes;
 	h->ecn += s->ecn_bytes;
@@ -273,7 +279,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			 * on for several cuts (docs/congestion.md). */
 			uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
 			uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
-			uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0;
+			uint64_t calm = host_calm(h, lost, marked);
 			uint64_t step = host_step(h, p, rate, all, srtt_us, flow_iv_us), base = rate;
 
 			base = cc_u64_min(base, host_delivered(h, all));
@@ -308,7 +314,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 			 * (p99 backlog 47 KB against the 45 KB bound). */
 			flags |= SS_CC_OUT_HELD;
 		} else {
-			rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
+			rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_active);
 		}
 		goto clamp;
 	}
@@ -322,7 +328,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		 * loss_md, those with marks by alpha/2, the others step. */
 		uint64_t lost = cc_u64_min(h->n_loss, n), marked = cc_u64_min(h->n_mark, n - lost);
 		uint64_t cut = lost * p->loss_md_ppm + marked * (h->alpha / 2);
-		uint64_t calm = h->n_acked > lost + marked ? h->n_acked - lost - marked : 0, step = host_step(h, p, rate, all, srtt_us, flow_iv_us);
+		uint64_t calm = host_calm(h, lost, marked), step = host_step(h, p, rate, all, srtt_us, flow_iv_us);
 
 		rate = cc_rate_cut(rate, cut / n) + cc_mul_n(step, calm);
 		h->slow_start = 0;
@@ -336,7 +342,7 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 		rate += cc_u64_min(delivered, rate);
 	} else {
 		/* Each flow that had bytes acknowledged steps; the others hold. */
-		rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_acked);
+		rate += cc_mul_n(host_step(h, p, rate, all, srtt_us, flow_iv_us), h->n_active);
 	}
 clamp:
 	h->rate = cc_rate_clamp(rate, cc_mul_n(p->min_rate, all),

@@ -878,7 +878,6 @@ uint64_t stack_cc_next_us(const struct ss_stack *s)
 
 	if (h < t)
 		t = h;
-
 	if (p != UINT64_MAX && (p + 999) / 1000 < t)
 		t = (p + 999) / 1000;
 	return t;
