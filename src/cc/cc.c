@@ -146,6 +146,7 @@ void ss_cc_sample_fill(struct ss_cc_sample *s, const struct ss_cc_counters *prev
 	s->srtt_us = srtt_us;
 	s->rtt_us = rtt_us;
 	s->inflight = inflight;
+	s->unsent = 0;
 	s->mss = mss;
 	s->path_rate = 0;
 	/* A torn read could show more marked than acked bytes: clamp. */

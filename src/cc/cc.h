@@ -55,6 +55,8 @@ struct ss_cc_sample {
 	uint32_t srtt_us;     /* smoothed RTT, RFC 6298 (0: no sample yet) */
 	uint32_t rtt_us;      /* latest RTT sample of the interval (0: none) */
 	uint32_t inflight;    /* bytes outstanding at the end of the interval */
+	uint32_t unsent;      /* bytes written and not yet sent at its end (the
+			       * caller's; ss_cc_sample_fill() sets 0) */
 	uint32_t mss;         /* sender MSS, bytes (> 0) */
 	uint64_t path_rate;   /* mean paced rate of the flows to the same host
 			       * (B/s, 0: unknown); set by the caller */
@@ -310,7 +312,7 @@ struct ss_cc_host {
 	uint64_t join_rate;   /* sum of the flows' paced rates (for the first run) */
 	uint64_t small_sum;   /* demands of the flows below the level (water-filling) */
 	uint32_t n, n_small, n_loss, n_mark, n_samples; /* n_mark: marks, no loss */
-	uint32_t n_active;    /* flows with bytes acknowledged or in flight (the others hold) */
+	uint32_t n_active;    /* flows with bytes acked, in flight or unsent (the others hold) */
 	uint32_t rate_limited; /* samples in which the pacer held a flow back */
 	uint32_t win_limited; /* samples in which its window held a flow back */
 	uint32_t mss;         /* largest MSS seen */
@@ -321,6 +323,8 @@ struct ss_cc_host {
 	uint64_t d_acked, d_sample_us; /* the delivery measurement so far */
 	uint64_t dlv_last, dlv_prev; /* the flows' mean delivery rate, B/s, over
 				      * the last two measurements (0: none) */
+	uint64_t l_acked, l_sample_us; /* the same over longer windows, so far */
+	uint64_t ldlv_last, ldlv_prev; /* ... and its last two (the step's bound) */
 	uint64_t hold_us;     /* no cut for this long more (one RTT after a cut) */
 };
 

@@ -673,6 +673,7 @@ static void cc_sample(struct ss_stack *s, const struct ss_sconn *sc, struct ss_c
 
 	ss_cc_sample_fill(smp, &sc->cc.prev, &c->cc, iv ? (iv > UINT32_MAX ? UINT32_MAX : (uint32_t)iv) : 1,
 			  c->f.srtt_us, rtt, c->f.snd_max - c->f.snd_una, c->f.mss);
+	smp->unsent = ss_tcp_tx_unsent(c);
 	if (p->ip == c->remote_ip)
 		smp->path_rate = p->rate;
 }

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct ss_cc_params prm;
 
@@ -17,6 +18,10 @@ static void per_run_params(void)
 
 /* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
  * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
+/* The hand-computed host tests' MSS: share.c measures a delivery rate
+ * over 16 segments or more, 400 B (the step's bound over 48, 1200 B). */
+#define TEST_MSS 25
+
 static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint64_t ecn)
 {
 	struct ss_cc_sample s = cc_sample(us, acked, ecn);
@@ -451,7 +456,7 @@ static void host_step_all(struct ss_cc_host *h, struct ss_cc_share_flow *f, unsi
 	for (unsigned i = 0; i < n; i++) {
 		struct ss_cc_sample s = bulk(rate, 1000, acked, ecn);
 
-		s.mss = 25; /* a delivery rate needs 16 segments: 400 B */
+		s.mss = TEST_MSS; /* a delivery rate needs 16 segments: 400 B */
 		ss_cc_host_add(h, &prm, &f[i], &s, rate);
 	}
 	h->run_us = 1000;
@@ -531,7 +536,7 @@ static void test_once_per_rtt(void)
 		struct ss_cc_sample s0 = bulk(r / 2, 1000, 6000, 0), s1 = s0;
 
 		s0.fast_retx = 1;
-		s0.mss = s1.mss = 25;
+		s0.mss = s1.mss = TEST_MSS;
 		ss_cc_host_add(&h, &prm, &f[0], &s0, r / 2);
 		ss_cc_host_add(&h, &prm, &f[1], &s1, r / 2);
 		h.run_us = 1000;
@@ -562,7 +567,7 @@ static void test_once_per_rtt(void)
 
 			s.sent_bytes = 100;
 			s.win_limited = 2;
-			s.mss = 25;
+			s.mss = TEST_MSS;
 			ss_cc_host_add(&h2, &prm, &f2[i], &s, r / 2);
 		}
 		h2.run_us = 1000;
@@ -592,70 +597,82 @@ static void host_at_1mbps(struct ss_cc_host *h, struct ss_cc_share_flow *f, stru
 	CHECK_EQ_U64(out->rate_bps, 1000000);
 }
 
-/* host_per_rtt: R does not step while it is above the send-rate cap
- * (1.2) of the rate the path delivered (the flows could not use it), the
- * larger of the last two measurements; by hand. */
+/* host_per_rtt: R does not step while it is above 1.05 x the rate the
+ * path delivered (the flows could not use it), the mean of the last two
+ * measurements over 48 segments or more; by hand. */
 static void test_no_step_above_delivered(void)
 {
-	struct ss_cc_host h;
-	struct ss_cc_share_flow f[2];
+	struct ss_cc_host h, h2;
+	struct ss_cc_share_flow f[2], f2[2];
 	struct ss_cc_out out;
 	uint64_t r;
 
 	ss_cc_params_default(&prm);
-	CHECK_EQ_U64(prm.dctcp_rate.cap_ppm, 1200000);
 	host_at_1mbps(&h, f, &out);
-	/* 2 x 500 B per ms (2 x 0.5 MB/s); the larger, 2 x 1 MB/s, x 1.2 is
+	CHECK_EQ_U64(h.ldlv_last, 1000000);
+	CHECK_EQ_U64(h.ldlv_prev, 0);
+	/* 2 x 600 B per ms (2 x 0.6 MB/s, 48 segments: a measurement of
+	 * each length); the mean of the last two, 2 x 0.8 MB/s, x 1.05 is
 	 * above R: 2 steps of an eighth of the 0.5 MB/s share. */
-	host_step_all(&h, f, 2, 500000, 500, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 500000);
-	CHECK_EQ_U64(h.dlv_prev, 1000000);
+	host_step_all(&h, f, 2, 500000, 600, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 600000);
+	CHECK_EQ_U64(h.ldlv_last, 600000);
+	CHECK_EQ_U64(h.ldlv_prev, 1000000);
+	CHECK(!(out.flags & SS_CC_OUT_HELD));
 	CHECK_EQ_U64(out.rate_bps, 1000000 + 2 * 62500);
-	/* 2 x 100 B (fewer than 16 segments): no measurement; still a step. */
-	host_step_all(&h, f, 2, 562500, 100, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 500000);
+	/* Again: 2 x 0.6 MB/s x 1.05 = 1.26 MB/s is above R. */
+	host_step_all(&h, f, 2, 562500, 600, 0, 1000, &out);
+	CHECK(!(out.flags & SS_CC_OUT_HELD));
 	CHECK_EQ_U64(out.rate_bps, 1125000 + 2 * (1125000 / 2 / 8));
 	r = out.rate_bps;
 	CHECK_EQ_U64(r, 1265624);
-	/* 400 B over 4 ms: 2 x 0.1 MB/s measured; the larger of the last
-	 * two, 2 x 0.5 MB/s, x 1.2 = 1.2 MB/s is below R: held (at twice
-	 * the delivered rate, the old bound, R would have stepped). */
-	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 100000);
-	CHECK_EQ_U64(h.dlv_prev, 500000);
+	/* And again: 1.26 MB/s is below R: held (at 1.2 x the larger of the
+	 * last two short measurements, an old bound, 1.44 MB/s, R would
+	 * have stepped). */
+	host_step_all(&h, f, 2, r / 2, 600, 0, 1000, &out);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK_EQ_U64(out.rate_bps, r);
-	/* Two more runs at 2 x 0.1 MB/s (400 B: one measurement): both
-	 * measurements 0.1: held. */
-	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
-	CHECK(out.flags & SS_CC_OUT_HELD);
-	host_step_all(&h, f, 2, r / 2, 100, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_prev, 100000);
-	CHECK(out.flags & SS_CC_OUT_HELD);
-	CHECK_EQ_U64(out.rate_bps, r);
-	/* The boundary: 2 x 527 kB/s x 1.2 = 1,264,800 B/s is below R
-	 * (1,265,624): held; 2 x 528 kB/s x 1.2 = 1,267,200 is not: a step
-	 * for each flow, an eighth of the share. */
-	host_step_all(&h, f, 2, r / 2, 527, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 527000);
+	/* 2 x 250 B: a short measurement (500 B), not a long one (1200 B):
+	 * the bound is the same, held. */
+	host_step_all(&h, f, 2, r / 2, 250, 0, 1000, &out);
+	CHECK_EQ_U64(h.dlv_last, 250000);
+	CHECK_EQ_U64(h.l_acked, 500);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 	CHECK_EQ_U64(out.rate_bps, r);
-	host_step_all(&h, f, 2, r / 2, 528, 0, 1000, &out);
-	CHECK_EQ_U64(h.dlv_last, 528000);
+	/* The boundary, from one state: 2 x 350 B more close a long window
+	 * of 1200 B over 4 ms (2 x 0.3 MB/s), and then 2 x (x + 300) / 2 kB/s
+	 * x 1.05 with x = 905 is 1,265,250 B/s, below R (1,265,624): held;
+	 * with x = 906, 1,266,300 is not: a step for each flow, an eighth of
+	 * the share. */
+	host_step_all(&h, f, 2, r / 2, 350, 0, 1000, &out);
+	CHECK_EQ_U64(h.ldlv_last, 300000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	h2 = h;
+	memcpy(f2, f, sizeof(f2));
+	host_step_all(&h, f, 2, r / 2, 905, 0, 1000, &out);
+	CHECK_EQ_U64(h.ldlv_last, 905000);
+	CHECK_EQ_U64(h.ldlv_prev, 300000);
+	CHECK(out.flags & SS_CC_OUT_HELD);
+	CHECK_EQ_U64(out.rate_bps, r);
+	host_step_all(&h2, f2, 2, r / 2, 906, 0, 1000, &out);
+	CHECK_EQ_U64(h2.ldlv_last, 906000);
 	CHECK(!(out.flags & SS_CC_OUT_HELD));
 	CHECK_EQ_U64(out.rate_bps, r + 2 * (r / 2 / 8));
 	per_run_params();
 }
 
-/* One run of two flows, 1 ms each, MSS 25: flow 0 acks @acked0, flow 1
- * acks nothing and has @inflight1 bytes outstanding. */
+/* One run of two flows, 1 ms each, MSS TEST_MSS: flow 0 acks @acked0,
+ * flow 1 acks nothing and has @inflight1 bytes outstanding and @unsent1
+ * waiting to be sent. */
 static void host_run_pair(struct ss_cc_host *h, struct ss_cc_share_flow *f, uint64_t rate,
-			  uint64_t acked0, uint32_t inflight1, struct ss_cc_out *out)
+			  uint64_t acked0, uint32_t inflight1, uint32_t unsent1,
+			  struct ss_cc_out *out)
 {
 	struct ss_cc_sample s0 = bulk(rate, 1000, acked0, 0), s1 = bulk(rate, 1000, 0, 0);
 
-	s0.mss = s1.mss = 25;
+	s0.mss = s1.mss = TEST_MSS;
 	s1.inflight = inflight1;
+	s1.unsent = unsent1;
 	ss_cc_host_add(h, &prm, &f[0], &s0, rate);
 	ss_cc_host_add(h, &prm, &f[1], &s1, rate);
 	h->run_us = 1000;
@@ -666,8 +683,11 @@ static void host_run_pair(struct ss_cc_host *h, struct ss_cc_share_flow *f, uint
  * with ACKs does: a slow flow's ACKs fall in other runs (at 5 % loss, 100
  * flows paced at the host's floor acked in a few runs of each RTT, and R,
  * stepping only for them, stayed at its floor: 0.07 Gbit/s against
- * Linux's 2.8).  A flow with neither holds.  By hand, from R = 1 MB/s as
- * in test_no_step_above_delivered(). */
+ * Linux's 2.8).  So does a flow with data its pacer holds and nothing in
+ * flight: at 32 flows on 100 Mbit/s each sends a segment every few runs,
+ * and R, stepping for the four or so that had ACKs in a run, took 1.5 s
+ * to climb back from a cut (link use 79 %).  A flow with none of them
+ * holds.  By hand, from R = 1 MB/s as in test_no_step_above_delivered(). */
 static void test_in_flight_steps(void)
 {
 	struct ss_cc_host h;
@@ -677,15 +697,20 @@ static void test_in_flight_steps(void)
 	ss_cc_params_default(&prm);
 	host_at_1mbps(&h, f, &out);
 	/* Flow 0 acks 500 B, flow 1 has 25 B in flight: 2 steps of an
-	 * eighth of the 0.5 MB/s share (the delivered rate, 2 x 1 MB/s at
-	 * its larger, x 1.2 is above R). */
-	host_run_pair(&h, f, 500000, 500, 25, &out);
+	 * eighth of the 0.5 MB/s share (the delivered rate, 2 x 1 MB/s
+	 * over 48 segments, x 1.05 is above R). */
+	host_run_pair(&h, f, 500000, 500, 25, 0, &out);
 	CHECK(!(out.flags & SS_CC_OUT_HELD));
 	CHECK_EQ_U64(out.rate_bps, 1000000 + 2 * 62500);
-	/* Flow 1 with nothing in flight: only flow 0 steps. */
-	host_run_pair(&h, f, 562500, 2000, 0, &out);
+	/* Flow 1 with nothing in flight or waiting: only flow 0 steps. */
+	host_run_pair(&h, f, 562500, 2000, 0, 0, &out);
 	CHECK(!(out.flags & SS_CC_OUT_HELD));
 	CHECK_EQ_U64(out.rate_bps, 1125000 + 1125000 / 2 / 8);
+	CHECK_EQ_U64(out.rate_bps, 1195312);
+	/* Flow 1 with 100 B waiting and nothing in flight: both step. */
+	host_run_pair(&h, f, 597656, 2000, 0, 100, &out);
+	CHECK(!(out.flags & SS_CC_OUT_HELD));
+	CHECK_EQ_U64(out.rate_bps, 1195312 + 2 * (1195312 / 2 / 8));
 	per_run_params();
 }
 
