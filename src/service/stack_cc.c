@@ -777,7 +777,8 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 		cc_set(m, &out);
 		cc_sample_next(s, m, s->cc_trace ? &smp : NULL, &out, idle);
 		n++;
-		stack_conn_dirty(s, m); /* a larger window may let it send */
+		if (ss_tcp_tx_unsent(&m->tcp)) /* a larger window may let it send */
+			stack_conn_dirty(s, m);
 		if (idle) {
 			ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 			cc_host_leave(s, p, m, false);
@@ -809,7 +810,8 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);
 	cc_apply(s, sc, &out);
 	cc_sample_done(s, sc, &smp, &out, idle);
-	stack_conn_dirty(s, sc); /* a larger window may let it send */
+	if (ss_tcp_tx_unsent(c)) /* a larger window may let it send */
+		stack_conn_dirty(s, sc);
 	if (idle) {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
 		if (sc->cc.shared) /* its host's run walks active flows only */
