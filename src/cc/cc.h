@@ -377,8 +377,9 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *p,
  * not only the n whose intervals ended in this run.
  * With host_per_rtt (the default) it reacts to marks and losses at most
  * once per @srtt_us of run time (h->run_us, set by the caller), with alpha
- * over that window, cuts from min(R, the delivery rate), and grows R
- * (slow start or step) only up to twice the delivery rate.
+ * over that window, cuts from min(R, the delivery rate), grows R in slow
+ * start only up to twice the delivery rate, and steps only while R is at
+ * most 1.05 times the delivery rate over 48 segments or more.
  */
 void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *p, uint32_t srtt_us,
 		    uint32_t flow_iv_us, uint32_t members, struct ss_cc_out *out);
