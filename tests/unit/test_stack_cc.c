@@ -64,28 +64,46 @@ static void open_flows(struct sh *h, struct flow *fl, unsigned n)
 	}
 }
 
+/* Flow @i's application writes @k more pattern bytes (seed = @i). */
+static void queue(struct sh *h, struct flow *fl, unsigned i, uint32_t k)
+{
+	struct flow *f = &fl[i];
+	uint32_t size = h->app->txbuf_size;
+
+	for (uint32_t j = 0; j < k; j++)
+		f->tx[(f->tx_tail + j) & (size - 1)] = sh_pat(f->queued + j, i);
+	f->tx_tail += k;
+	f->tx_unacked += k;
+	f->queued += k;
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = f->slot, .gen = f->gen, .arg = k });
+}
+
 /* The app keeps each flow's transmit ring full (pattern bytes, seed = flow
  * index), up to @limit bytes per flow; the peer reads and checks. */
 static void keep_full(struct sh *h, struct flow *fl, unsigned n, uint64_t limit)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct flow *f = &fl[i];
-		uint32_t size = h->app->txbuf_size;
 		uint64_t left = limit - f->queued;
-		uint32_t k = size - f->tx_unacked;
+		uint32_t k = h->app->txbuf_size - f->tx_unacked;
 
 		if (k > left)
 			k = (uint32_t)left;
-		if (!k)
-			continue;
-		for (uint32_t j = 0; j < k; j++)
-			f->tx[(f->tx_tail + j) & (size - 1)] = sh_pat(f->queued + j, i);
-		f->tx_tail += k;
-		f->tx_unacked += k;
-		f->queued += k;
-		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = f->slot, .gen = f->gen,
-						.arg = k });
+		if (k)
+			queue(h, fl, i, k);
 	}
+}
+
+/* 50 us of virtual time: the service and the peer run, the peer reads
+ * and checks, the app takes its events. */
+static void tick(struct sh *h, struct flow *fl, unsigned n)
+{
+	h->now_us += 50;
+	sh_pump(h, 64);
+	for (unsigned i = 0; i < n; i++)
+		sh_peer_read_check(fl[i].peer, &fl[i].got, i, &fl[i].bad);
+	sh_pump(h, 8);
+	poll_events(h, fl, n);
 }
 
 /* Runs @us of virtual time in 50 us steps, the app keeping rings full. */
@@ -93,12 +111,7 @@ static void run(struct sh *h, struct flow *fl, unsigned n, uint64_t us, uint64_t
 {
 	for (uint64_t t = 0; t < us; t += 50) {
 		keep_full(h, fl, n, limit);
-		h->now_us += 50;
-		sh_pump(h, 64);
-		for (unsigned i = 0; i < n; i++)
-			sh_peer_read_check(fl[i].peer, &fl[i].got, i, &fl[i].bad);
-		sh_pump(h, 8);
-		poll_events(h, fl, n);
+		tick(h, fl, n);
 	}
 }
 
@@ -475,6 +488,114 @@ static void test_host_share(void)
 	sh_fini(&h);
 }
 
+/* A host's usual interval (stack_cc.c cc_host_iv()): 2 RTTs of its path
+ * (ss_cc_interval_us()), and at least 4 segments at R, at most 1 s. */
+static uint64_t host_iv(const struct ss_cc_path *p, const struct ss_cc_params *prm, uint32_t mss)
+{
+	uint64_t iv = ss_cc_interval_us(prm, p->rtt_us), seg = 4ull * mss * 1000000u / p->host.rate;
+
+	if (seg > iv)
+		iv = seg > 1000000u ? 1000000u : seg;
+	return iv;
+}
+
+/*
+ * cc-share host, a calm host: three flows that each write 200 B every
+ * 2 ms once the last write is acknowledged (an RPC client's requests)
+ * never use their share.  Each run that held none of them back doubles
+ * the next interval, up to 8 times the usual one (the host's entry stays
+ * its own: at most 250 ms); cc_host_calm_runs counts them.  Then the
+ * flows fill their rings: the first that its share holds back ends the
+ * calm (cc_host_calm_ends) and the run comes at its usual end, and every
+ * run after it has the usual interval.  The data stays exact.
+ */
+static void test_host_calm(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[3];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 3);
+	struct ss_sconn *sc0 = sconn(&h, &fl[0]);
+	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
+	uint64_t runs = ctr(&h, SS_CTR_cc_host_intervals);
+	unsigned stretched = 0, checked = 0;
+	uint8_t calm = 0;
+
+	for (unsigned step = 0; step < 16000; step++) { /* 800 ms */
+		if (step % 40 == 0)
+			for (unsigned i = 0; i < 3; i++)
+				if (!fl[i].tx_unacked)
+					queue(&h, fl, i, 200);
+		tick(&h, fl, 3);
+		if (ctr(&h, SS_CTR_cc_host_intervals) == runs)
+			continue;
+		runs = ctr(&h, SS_CTR_cc_host_intervals);
+		if (!ss_timer_armed(&p->timer) || p->host.fresh)
+			continue;
+		/* Calm in a row: one more doubling each run, up to 3. */
+		CHECK(p->calm == calm + 1 || p->calm == 3 || (calm == 0 && p->calm == 0));
+		calm = p->calm;
+		uint64_t iv = host_iv(p, &pol.params, sc0->tcp.f.mss), want = iv << p->calm;
+		if (iv >= 250000)
+			want = iv;
+		else if (want > 250000)
+			want = 250000;
+		CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us, want);
+		stretched += p->calm == 3;
+		checked++;
+	}
+	CHECK(checked >= 4 && stretched >= 1);
+	CHECK_EQ_U64(p->calm, 3);
+	CHECK(ctr(&h, SS_CTR_cc_host_calm_runs) >= checked - 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_waits) + ctr(&h, SS_CTR_cc_paced_waits), 0);
+
+	/* Bulk: the first flow held back brings the run in. */
+	uint64_t start = p->host_start_us, end = start + host_iv(p, &pol.params, sc0->tcp.f.mss);
+	CHECK(p->timer.deadline_us > end);
+	unsigned steps = 0;
+	while (!ctr(&h, SS_CTR_cc_host_calm_ends) && steps++ < 20000) {
+		keep_full(&h, fl, 3, UINT64_MAX);
+		tick(&h, fl, 3);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 1);
+	CHECK_EQ_U64(p->calm, 0);
+	if (end < h.now_us)
+		end = h.now_us;
+	if (p->host_start_us == start) /* not run yet: due at its usual end */
+		CHECK_EQ_U64(p->timer.deadline_us, end);
+	else /* it ran in this step */
+		CHECK(p->host_start_us <= end + 50);
+	while (p->host_start_us == start && h.now_us < end + 50) {
+		keep_full(&h, fl, 3, UINT64_MAX);
+		tick(&h, fl, 3);
+	}
+	/* (at the next round after its end: the wheel fires what is due) */
+	CHECK(p->host_start_us != start && p->host_start_us <= end + 50);
+	runs = ctr(&h, SS_CTR_cc_host_intervals);
+	checked = 0;
+	for (unsigned step = 0; step < 4000; step++) { /* 200 ms */
+		keep_full(&h, fl, 3, UINT64_MAX);
+		tick(&h, fl, 3);
+		if (ctr(&h, SS_CTR_cc_host_intervals) == runs)
+			continue;
+		runs = ctr(&h, SS_CTR_cc_host_intervals);
+		CHECK_EQ_U64(p->calm, 0);
+		CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us,
+			     host_iv(p, &pol.params, sc0->tcp.f.mss));
+		checked++;
+	}
+	CHECK(checked >= 4);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 1);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(!fl[i].bad && fl[i].got > 0 && fl[i].got <= fl[i].queued);
+	sh_fini(&h);
+}
+
 /*
  * The hooks around ss_tcp_output() (stack_internal.h) take the usual
  * cases inline: the budget of a paced flow in no group, and the charge
@@ -592,6 +713,7 @@ int main(void)
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();
+	test_host_calm();
 	test_hooks_inline(SS_CC_SHARE_FLOW);
 	test_hooks_inline(SS_CC_SHARE_HOST);
 	return check_done("test_stack_cc");
