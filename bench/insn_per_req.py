@@ -150,7 +150,7 @@ def main():
             ", RX checksum offload" if a.rx_csum_good else "") +
            (", cc-share " + a.cc_share if a.cc_share else "")))
     print("| connections | requests | per request | receive | rounds | segments in/out "
-          "| events | commands | cc intervals |")
+          "| event slots | command slots | cc intervals |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         i, n = r["info"], r["requests"]

@@ -289,6 +289,7 @@ static int ctx_init(struct ss_app *app, unsigned i, int evfd)
 	ctx->arx.mask = h->arx_slots - 1;
 	ctx->arx.cons = ctx->arx.released =
 		__atomic_load_n(&ctx->arx.r->cons, __ATOMIC_RELAXED);
+	ctx->arx.has_split = false;
 	ctx->conns = calloc(h->max_conns, sizeof(*ctx->conns));
 	return ctx->conns ? 0 : -1;
 }

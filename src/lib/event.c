@@ -318,6 +318,16 @@ static int ctx_poll(struct ss_ctx *ctx, struct ss_event *evs, int max, bool keep
 
 		ring_arx_pop(&ctx->arx);
 		avail--;
+		if (e.type == SS_EV_RX && (e.flags & SS_EVF_TX_ACKED)) {
+			/* Two events in one slot: RX now, then its TX_ACKED
+			 * (next, or first in the next poll when this one is
+			 * full), as the service would have posted them apart. */
+			ring_arx_push_front(&ctx->arx, &(struct ss_shm_ev){ .type = SS_EV_TX_ACKED,
+									  .conn = e.conn, .gen = e.gen,
+									  .arg = e.arg2 });
+			avail++;
+			e.flags &= (uint8_t)~SS_EVF_TX_ACKED;
+		}
 		ctx->st.events++;
 		rc = ev_apply(ctx, &e, &evs[n]);
 		if (rc > 0)

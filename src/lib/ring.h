@@ -40,6 +40,10 @@ struct ring_arx {
 	uint32_t mask;
 	uint32_t cons;          /* next slot to read (private) */
 	uint32_t released;      /* last value stored to r->cons */
+	/* The second half of a slot that held two events (RX with
+	 * SS_EVF_TX_ACKED): read before the next slot, as if it were one. */
+	bool has_split;
+	struct ss_shm_ev split;
 };
 
 /* A slot to write the next command into, or NULL when the ring is full.
@@ -83,18 +87,29 @@ static inline uint32_t ring_arx_avail(struct ring_arx *q)
 	/* Pairs with the service's store-release of prod. */
 	uint32_t n = __atomic_load_n(&q->r->prod, __ATOMIC_ACQUIRE) - q->cons;
 
-	return n > q->mask + 1 ? 0 : n;
+	return (n > q->mask + 1 ? 0 : n) + q->has_split;
 }
 
 /* The next readable event; only valid while ring_arx_avail() > 0. */
 static inline const struct ss_shm_ev *ring_arx_peek(const struct ring_arx *q)
 {
-	return &q->slots[q->cons & q->mask];
+	return q->has_split ? &q->split : &q->slots[q->cons & q->mask];
 }
 
 static inline void ring_arx_pop(struct ring_arx *q)
 {
-	q->cons++;
+	if (q->has_split)
+		q->has_split = false;
+	else
+		q->cons++;
+}
+
+/* Right after ring_arx_pop() of a slot: @ev is the next event to read,
+ * ahead of the slots that follow (the second event of the slot). */
+static inline void ring_arx_push_front(struct ring_arx *q, const struct ss_shm_ev *ev)
+{
+	q->split = *ev;
+	q->has_split = true;
 }
 
 /* Give the read slots back to the service. */

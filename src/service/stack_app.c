@@ -42,15 +42,25 @@ static inline struct ss_shm_ev *conn_ev(const struct ss_app *a, struct ss_app_ct
 }
 
 /* The data events, each once there is something to tell: bytes received,
- * bytes acknowledged. */
+ * bytes acknowledged.  Both (an RPC's request, which acknowledges the last
+ * reply) go in one slot: RX with SS_EVF_TX_ACKED and the acknowledged
+ * bytes in arg2, which the library reads as RX then TX_ACKED
+ * (SS_SHM_VERSION 5; a cache line and ~20 instructions less per request
+ * here, one event less for the application). */
 static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_ctx *cx,
 					 struct ss_sconn *sc)
 {
 	if (sc->rx_pending) {
-		conn_ev(a, cx, sc, SS_EV_RX)->arg = sc->rx_pending;
+		struct ss_shm_ev *e = conn_ev(a, cx, sc, SS_EV_RX);
+
+		e->arg = sc->rx_pending;
 		sc->rx_pending = 0;
-	}
-	if (sc->acked_pending) {
+		if (sc->acked_pending) {
+			e->flags = SS_EVF_TX_ACKED;
+			e->arg2 = sc->acked_pending;
+			sc->acked_pending = 0;
+		}
+	} else if (sc->acked_pending) {
 		conn_ev(a, cx, sc, SS_EV_TX_ACKED)->arg = sc->acked_pending;
 		sc->acked_pending = 0;
 	}
@@ -268,12 +278,10 @@ static inline bool conn_ev_room(struct ss_stack *s, struct ss_app *a, struct ss_
 static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_app *a = sc->app;
-	unsigned need = !!sc->rx_pending + !!sc->acked_pending;
-
-	if (need == 0)
+	if (!(sc->rx_pending | sc->acked_pending))
 		return true;
 	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
-	if (!conn_ev_room(s, a, cx, sc, need))
+	if (!conn_ev_room(s, a, cx, sc, 1)) /* one slot for both */
 		return false;
 	conn_post_data_events(a, cx, sc);
 	sc->ev_pending = 0;
@@ -312,7 +320,7 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 	/* Our FIN acknowledged: with the peer's FIN, Linux's CLOSE state
 	 * (shutdown() and getpeername() then say ENOTCONN). */
 	bool fin_acked = !(sc->flags & (SC_FIN_ACKED | SC_APP_CLOSED)) && stack_conn_fin_acked(sc);
-	unsigned need = announce + !!sc->rx_pending + !!sc->acked_pending + fin_acked +
+	unsigned need = announce + !!(sc->rx_pending | sc->acked_pending) + fin_acked +
 			!!(ev & SS_TCP_EV_PEER_FIN) + !!(ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) +
 			release;
 

@@ -149,7 +149,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 4u
+#define SS_SHM_VERSION 5u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -306,7 +306,9 @@ enum ss_shm_ev_type {
 	SS_EV_LISTEN,     /* cookie, conn = listener id, error; flags SS_EVF_MEMBER */
 	SS_EV_CONNECTED,  /* cookie, conn, gen, error (0 = open), endpoints, buffers */
 	SS_EV_ACCEPTED,   /* cookie = listener's cookie, conn, gen, endpoints, buffers */
-	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring */
+	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring; flags
+			   * SS_EVF_TX_ACKED: arg2 bytes of the transmit ring
+			   * acknowledged too, as a TX_ACKED after it */
 	SS_EV_TX_ACKED,   /* conn, gen, bytes of the transmit ring acknowledged (now free) */
 	SS_EV_PEER_FIN,   /* conn, gen: the peer will send no more */
 	SS_EV_RESET,      /* conn, gen, error (ECONNRESET) */
@@ -334,6 +336,8 @@ enum ss_shm_ev_type {
 #define SS_EVF_FIN_ACKED 0x08 /* ADOPTED/RETURNED: our FIN was acknowledged */
 #define SS_EVF_HELD 0x10     /* MOVED: we hold a reference to the connection */
 #define SS_EVF_MEMBER 0x20   /* LISTEN: unasked, another member of the entry listened */
+#define SS_EVF_TX_ACKED 0x40 /* RX: a TX_ACKED of arg2 bytes rides along (one slot
+			      * for a request and the ACK of the last reply) */
 
 struct ss_shm_ev {
 	uint8_t type;

@@ -8,6 +8,8 @@ struct cl {
 	struct ss_app *a;
 	int sock[2]; /* -1: the harness's own app (sh_fini closes it) */
 	uint32_t arx_cons, atx_prod;
+	struct ss_shm_ev split; /* cl_ev(): the TX_ACKED of an RX slot */
+	bool has_split;
 };
 
 static inline void cl_harness(struct sh *h, struct cl *c)
@@ -60,15 +62,25 @@ static inline void cl_cmd(struct cl *c, struct ss_shm_cmd cmd)
 
 #define CMD(c, ...) cl_cmd((c), (struct ss_shm_cmd){ __VA_ARGS__ })
 
+/* Next event, or false; an RX slot that carries a TX_ACKED as the two
+ * events (sh_ev_split()). */
 static inline bool cl_ev(struct cl *c, struct ss_shm_ev *ev)
 {
 	struct ss_app_ctx *cx = &c->a->ctx[0];
-	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
+	uint32_t prod;
+
+	if (c->has_split) {
+		*ev = c->split;
+		c->has_split = false;
+		return true;
+	}
+	prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
 	if (prod == c->arx_cons)
 		return false;
 	*ev = cx->arx_slot[c->arx_cons & (c->a->arx_slots - 1)];
 	c->arx_cons++;
 	__atomic_store_n(&cx->arx->cons, c->arx_cons, __ATOMIC_RELEASE);
+	c->has_split = sh_ev_split(ev, &c->split);
 	return true;
 }
 

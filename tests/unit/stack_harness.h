@@ -94,7 +94,24 @@ struct sh {
 	struct ss_app *app;
 	uint32_t arx_cons;
 	uint32_t atx_prod;
+	struct ss_shm_ev split; /* sh_event(): the TX_ACKED of an RX slot */
+	bool has_split;
+	unsigned rx_acked_slots; /* RX slots that carried a TX_ACKED */
 };
+
+/* An RX slot with SS_EVF_TX_ACKED holds two events (SS_SHM_VERSION 5):
+ * @ev becomes the RX, *@second the TX_ACKED that follows it, as the
+ * library reads them.  Returns whether it did. */
+static inline bool sh_ev_split(struct ss_shm_ev *ev, struct ss_shm_ev *second)
+{
+	if (ev->type != SS_EV_RX || !(ev->flags & SS_EVF_TX_ACKED))
+		return false;
+	*second = (struct ss_shm_ev){ .type = SS_EV_TX_ACKED, .conn = ev->conn, .gen = ev->gen,
+				      .arg = ev->arg2 };
+	ev->flags &= (uint8_t)~SS_EVF_TX_ACKED;
+	ev->arg2 = 0;
+	return true;
+}
 
 static inline uint8_t *sh_frame_alloc(void *arg, void **handle, size_t *cap)
 {
@@ -315,8 +332,8 @@ static inline void sh_cmd(struct sh *h, const struct ss_shm_cmd *cmd)
 	__atomic_store_n(&cx->atx->prod, h->atx_prod, __ATOMIC_RELEASE);
 }
 
-/* Next event, or false. */
-static inline bool sh_event(struct sh *h, struct ss_shm_ev *ev)
+/* Next event slot as the service wrote it, or false. */
+static inline bool sh_event_raw(struct sh *h, struct ss_shm_ev *ev)
 {
 	struct ss_app_ctx *cx = sh_ctx(h);
 	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
@@ -325,6 +342,24 @@ static inline bool sh_event(struct sh *h, struct ss_shm_ev *ev)
 	*ev = cx->arx_slot[h->arx_cons & (h->app->arx_slots - 1)];
 	h->arx_cons++;
 	__atomic_store_n(&cx->arx->cons, h->arx_cons, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Next event, or false: an RX slot that carries a TX_ACKED as the two
+ * events (sh_ev_split()). */
+static inline bool sh_event(struct sh *h, struct ss_shm_ev *ev)
+{
+	if (h->has_split) {
+		*ev = h->split;
+		h->has_split = false;
+		return true;
+	}
+	if (!sh_event_raw(h, ev))
+		return false;
+	if (sh_ev_split(ev, &h->split)) {
+		h->has_split = true;
+		h->rx_acked_slots++;
+	}
 	return true;
 }
 

@@ -155,6 +155,9 @@ static void test_passive_echo(bool merged)
 	CHECK_EQ_U64(got, total);
 	CHECK(!bad);
 	CHECK_EQ_U64(ac.echoed, total);
+	/* Data that acknowledged echoed bytes came as one RX slot with
+	 * SS_EVF_TX_ACKED (sh_event() reads it as RX, then TX_ACKED). */
+	CHECK(h.rx_acked_slots > 0);
 
 	/* Peer closes first: the app sees PEER_FIN, closes, gets CLOSED. */
 	ss_tcp_shutdown(&p->c, h.now_us);
@@ -162,6 +165,7 @@ static void test_passive_echo(bool merged)
 	sh_pump(&h, 8);
 	app_poll(&h, &ac, false);
 	CHECK(ac.peer_fin);
+	CHECK_EQ_U64(ac.tx_unacked, 0); /* every echoed byte acknowledged, once */
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CLOSE, .conn = ac.slot, .gen = ac.gen });
 	sh_pump(&h, 8);
 	app_poll(&h, &ac, false);

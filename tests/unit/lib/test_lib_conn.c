@@ -290,6 +290,98 @@ out:
 	fake_app_down(&x);
 }
 
+/*
+ * An RX slot with SS_EVF_TX_ACKED (SS_SHM_VERSION 5: a request and the ACK
+ * of the last reply in one slot) reads as DATA then SENT, each with its
+ * own bytes, the slot after it next; a poll with room for one event
+ * returns DATA and keeps SENT for the next poll, and ss_wait() does not
+ * sleep while it is kept.  A bogus acknowledgement in such a slot counts
+ * as bogus and leaves the data.
+ */
+static void test_rx_with_ack(void)
+{
+	struct fake_app x;
+	struct ss_event ev[4];
+	struct iovec iov[2];
+	uint8_t data[600];
+	struct ss_conn *c;
+	uint8_t *tx;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 2, 9);
+	if (!c)
+		goto out;
+	tx = x.f.region + fake_tx_off(&x.f, 2);
+	CHECK_EQ_U64(ss_send(c, data, 500), 500);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 2, 9, 500);
+	CHECK_MEM(tx, data, 500);
+
+	/* Room for four: both, in order, then the next slot's event. */
+	uint8_t *ring = x.f.region + fake_rx_off(&x.f, 2);
+	memcpy(ring, data, 100);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
+					      .conn = 2, .gen = 9, .arg = 100, .arg2 = 300 });
+	fake_publish(&x.f, 0);
+	fake_ev_conn(&x.f, 0, SS_EV_PEER_FIN, 2, 9, 0, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 3);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
+	CHECK_EQ_U64(ev[0].bytes, 100);
+	CHECK(ev[0].conn == c);
+	CHECK_EQ_U64(ev[1].type, SS_EVENT_SENT);
+	CHECK_EQ_U64(ev[1].bytes, 300);
+	CHECK(ev[1].conn == c);
+	CHECK_EQ_U64(ev[2].type, SS_EVENT_PEER_CLOSED);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 100);
+	CHECK_MEM(iov[0].iov_base, data, 100);
+	CHECK_EQ_U64(ss_send_queued(c), 200);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	CHECK(ss_recv_done(c, 100) == 0);
+	fake_app_down(&x);
+
+	/* Room for one: DATA now, SENT kept for the next poll; no sleep. */
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 2, 9);
+	if (!c)
+		goto out;
+	CHECK_EQ_U64(ss_send(c, data, 500), 500);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 2, 9, 500);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
+					      .conn = 2, .gen = 9, .arg = 40, .arg2 = 500 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 1), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
+	CHECK_EQ_U64(ev[0].bytes, 40);
+	CHECK_EQ_U64(ss_send_queued(c), 500); /* not yet */
+	CHECK_EQ_U64(ss_wait(x.ctx, 0), 1);    /* an event is still there */
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 1), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_SENT);
+	CHECK_EQ_U64(ev[0].bytes, 500);
+	CHECK_EQ_U64(ss_send_queued(c), 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 1), 0);
+
+	/* An acknowledgement of more than was sent is bogus; the data counts. */
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
+					      .conn = 2, .gen = 9, .arg = 10, .arg2 = 1 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
+	CHECK_EQ_U64(ev[0].bytes, 10);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 50);
+out:
+	fake_app_down(&x);
+}
+
 static void test_atx_full(void)
 {
 	struct fake_app x;
@@ -600,6 +692,7 @@ int main(void)
 	test_listen_member();
 	test_rx_wrap();
 	test_tx_wrap();
+	test_rx_with_ack();
 	test_atx_full();
 	test_atx_full_counts();
 	test_close_lifecycle();
