@@ -137,8 +137,8 @@
 	X(cc_reductions)                                                         \
 	X(cc_idle)                                                               \
 	X(cc_host_intervals)                                                     \
-	X(cc_host_calm_runs)                                                     \
-	X(cc_host_calm_ends)                                                     \
+	X(cc_host_slack_runs)                                                     \
+	X(cc_host_slack_ends)                                                     \
 	X(cc_share_collisions)                                                   \
 	X(cc_host_waits)                                                         \
 	X(cc_host_pace_capped)                                                   \

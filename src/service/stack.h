@@ -254,9 +254,9 @@ struct ss_stack {
 		struct ss_sconn *members; /* its flows paced at their share */
 		uint32_t n_members;     /* how many (the split's divisor) */
 		bool pace_on;           /* pace is initialised (cc-share host) */
-		uint8_t calm;           /* runs in a row that bound no member: the
-					 * next interval is 2^calm longer
-					 * (stack_cc.c, CC_HOST_CALM_MAX) */
+		uint8_t slack;          /* runs in a row that bound no member: the
+					 * next interval is 2^slack longer
+					 * (stack_cc.c, CC_HOST_SLACK_MAX) */
 		struct ss_pacer_group pace; /* the members paced as one aggregate at R */
 	} cc_paths[256];
 

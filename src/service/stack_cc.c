@@ -413,7 +413,7 @@ static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
 	p->rate = 0;
 	p->last_us = s->now_us;
 	p->host_start_us = s->now_us;
-	p->calm = 0;
+	p->slack = 0;
 	ss_cc_host_restart(&p->host, &s->ccp->params);
 	/* The aggregate pacer starts unlimited: until the host's first run
 	 * its flows keep their own rates. */
@@ -571,46 +571,47 @@ static uint32_t cc_host_iv(const struct ss_stack *s, const struct ss_cc_path *p,
 }
 
 /*
- * A calm host: its last runs bound none of its members.  No member was
- * held back by its pacer, the host's bucket or its window, and none saw a
- * mark or a loss: R (at most 1.2 x the rate they sent, the cap) let every
+ * A slack host: R has slack, its last runs bound none of its members (the
+ * law's "calm" flows, share.c, are another thing: those without a signal
+ * in one run).  No member was held back by its pacer, the host's bucket
+ * or its window, and none saw a mark or a loss: R (at most 1.2 x the rate they sent, the cap) let every
  * flow send what its application wrote, so the runs only tracked the
  * aggregate.  That is an RPC server's host: 64 clients' flows to one
  * address, a request each per RTT, were sampled every 2 RTTs, 0.67
  * member visits per request and ~160 instructions per request of the
- * ~1,800 (bench/insn_per_req.py).  Each calm run in a row doubles the
- * next interval, up to 2^CC_HOST_CALM_MAX times (and no longer than
- * CC_HOST_CALM_US, well inside CC_HOST_STALE_US: a run keeps the entry
- * its host's); the first member held back ends the calm and brings the
+ * ~1,800 (bench/insn_per_req.py).  Each slack run in a row doubles the
+ * next interval, up to 2^CC_HOST_SLACK_MAX times (and no longer than
+ * CC_HOST_SLACK_US, well inside CC_HOST_STALE_US: a run keeps the entry
+ * its host's); the first member held back ends the slack and brings the
  * run in to its usual end (cc_host_bound()), so a flow that starts to use
  * its share waits no longer for R to grow than before.  A mark or a loss
  * ends it at the next run (the stretched interval at most): until a
  * member is held back, a cut would change nothing it sends.
  */
-#define CC_HOST_CALM_MAX 3u
-#define CC_HOST_CALM_US (CC_HOST_STALE_US / 4)
+#define CC_HOST_SLACK_MAX 3u
+#define CC_HOST_SLACK_US (CC_HOST_STALE_US / 4)
 
 static uint32_t cc_host_next_iv(const struct ss_stack *s, const struct ss_cc_path *p, uint32_t mss)
 {
-	uint32_t iv = cc_host_iv(s, p, mss), calm;
+	uint32_t iv = cc_host_iv(s, p, mss), slack;
 
-	if (!p->calm || iv >= CC_HOST_CALM_US)
+	if (!p->slack || iv >= CC_HOST_SLACK_US)
 		return iv;
-	calm = iv << p->calm;
-	return calm < CC_HOST_CALM_US ? calm : CC_HOST_CALM_US;
+	slack = iv << p->slack;
+	return slack < CC_HOST_SLACK_US ? slack : CC_HOST_SLACK_US;
 }
 
 /* @sc, a member of its host, was held back (its pacer, or its host's
- * bucket): R binds it, so a calm host's run comes at its usual end. */
+ * bucket): R binds it, so a slack host's run comes at its usual end. */
 static void cc_host_bound(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_cc_path *p = cc_path(s, sc->tcp.remote_ip);
 	uint64_t end;
 
-	if (!p->calm || p->ip != sc->tcp.remote_ip || !ss_timer_armed(&p->timer))
+	if (!p->slack || p->ip != sc->tcp.remote_ip || !ss_timer_armed(&p->timer))
 		return;
-	p->calm = 0;
-	ss_ctr_inc(s->ctr, SS_CTR_cc_host_calm_ends);
+	p->slack = 0;
+	ss_ctr_inc(s->ctr, SS_CTR_cc_host_slack_ends);
 	end = p->host_start_us + cc_host_iv(s, p, sc->tcp.f.mss);
 	if (end < p->timer.deadline_us)
 		ss_timer_arm(&s->cc_host_wheel, &p->timer, end > s->now_us ? end : s->now_us);
@@ -690,8 +691,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 		 * entry); one that lapsed while it had no members ends now. */
 		uint64_t end = p->host_start_us + cc_host_iv(s, p, sc->tcp.f.mss);
 
-		p->calm = 0;
-
+		p->slack = 0;
 		ss_timer_arm(&s->cc_host_wheel, &p->timer, end > s->now_us ? end : s->now_us);
 	}
 	rate = ss_cc_host_share(&p->host, prm, &sc->cc.share);
@@ -775,7 +775,7 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 	struct ss_cc_out h, out;
 	uint32_t flags, rtt, mss, n_rtt = 0, n_rate = 0, n = 0;
 	uint64_t share, rtt_sum = 0, rate_sum = 0;
-	bool calm;
+	bool slack;
 
 	for (m = p->members; m; m = next) {
 		/* Its own, not smp, whose address the trace takes: gcc
@@ -808,7 +808,7 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 	rtt = p->rtt_us ? p->rtt_us : p->members->tcp.f.srtt_us;
 	share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
 	/* Whether this run bound any member (before the run clears the counts). */
-	calm = !p->host.fresh && !p->host.rate_limited && !p->host.win_limited &&
+	slack = !p->host.fresh && !p->host.rate_limited && !p->host.win_limited &&
 	       !p->host.n_loss && !p->host.n_mark;
 	/* What one flow at the share would have: its step is scaled to the
 	 * (shorter) run. */
@@ -847,12 +847,12 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 		ss_ctr_add(s->ctr, SS_CTR_cc_reductions, n);
 	if (!p->members)
 		return;
-	if (!calm)
-		p->calm = 0;
-	else if (p->calm < CC_HOST_CALM_MAX)
-		p->calm++;
-	if (p->calm)
-		ss_ctr_inc(s->ctr, SS_CTR_cc_host_calm_runs);
+	if (!slack)
+		p->slack = 0;
+	else if (p->slack < CC_HOST_SLACK_MAX)
+		p->slack++;
+	if (p->slack)
+		ss_ctr_inc(s->ctr, SS_CTR_cc_host_slack_runs);
 	ss_timer_arm(&s->cc_host_wheel, &p->timer, s->now_us + cc_host_next_iv(s, p, mss));
 }
 

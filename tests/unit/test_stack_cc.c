@@ -500,13 +500,13 @@ static uint64_t host_iv(const struct ss_cc_path *p, const struct ss_cc_params *p
 }
 
 /*
- * cc-share host, a calm host: three flows that each write 200 B every
+ * cc-share host, a slack host: three flows that each write 200 B every
  * 2 ms once the last write is acknowledged (an RPC client's requests)
  * never use their share.  Each run that held none of them back doubles
  * the next interval, up to 8 times the usual one (the host's entry stays
- * its own: at most 250 ms); cc_host_calm_runs counts them.  Then the
+ * its own: at most 250 ms); cc_host_slack_runs counts them.  Then the
  * flows fill their rings: the first that its share holds back ends the
- * calm (cc_host_calm_ends) and the run comes at its usual end, and every
+ * slack (cc_host_slack_ends) and the run comes at its usual end, and every
  * run after it has the usual interval.  The data stays exact.
  */
 static void test_host_calm(void)
@@ -523,7 +523,7 @@ static void test_host_calm(void)
 	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
 	uint64_t runs = ctr(&h, SS_CTR_cc_host_intervals);
 	unsigned stretched = 0, checked = 0;
-	uint8_t calm = 0;
+	uint8_t slack = 0;
 
 	for (unsigned step = 0; step < 16000; step++) { /* 800 ms */
 		if (step % 40 == 0)
@@ -536,34 +536,34 @@ static void test_host_calm(void)
 		runs = ctr(&h, SS_CTR_cc_host_intervals);
 		if (!ss_timer_armed(&p->timer) || p->host.fresh)
 			continue;
-		/* Calm in a row: one more doubling each run, up to 3. */
-		CHECK(p->calm == calm + 1 || p->calm == 3 || (calm == 0 && p->calm == 0));
-		calm = p->calm;
-		uint64_t iv = host_iv(p, &pol.params, sc0->tcp.f.mss), want = iv << p->calm;
+		/* Slack in a row: one more doubling each run, up to 3. */
+		CHECK(p->slack == slack + 1 || p->slack == 3 || (slack == 0 && p->slack == 0));
+		slack = p->slack;
+		uint64_t iv = host_iv(p, &pol.params, sc0->tcp.f.mss), want = iv << p->slack;
 		if (iv >= 250000)
 			want = iv;
 		else if (want > 250000)
 			want = 250000;
 		CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us, want);
-		stretched += p->calm == 3;
+		stretched += p->slack == 3;
 		checked++;
 	}
 	CHECK(checked >= 4 && stretched >= 1);
-	CHECK_EQ_U64(p->calm, 3);
-	CHECK(ctr(&h, SS_CTR_cc_host_calm_runs) >= checked - 1);
-	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 0);
+	CHECK_EQ_U64(p->slack, 3);
+	CHECK(ctr(&h, SS_CTR_cc_host_slack_runs) >= checked - 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_slack_ends), 0);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_waits) + ctr(&h, SS_CTR_cc_paced_waits), 0);
 
 	/* Bulk: the first flow held back brings the run in. */
 	uint64_t start = p->host_start_us, end = start + host_iv(p, &pol.params, sc0->tcp.f.mss);
 	CHECK(p->timer.deadline_us > end);
 	unsigned steps = 0;
-	while (!ctr(&h, SS_CTR_cc_host_calm_ends) && steps++ < 20000) {
+	while (!ctr(&h, SS_CTR_cc_host_slack_ends) && steps++ < 20000) {
 		keep_full(&h, fl, 3, UINT64_MAX);
 		tick(&h, fl, 3);
 	}
-	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 1);
-	CHECK_EQ_U64(p->calm, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_slack_ends), 1);
+	CHECK_EQ_U64(p->slack, 0);
 	if (end < h.now_us)
 		end = h.now_us;
 	if (p->host_start_us == start) /* not run yet: due at its usual end */
@@ -584,13 +584,13 @@ static void test_host_calm(void)
 		if (ctr(&h, SS_CTR_cc_host_intervals) == runs)
 			continue;
 		runs = ctr(&h, SS_CTR_cc_host_intervals);
-		CHECK_EQ_U64(p->calm, 0);
+		CHECK_EQ_U64(p->slack, 0);
 		CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us,
 			     host_iv(p, &pol.params, sc0->tcp.f.mss));
 		checked++;
 	}
 	CHECK(checked >= 4);
-	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_calm_ends), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_slack_ends), 1);
 	for (unsigned i = 0; i < 3; i++)
 		CHECK(!fl[i].bad && fl[i].got > 0 && fl[i].got <= fl[i].queued);
 	sh_fini(&h);

@@ -16,12 +16,12 @@ static void per_run_params(void)
 	prm.dctcp_rate.host_per_rtt = 0;
 }
 
-/* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
- * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
 /* The hand-computed host tests' MSS: share.c measures a delivery rate
  * over 16 segments or more, 400 B (the step's bound over 48, 1200 B). */
 #define TEST_MSS 25
 
+/* A bulk flow's interval: paced at @rate for @us (held back by its pacer,
+ * so it used its rate), @acked bytes acknowledged, @ecn of them marked. */
 static struct ss_cc_sample bulk(uint64_t rate, uint32_t us, uint64_t acked, uint64_t ecn)
 {
 	struct ss_cc_sample s = cc_sample(us, acked, ecn);
