@@ -114,7 +114,8 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 
 /* Post what the dirty list holds and publish; returns 0, or -1 (EAGAIN)
  * when some counts could not be posted.  Rings the doorbell when the
- * service sleeps. */
+ * service sleeps and this context has not rung it since it went to
+ * sleep. */
 int ss_ctx_flush_quiet(struct ss_ctx *ctx)
 {
 	struct ss_app *app = ctx->app;
@@ -131,10 +132,16 @@ int ss_ctx_flush_quiet(struct ss_ctx *ctx)
 		 * sleeping, or we and the service (which sets sleeping, fences,
 		 * then re-reads prod) could both miss each other. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&app->status->sleeping[0], __ATOMIC_RELAXED)) {
+		if (__atomic_load_n(&app->status->sleeping[0], __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&ctx->atx.r->sleeping, __ATOMIC_RELAXED)) {
 			uint64_t one = 1;
-			ssize_t n = ss_sys_write(app->doorbell, &one, sizeof(one));
+			ssize_t n;
 
+			/* Rung for this sleep: the service stays "sleeping"
+			 * until it runs, and clears this before it sleeps
+			 * again (abi.h). */
+			__atomic_store_n(&ctx->atx.r->sleeping, 1, __ATOMIC_RELAXED);
+			n = ss_sys_write(app->doorbell, &one, sizeof(one));
 			(void)n; /* EAGAIN: the counter is already non-zero */
 			ctx->st.doorbells++;
 		}

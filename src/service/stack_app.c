@@ -676,7 +676,16 @@ bool ss_stack_may_sleep(struct ss_stack *s)
 		return false;
 	if (!s->reg)
 		return true;
-	__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 1, __ATOMIC_RELAXED);
+	/* Doorbells rung during the last sleep are spent: each context may
+	 * ring once for the next (abi.h).  Before the flag's store, so a
+	 * context that sees it set sees its own latch cleared. */
+	for (uint32_t i = 0; i < s->n_active; i++) {
+		struct ss_app *a = s->active[i];
+		for (uint32_t c = 0; c < a->n_ctx; c++)
+			if (__atomic_load_n(&a->ctx[c].atx->sleeping, __ATOMIC_RELAXED))
+				__atomic_store_n(&a->ctx[c].atx->sleeping, 0, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&s->reg->status->sleeping[s->fp_index], 1, __ATOMIC_RELEASE);
 	/* Dekker with the apps: our flag store before their prod load, their
 	 * prod store before our prod load (each side has a full fence). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

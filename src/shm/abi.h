@@ -136,10 +136,14 @@
  * indices; slot = index & (slots - 1).  Producer: write slot, then
  * store-release prod.  Consumer: load-acquire prod, read slots, then
  * store-release cons.  Wake-ups (no kick lost, none needless):
- *   - app -> service: the service sets status->sleeping[fp] = 1, issues a
+ *   - app -> service: the service clears every context's atx->sleeping
+ *     (there: "doorbell rung"), sets status->sleeping[fp] = 1, issues a
  *     full fence, re-checks every queue, then blocks.  A producer, after
  *     store-release of prod and a full fence, writes the doorbell only if
- *     it sees sleeping set.
+ *     it sees status->sleeping set and its atx->sleeping clear, and sets
+ *     atx->sleeping first: one write per context per sleep, however many
+ *     batches the context publishes before the service runs again (it
+ *     cannot clear status->sleeping until it does).
  *   - service -> app: the application sets arx->sleeping = 1, full fence,
  *     re-checks arx, then blocks on its context eventfd.  The service,
  *     after publishing a burst of events, writes the eventfd once if
@@ -149,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 5u
+#define SS_SHM_VERSION 6u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -252,7 +256,7 @@ struct ss_shm_conn_info {
 struct ss_shm_ring {
 	_Alignas(SS_SHM_CACHELINE) uint32_t prod;
 	_Alignas(SS_SHM_CACHELINE) uint32_t cons;
-	_Alignas(SS_SHM_CACHELINE) uint32_t sleeping; /* consumer is blocked (arx only) */
+	_Alignas(SS_SHM_CACHELINE) uint32_t sleeping; /* arx: consumer blocked; atx: doorbell rung */
 	/* slots follow at the next cache line */
 };
 

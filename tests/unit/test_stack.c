@@ -958,6 +958,40 @@ static void conn_tests(void)
 	test_connect_refused();
 }
 
+/*
+ * The doorbell latch (abi.h): before it sleeps, the service clears each
+ * context's atx->sleeping, set by the application when it rang during
+ * the last sleep, and only then sets its own flag; a queue with work
+ * keeps it awake (the flag cleared again), latch cleared all the same.
+ */
+static void test_sleep_doorbell_latch(void)
+{
+	struct sh h;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	sh_pump(&h, 2);
+	struct ss_app_ctx *cx = sh_ctx(&h);
+	uint32_t *svc = &h.reg.status->sleeping[h.st.fp_index];
+
+	__atomic_store_n(&cx->atx->sleeping, 1, __ATOMIC_RELAXED);
+	CHECK(ss_stack_may_sleep(&h.st));
+	CHECK_EQ_U64(*svc, 1);
+	CHECK_EQ_U64(cx->atx->sleeping, 0);
+	ss_stack_woke(&h.st);
+	CHECK_EQ_U64(*svc, 0);
+
+	/* A command not taken yet: no sleep. */
+	__atomic_store_n(&cx->atx->sleeping, 1, __ATOMIC_RELAXED);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_NOP });
+	CHECK(!ss_stack_may_sleep(&h.st));
+	CHECK_EQ_U64(*svc, 0);
+	CHECK_EQ_U64(cx->atx->sleeping, 0);
+	sh_pump(&h, 2);
+	CHECK(ss_stack_may_sleep(&h.st));
+	ss_stack_woke(&h.st);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	conn_tests();
@@ -968,6 +1002,7 @@ int main(void)
 	test_hostile_commands();
 	test_random_commands();
 	test_tx_csum_offload_frames();
+	test_sleep_doorbell_latch();
 	/* Again, the stack leaving every TCP checksum to the "port"
 	 * (sh_deliver() completes them as a NIC would; the peer checks). */
 	uint64_t marked = sh_csum_offload_total;

@@ -637,9 +637,22 @@ static void test_doorbell(void)
 	CHECK(ss_listen(x.ctx, 3, 1, 3) == 0);
 	CHECK(ss_flush(x.ctx) == 0);
 	CHECK_EQ_U64(fake_doorbell(&x.f), 1);       /* one kick per batch */
+	CHECK_EQ_U64(fake_atx(&x.f, 0)->sleeping, 1);  /* latched */
+	/* The service has not run yet (its flag still set): more batches,
+	 * no more kicks. */
+	CHECK(ss_listen(x.ctx, 4, 1, 4) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(ss_listen(x.ctx, 5, 1, 5) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_doorbell(&x.f), 0);
+	/* It ran and sleeps again, the latch cleared: one kick. */
+	fake_atx(&x.f, 0)->sleeping = 0;
+	CHECK(ss_listen(x.ctx, 6, 1, 6) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_doorbell(&x.f), 1);
 	ss_ctx_stats(x.ctx, &st);
-	CHECK_EQ_U64(st.doorbells, 1);
-	CHECK_EQ_U64(st.cmds, 3);
+	CHECK_EQ_U64(st.doorbells, 2);
+	CHECK_EQ_U64(st.cmds, 6);
 	fake_app_down(&x);
 }
 
