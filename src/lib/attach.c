@@ -358,6 +358,9 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 		app->region = NULL;
 		return -1;
 	}
+	/* As the service does: a page this side touches first must be a huge
+	 * one too, where the host allows (advice only). */
+	(void)madvise(app->region, (size_t)rep->region_size, MADV_HUGEPAGE);
 	app->region_size = rep->region_size;
 	if (ss_region_validate(app->region, app->region_size, n_ctx) < 0)
 		return -1;

@@ -252,6 +252,10 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->region_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
+	/* Huge pages where the host's shmem THP mode allows (bigmem.h): the
+	 * rings of thousands of connections then take a few TLB entries,
+	 * not one per connection and direction.  Advice only. */
+	(void)madvise(p, size, MADV_HUGEPAGE);
 	a->region = p;
 	a->region_size = size;
 	a->n_ctx = (uint32_t)q->contexts;

@@ -33,6 +33,9 @@ const char ss_config_usage[] =
 	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
 	"  --max-listeners N     listening ports (default 64)\n"
 	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
+	"  --shm-huge on|off     huge pages for the applications' shared regions: on sets\n"
+	"                        the host's shmem THP mode to 'advise' when it is 'never'\n"
+	"                        (default on; off leaves it, and 'never' keeps 4 KiB pages)\n"
 	"  --max-orphan-mem BYTES  data still to send, kept after its application exited\n"
 	"                        (default 268435456; beyond it such connections are reset)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
@@ -76,6 +79,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
+	cfg->shm_huge = true;
 	cfg->rx_budget = 512;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;
@@ -238,6 +242,8 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		cfg->idle_polls = (uint32_t)n;
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
+	} else if (strcmp(key, "shm-huge") == 0) {
+		return parse_on_off(key, val, &cfg->shm_huge, err, errlen);
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
 			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);

@@ -24,6 +24,7 @@ struct ss_config {
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
 	bool idle_yield;        /* sched_yield() after each empty poll */
+	bool shm_huge;          /* shmem THP "never" -> "advise" (bigmem.h) */
 	uint32_t rx_budget;     /* RX frames per round (bursts of SS_FP_BURST) */
 	uint32_t max_apps;      /* applications attached at once */
 	uint32_t max_flows;     /* TCP connections, TIME_WAIT included */

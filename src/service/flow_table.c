@@ -1,6 +1,8 @@
 /* flow_table.c - flow table: linear probing with backward-shift deletion. */
 #include "service/flow_table.h"
 
+#include "service/bigmem.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,7 +36,7 @@ int ss_flow_table_init(struct ss_flow_table *t, uint32_t capacity, uint64_t seed
 {
 	if (capacity < 2 || capacity > (UINT32_C(1) << 31) || (capacity & (capacity - 1)) != 0)
 		return -EINVAL;
-	t->slots = calloc(capacity, sizeof(*t->slots));
+	t->slots = ss_bigmem_alloc((size_t)capacity * sizeof(*t->slots));
 	if (!t->slots)
 		return -ENOMEM;
 	t->mask = capacity - 1;
@@ -46,7 +48,8 @@ int ss_flow_table_init(struct ss_flow_table *t, uint32_t capacity, uint64_t seed
 
 void ss_flow_table_fini(struct ss_flow_table *t)
 {
-	free(t->slots);
+	if (t->slots)
+		ss_bigmem_free(t->slots, ((size_t)t->mask + 1) * sizeof(*t->slots));
 	t->slots = NULL;
 	t->count = 0;
 	t->max_count = 0;

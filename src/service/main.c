@@ -14,6 +14,7 @@
 #include <rte_malloc.h>
 
 #include "service/arp_cache.h"
+#include "service/bigmem.h"
 #include "service/config.h"
 #include "service/ctl.h"
 #include "service/fastpath.h"
@@ -156,6 +157,22 @@ int main(int argc, char **argv)
 		goto out_fps;
 	}
 	reg_up = true;
+	{
+		char was[32];
+		int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg.shm_huge, was, sizeof(was));
+
+		reg.shm_huge = thp == 1;
+		if (thp < 0)
+			SS_WARN("shared regions: shmem THP mode unknown (%s: %s); 4 KiB pages assumed",
+				SS_SHMEM_THP_PATH, strerror(-thp));
+		else if (thp == 0)
+			SS_WARN("shared regions on 4 KiB pages: shmem THP mode is '%s'%s", was,
+				cfg.shm_huge ? "" : " (--shm-huge off)");
+		else if (strcmp(was, "never") == 0)
+			SS_INFO("shared regions on huge pages: shmem THP mode 'never' -> 'advise'");
+		else
+			SS_INFO("shared regions on huge pages (shmem THP mode '%s')", was);
+	}
 	struct ss_tcp_params tp;
 	ss_tcp_params_default(&tp);
 	tp.time_wait_us = cfg.time_wait_ms * 1000u;

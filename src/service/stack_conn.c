@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "service/arp_cache.h"
+#include "service/bigmem.h"
 #include "service/log.h"
 #include "wire/arp.h"
 #include "wire/bytes.h"
@@ -215,14 +216,18 @@ void stack_delack_run(struct ss_stack *s)
 struct ss_sconn *stack_conns_alloc(size_t n)
 {
 	size_t sz = sizeof(struct ss_sconn);
-	void *p = NULL;
 
+	_Static_assert(_Alignof(struct ss_sconn) <= 64, "ss_bigmem_alloc aligns to 64");
 	if (n == 0)
 		n = 1;
-	if (n > SIZE_MAX / sz || posix_memalign(&p, _Alignof(struct ss_sconn), n * sz) != 0)
+	if (n > SIZE_MAX / sz)
 		return NULL;
-	memset(p, 0, n * sz);
-	return p;
+	return ss_bigmem_alloc(n * sz);
+}
+
+void stack_conns_free(struct ss_sconn *conns, size_t n)
+{
+	ss_bigmem_free(conns, (n ? n : 1) * sizeof(struct ss_sconn));
 }
 
 int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
@@ -301,7 +306,7 @@ void ss_stack_fini(struct ss_stack *s)
 		free(s->conns[i].orphan_buf);
 	stack_loop_fini(s);
 	stack_cookie_fini(s);
-	free(s->conns);
+	stack_conns_free(s->conns, s->lim.max_flows);
 	free(s->listeners);
 	free(s->active);
 	s->conns = NULL;

@@ -34,7 +34,7 @@ int stack_cookie_init(struct ss_stack *s)
 
 void stack_cookie_fini(struct ss_stack *s)
 {
-	free(s->cookie_sc);
+	stack_conns_free(s->cookie_sc, 1);
 	s->cookie_sc = NULL;
 }
 

@@ -25,6 +25,7 @@ void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
 void stack_conns_flush(struct ss_stack *s);
 struct ss_sconn *stack_conns_alloc(size_t n);
+void stack_conns_free(struct ss_sconn *conns, size_t n);
 void stack_conn_timers_run(struct ss_stack *s);
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
