@@ -358,9 +358,10 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 		app->region = NULL;
 		return -1;
 	}
-	/* As the service does: a page this side touches first must be a huge
-	 * one too, where the host allows (advice only). */
-	(void)madvise(app->region, (size_t)rep->region_size, MADV_HUGEPAGE);
+	/* As the service does (its --shm-huge on): a page this side touches
+	 * first must be a huge one too.  Advice only. */
+	if (((const struct ss_shm_hdr *)app->region)->flags & SS_SHM_HDR_HUGE)
+		(void)madvise(app->region, (size_t)rep->region_size, MADV_HUGEPAGE);
 	app->region_size = rep->region_size;
 	if (ss_region_validate(app->region, app->region_size, n_ctx) < 0)
 		return -1;

@@ -231,7 +231,8 @@ static void refuse(struct ss_app_reg *r, int fd, const char *why)
 }
 
 /* Lays out the region and fills the trusted copy in @a. */
-static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const struct attach_req *q)
+static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const struct attach_req *q,
+		   bool huge)
 {
 	uint64_t ring_bytes = sizeof(struct ss_shm_ring);
 	uint64_t stride = align_up(ring_bytes + (uint64_t)lim->atx_slots * sizeof(struct ss_shm_cmd) +
@@ -252,10 +253,11 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, a->region_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	/* Huge pages where the host's shmem THP mode allows (bigmem.h): the
-	 * rings of thousands of connections then take a few TLB entries,
-	 * not one per connection and direction.  Advice only. */
-	(void)madvise(p, size, MADV_HUGEPAGE);
+	/* --shm-huge on: huge pages (bigmem.h), the rings of thousands of
+	 * connections then take a few TLB entries, not one per connection
+	 * and direction.  Advice only. */
+	if (huge)
+		(void)madvise(p, size, MADV_HUGEPAGE);
 	a->region = p;
 	a->region_size = size;
 	a->n_ctx = (uint32_t)q->contexts;
@@ -281,6 +283,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	h->max_conns = a->max_conns;
 	h->rxbuf_size = a->rxbuf_size;
 	h->txbuf_size = a->txbuf_size;
+	h->flags = huge ? SS_SHM_HDR_HUGE : 0;
 	h->buf_off = buf_off;
 	h->info_off = info_off;
 	h->sync_off = sync_off;
@@ -395,7 +398,7 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 		refuse(r, fd, why);
 		return 0;
 	}
-	int rc = app_map(a, &r->lim, &q);
+	int rc = app_map(a, &r->lim, &q, r->shm_huge);
 	if (rc != 0) {
 		app_release(a);
 		snprintf(why, sizeof(why), "cannot set up shared memory: %s", strerror(-rc));

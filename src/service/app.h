@@ -111,7 +111,8 @@ struct ss_app_reg {
 	int doorbell_fd;          /* eventfd the apps write to wake the fast path */
 	int reclaim_fd;           /* eventfd the fast path writes when an app is DEAD */
 	uint64_t attached, detached, refused;
-	bool shm_huge;            /* regions can have huge pages (bigmem.h) */
+	bool shm_huge;            /* regions madvised huge (--shm-huge on, bigmem.h) */
+	char shmem_thp[16];       /* the host's shmem THP mode at start, "" unknown */
 };
 
 int ss_app_reg_init(struct ss_app_reg *r, const struct ss_app_limits *lim, unsigned n_fast_paths);

@@ -33,9 +33,8 @@ const char ss_config_usage[] =
 	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
 	"  --max-listeners N     listening ports (default 64)\n"
 	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
-	"  --shm-huge on|off     huge pages for the applications' shared regions: on sets\n"
-	"                        the host's shmem THP mode to 'advise' when it is 'never'\n"
-	"                        (default on; off leaves it, and 'never' keeps 4 KiB pages)\n"
+	"  --shm-huge on|off     huge pages for the apps' shared regions; on sets the host's\n"
+	"                        shmem THP mode 'never' to 'advise' (default off)\n"
 	"  --max-orphan-mem BYTES  data still to send, kept after its application exited\n"
 	"                        (default 268435456; beyond it such connections are reset)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
@@ -79,7 +78,6 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
-	cfg->shm_huge = true;
 	cfg->rx_budget = 512;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;

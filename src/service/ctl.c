@@ -113,9 +113,9 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 	else
 		sb_printf(b, "null");
 	sb_printf(b, ", \"mac\": \"%s\", \"fast_path_threads\": %u, \"idle_wait\": \"%s\", "
-		  "\"shm_huge_pages\": %s, ",
+		  "\"shm_huge\": %s, \"shmem_thp\": \"%s\", ",
 		  mac, ctl->nb_fps, ss_nic_wait_mode_name(nic->wait_mode),
-		  jbool(ctl->reg && ctl->reg->shm_huge));
+		  jbool(ctl->reg && ctl->reg->shm_huge), ctl->reg ? ctl->reg->shmem_thp : "");
 	sb_printf(b, "\"port\": {\"id\": %u, \"driver\": \"%s\", \"kind\": \"%s\", "
 		  "\"link_up\": %s, \"name\": \"%s\", "
 		  "\"rx_queues\": %u, \"tx_queues\": %u, \"mtu\": %u, \"rss\": %s, "

@@ -158,20 +158,19 @@ int main(int argc, char **argv)
 	}
 	reg_up = true;
 	{
-		char was[32];
+		char was[sizeof(reg.shmem_thp)];
 		int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg.shm_huge, was, sizeof(was));
 
-		reg.shm_huge = thp == 1;
-		if (thp < 0)
-			SS_WARN("shared regions: shmem THP mode unknown (%s: %s); 4 KiB pages assumed",
+		snprintf(reg.shmem_thp, sizeof(reg.shmem_thp), "%s", was);
+		reg.shm_huge = cfg.shm_huge && thp == 1;
+		if (cfg.shm_huge && thp < 0)
+			SS_WARN("--shm-huge on: shmem THP mode unknown (%s: %s); regions on 4 KiB pages",
 				SS_SHMEM_THP_PATH, strerror(-thp));
-		else if (thp == 0)
-			SS_WARN("shared regions on 4 KiB pages: shmem THP mode is '%s'%s", was,
-				cfg.shm_huge ? "" : " (--shm-huge off)");
-		else if (strcmp(was, "never") == 0)
-			SS_INFO("shared regions on huge pages: shmem THP mode 'never' -> 'advise'");
-		else
-			SS_INFO("shared regions on huge pages (shmem THP mode '%s')", was);
+		else if (cfg.shm_huge && thp == 0)
+			SS_WARN("--shm-huge on: shmem THP mode is '%s'; regions on 4 KiB pages", was);
+		else if (reg.shm_huge)
+			SS_INFO("shared regions on huge pages (shmem THP mode '%s'%s)", was,
+				strcmp(was, "never") == 0 ? ", now 'advise'" : "");
 	}
 	struct ss_tcp_params tp;
 	ss_tcp_params_default(&tp);

@@ -168,6 +168,11 @@ struct ss_shm_status {
 	_Alignas(SS_SHM_CACHELINE) uint32_t sleeping[SS_SHM_MAX_FAST_PATHS];
 };
 
+/* ss_shm_hdr.flags: the service marked the region MADV_HUGEPAGE (its
+ * --shm-huge on); the library does the same on its mapping, so the pages
+ * it touches first are huge ones too. */
+#define SS_SHM_HDR_HUGE 0x1u
+
 struct ss_shm_hdr {
 	uint32_t magic;
 	uint32_t version;
@@ -181,7 +186,7 @@ struct ss_shm_hdr {
 	uint32_t max_conns;
 	uint32_t rxbuf_size;   /* power of two */
 	uint32_t txbuf_size;   /* power of two */
-	uint32_t pad_;
+	uint32_t flags;        /* SS_SHM_HDR_* */
 	uint64_t buf_off;      /* connection slot 0; page aligned */
 	uint64_t info_off;     /* struct ss_shm_conn_info of slot 0; page aligned */
 	uint64_t sync_off;     /* struct ss_shm_conn_sync of slot 0;

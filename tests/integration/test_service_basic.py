@@ -55,6 +55,11 @@ def test_service_info(service, testbed):
     assert port["rx_queues"] == 1 and port["tx_queues"] == 1, port
     assert port["kind"] == service.pmd and port["link_up"] is True, port
     assert info["idle_wait"] == "socket-poll", info
+    # --shm-huge off (the default): the host's shmem THP mode, reported as
+    # found, was left as it is, and the regions are not madvised.
+    knob = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled").read()
+    assert info["shm_huge"] is False, info
+    assert info["shmem_thp"] == re.search(r"\[(\w+)\]", knob).group(1), (info, knob)
     for key in ("id", "name", "mtu", "rss", "reta_size", "rx_csum_offload",
                 "tx_csum_offload", "tso", "max_rx_queues"):
         assert key in port, key

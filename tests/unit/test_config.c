@@ -53,7 +53,9 @@ static void test_defaults_and_options(void)
 	CHECK(!cfg.tw_reuse);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
-	CHECK(cfg.shm_huge); /* the default */
+	CHECK(!cfg.shm_huge); /* the default */
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "on"), 0);
+	CHECK(cfg.shm_huge);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "off"), 0);
 	CHECK(!cfg.shm_huge);
 	CHECK_EQ_U64(cfg.local_port_lo, 32768);

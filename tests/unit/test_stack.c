@@ -1,9 +1,12 @@
 /* test_stack.c - the service's TCP stack end to end in one process: app queues, flows, a peer engine. */
 #include "check.h"
+#include "stack_client.h"
 #include "stack_harness.h"
 #include "service/stack_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
 
@@ -992,6 +995,45 @@ static void test_sleep_doorbell_latch(void)
 	sh_fini(&h);
 }
 
+/* Whether the mapping holding @p is marked MADV_HUGEPAGE ("hg" in its
+ * /proc/self/smaps VmFlags); -1 when no mapping holds it. */
+static int advised_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512], perms[5];
+	unsigned long lo, hi;
+	int in = 0, found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0)
+			found = strstr(line, " hg") != NULL, in = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* --shm-huge: a region is madvised, and its header says so to the
+ * library, exactly when the registry has shm_huge. */
+static void test_region_huge(void)
+{
+	struct sh h;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	CHECK_EQ_U64(advised_huge(h.app->region), 0);
+	CHECK_EQ_U64(((const struct ss_shm_hdr *)(const void *)h.app->region)->flags, 0);
+	h.reg.shm_huge = true;
+	struct cl c;
+	CHECK_EQ_U64(cl_attach(&h, &c, ATTACH, NULL, 0), 1);
+	CHECK_EQ_U64(advised_huge(c.a->region), 1);
+	CHECK_EQ_U64(((const struct ss_shm_hdr *)(const void *)c.a->region)->flags, SS_SHM_HDR_HUGE);
+	cl_close(&c);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	conn_tests();
@@ -1003,6 +1045,7 @@ int main(void)
 	test_random_commands();
 	test_tx_csum_offload_frames();
 	test_sleep_doorbell_latch();
+	test_region_huge();
 	/* Again, the stack leaving every TCP checksum to the "port"
 	 * (sh_deliver() completes them as a NIC would; the peer checks). */
 	uint64_t marked = sh_csum_offload_total;

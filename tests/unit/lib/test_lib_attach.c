@@ -1,7 +1,10 @@
 /* test_lib_attach.c - ss_app_attach against a fake service: good, refused, malformed, corrupt regions. */
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -234,11 +237,58 @@ static void test_malformed(void)
 		EPROTO, __LINE__);
 }
 
+/* Whether the mapping holding @p is marked MADV_HUGEPAGE ("hg" in its
+ * /proc/self/smaps VmFlags); -1 when no mapping holds it. */
+static int advised_huge(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512], perms[5];
+	unsigned long lo, hi;
+	int in = 0, found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3)
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0)
+			found = strstr(line, " hg") != NULL, in = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+static void set_hdr_huge(struct fake_svc *f)
+{
+	((struct ss_shm_hdr *)(void *)f->region)->flags = SS_SHM_HDR_HUGE;
+}
+
+/* The library advises huge pages on its mapping exactly when the service
+ * says it did (SS_SHM_HDR_HUGE, its --shm-huge on). */
+static void test_huge_flag(void)
+{
+	for (int huge = 0; huge < 2; huge++) {
+		struct fake_opts fo = { .contexts = 1, .conns = 8,
+					.corrupt = huge ? set_hdr_huge : NULL };
+		struct ss_app_opts ao = { .contexts = 1, .conns = 8, .rxbuf = 4096, .txbuf = 4096 };
+		struct fake_svc f;
+		struct ss_app *app = attach_fake(&f, &fo, &ao);
+
+		CHECK(app != NULL);
+		if (app) {
+			CHECK_EQ_U64(advised_huge(app->region), huge);
+			ss_app_detach(app);
+		}
+		fake_stop(&f);
+	}
+}
+
 int main(void)
 {
 	test_no_service();
 	test_bad_opts();
 	test_good();
+	test_huge_flag();
 	test_env_sock();
 	test_refused();
 	test_malformed();
