@@ -1,5 +1,6 @@
 /* test_stack.c - the service's TCP stack end to end in one process: app queues, flows, a peer engine. */
 #include "check.h"
+#include "smaps.h"
 #include "stack_client.h"
 #include "stack_harness.h"
 #include "service/stack_internal.h"
@@ -995,27 +996,6 @@ static void test_sleep_doorbell_latch(void)
 	sh_fini(&h);
 }
 
-/* Whether the mapping holding @p is marked MADV_HUGEPAGE ("hg" in its
- * /proc/self/smaps VmFlags); -1 when no mapping holds it. */
-static int advised_huge(const void *p)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512], perms[5];
-	unsigned long lo, hi;
-	int in = 0, found = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3)
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-		else if (in && strncmp(line, "VmFlags:", 8) == 0)
-			found = strstr(line, " hg") != NULL, in = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /* --shm-huge: a region is madvised, and its header says so to the
  * library, exactly when the registry has shm_huge. */
 static void test_region_huge(void)
@@ -1023,12 +1003,12 @@ static void test_region_huge(void)
 	struct sh h;
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	CHECK_EQ_U64(advised_huge(h.app->region), 0);
+	CHECK_EQ_U64(smaps_advised_huge(h.app->region), 0);
 	CHECK_EQ_U64(((const struct ss_shm_hdr *)(const void *)h.app->region)->flags, 0);
 	h.reg.shm_huge = true;
 	struct cl c;
 	CHECK_EQ_U64(cl_attach(&h, &c, ATTACH, NULL, 0), 1);
-	CHECK_EQ_U64(advised_huge(c.a->region), 1);
+	CHECK_EQ_U64(smaps_advised_huge(c.a->region), 1);
 	CHECK_EQ_U64(((const struct ss_shm_hdr *)(const void *)c.a->region)->flags, SS_SHM_HDR_HUGE);
 	cl_close(&c);
 	sh_fini(&h);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "smaps.h"
 #include "fake_svc.h"
 #include "lib/lib.h"
 #include "slipstream.h"
@@ -237,27 +238,6 @@ static void test_malformed(void)
 		EPROTO, __LINE__);
 }
 
-/* Whether the mapping holding @p is marked MADV_HUGEPAGE ("hg" in its
- * /proc/self/smaps VmFlags); -1 when no mapping holds it. */
-static int advised_huge(const void *p)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512], perms[5];
-	unsigned long lo, hi;
-	int in = 0, found = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3)
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-		else if (in && strncmp(line, "VmFlags:", 8) == 0)
-			found = strstr(line, " hg") != NULL, in = 0;
-	}
-	fclose(f);
-	return found;
-}
-
 static void set_hdr_huge(struct fake_svc *f)
 {
 	((struct ss_shm_hdr *)(void *)f->region)->flags = SS_SHM_HDR_HUGE;
@@ -276,7 +256,7 @@ static void test_huge_flag(void)
 
 		CHECK(app != NULL);
 		if (app) {
-			CHECK_EQ_U64(advised_huge(app->region), huge);
+			CHECK_EQ_U64(smaps_advised_huge(app->region), huge);
 			ss_app_detach(app);
 		}
 		fake_stop(&f);

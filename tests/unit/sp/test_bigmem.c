@@ -9,37 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "smaps.h"
 
 #define MIB ((size_t)1 << 20)
-
-/* Whether the mapping holding @p has the "hg" (MADV_HUGEPAGE) flag in
- * /proc/self/smaps; -1 when the file has no such mapping. */
-static int advised_huge(const void *p)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0, found = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perms[5];
-
-		/* A mapping's first line: "lo-hi perms ..."; field lines
-		 * ("Size:", "AnonHugePages:") do not scan as that. */
-		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3) {
-			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-			continue;
-		}
-		if (in && strncmp(line, "VmFlags:", 8) == 0) {
-			found = strstr(line, " hg") != NULL;
-			in = 0;
-		}
-	}
-	fclose(f);
-	return found;
-}
 
 static int all_zero(const uint8_t *p, size_t n)
 {
@@ -66,9 +38,9 @@ static void test_sizes(void)
 		CHECK_EQ_U64(p[n - 1], 0xa5);
 		if (n >= 2 * MIB) {
 			CHECK_EQ_U64((uintptr_t)p % (2 * MIB), 0);
-			CHECK_EQ_U64(advised_huge(p), 1);
+			CHECK_EQ_U64(smaps_advised_huge(p), 1);
 		} else {
-			CHECK(advised_huge(p) != 1);
+			CHECK(smaps_advised_huge(p) != 1);
 		}
 		ss_bigmem_free(p, n);
 	}
