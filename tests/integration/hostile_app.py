@@ -45,7 +45,7 @@ ATTACH = b"attach 1 contexts=1 conns=64 rxbuf=65536 txbuf=65536\n"
 HDR = struct.Struct("<IIQIIIIIIIIIIQ")
 HDR_FIELDS = ("magic", "version", "region_size", "app_id", "n_ctx", "ctx_off",
               "ctx_stride", "atx_slots", "arx_slots", "max_conns", "rxbuf_size",
-              "txbuf_size", "pad", "buf_off")
+              "txbuf_size", "flags", "buf_off")
 SS_SHM_MAGIC = 0x314D5353
 RING_HDR = 3 * 64                    # prod, cons, sleeping: one cache line each
 CMD = struct.Struct("<B3xIIIIHHQ")   # op, conn, gen, arg, ip, port, pad, cookie
