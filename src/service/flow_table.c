@@ -48,8 +48,7 @@ int ss_flow_table_init(struct ss_flow_table *t, uint32_t capacity, uint64_t seed
 
 void ss_flow_table_fini(struct ss_flow_table *t)
 {
-	if (t->slots)
-		ss_bigmem_free(t->slots, ((size_t)t->mask + 1) * sizeof(*t->slots));
+	ss_bigmem_free(t->slots, ((size_t)t->mask + 1) * sizeof(*t->slots));
 	t->slots = NULL;
 	t->count = 0;
 	t->max_count = 0;

@@ -61,6 +61,30 @@ static void log_final_counters(struct ss_fastpath **fps, unsigned n)
 		(unsigned long long)rx, (unsigned long long)tx, (unsigned long long)drops);
 }
 
+/*
+ * --shm-huge: the host's shmem THP mode, recorded for `slipstream stats`
+ * and, with the option on, set from "never" to "advise" so the regions
+ * (madvised by app.c and the library) can have huge pages (bigmem.h).
+ */
+static void shm_huge_setup(struct ss_app_reg *reg, const struct ss_config *cfg)
+{
+	char was[sizeof(reg->shmem_thp)];
+	int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg->shm_huge, was, sizeof(was));
+
+	snprintf(reg->shmem_thp, sizeof(reg->shmem_thp), "%s", was);
+	reg->shm_huge = cfg->shm_huge && thp == 1;
+	if (!cfg->shm_huge)
+		return;
+	if (thp < 0)
+		SS_WARN("--shm-huge on: shmem THP mode unknown (%s: %s); regions on 4 KiB pages",
+			SS_SHMEM_THP_PATH, strerror(-thp));
+	else if (thp == 0)
+		SS_WARN("--shm-huge on: shmem THP mode is '%s'; regions on 4 KiB pages", was);
+	else
+		SS_INFO("shared regions on huge pages (shmem THP mode '%s'%s)", was,
+			strcmp(was, "never") == 0 ? ", now 'advise'" : "");
+}
+
 int main(int argc, char **argv)
 {
 	static struct ss_config cfg;
@@ -157,21 +181,7 @@ int main(int argc, char **argv)
 		goto out_fps;
 	}
 	reg_up = true;
-	{
-		char was[sizeof(reg.shmem_thp)];
-		int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg.shm_huge, was, sizeof(was));
-
-		snprintf(reg.shmem_thp, sizeof(reg.shmem_thp), "%s", was);
-		reg.shm_huge = cfg.shm_huge && thp == 1;
-		if (cfg.shm_huge && thp < 0)
-			SS_WARN("--shm-huge on: shmem THP mode unknown (%s: %s); regions on 4 KiB pages",
-				SS_SHMEM_THP_PATH, strerror(-thp));
-		else if (cfg.shm_huge && thp == 0)
-			SS_WARN("--shm-huge on: shmem THP mode is '%s'; regions on 4 KiB pages", was);
-		else if (reg.shm_huge)
-			SS_INFO("shared regions on huge pages (shmem THP mode '%s'%s)", was,
-				strcmp(was, "never") == 0 ? ", now 'advise'" : "");
-	}
+	shm_huge_setup(&reg, &cfg);
 	struct ss_tcp_params tp;
 	ss_tcp_params_default(&tp);
 	tp.time_wait_us = cfg.time_wait_ms * 1000u;

@@ -509,7 +509,7 @@ static uint64_t host_iv(const struct ss_cc_path *p, const struct ss_cc_params *p
  * slack (cc_host_slack_ends) and the run comes at its usual end, and every
  * run after it has the usual interval.  The data stays exact.
  */
-static void test_host_calm(void)
+static void test_host_slack(void)
 {
 	struct sh h;
 	struct ss_cc_policy pol;
@@ -713,7 +713,7 @@ int main(void)
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();
-	test_host_calm();
+	test_host_slack();
 	test_hooks_inline(SS_CC_SHARE_FLOW);
 	test_hooks_inline(SS_CC_SHARE_HOST);
 	return check_done("test_stack_cc");
