@@ -169,7 +169,7 @@ uint64_t cc_bytes_per_s(uint64_t bytes, uint64_t us)
 }
 
 uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t cap_ppm,
-			  uint32_t *flags)
+			  uint64_t floor, uint32_t *flags)
 {
 	uint64_t cap;
 
@@ -179,6 +179,8 @@ uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t 
 	if (cap_ppm == 0 || s->sent_bytes == 0 || s->interval_us == 0 || s->rate_limited)
 		return rate;
 	cap = cc_mul_ppm(cc_bytes_per_s(s->sent_bytes, s->interval_us), cap_ppm);
+	if (cap < floor)
+		cap = floor;
 	if (rate <= cap)
 		return rate;
 	*flags |= SS_CC_OUT_CAPPED;

@@ -40,10 +40,18 @@ uint64_t cc_bytes_per_s(uint64_t bytes, uint64_t us);
  * rate", checked at the start of the control step.  Only when the flow
  * sent something this interval: an idle flow has no send rate to measure
  * and keeps its rate.  Not when the pacer held it back (rate_limited): it
- * used its rate.  Sets SS_CC_OUT_CAPPED in *@flags when it cuts.
+ * used its rate.  Never below @floor, the algorithm's initial rate: a new
+ * flow starts there untested, so a flow that sent little is not worse
+ * off than one that just opened (RFC 7661 §4.4 likewise keeps an
+ * application-limited TCP's window at the initial window or more).  An
+ * iperf3 data connection sends a 37-byte cookie, then waits for the test
+ * to start: capped to 1.2 x that, its rate fell to the 1 Mbit/s floor,
+ * whose intervals (CC_IV_SEGS segments at the rate) are 46 ms long, and
+ * the ramp to 50 Mbit/s took 85 ms.  Sets SS_CC_OUT_CAPPED in *@flags
+ * when it cuts.
  */
 uint64_t cc_rate_send_cap(uint64_t rate, const struct ss_cc_sample *s, uint32_t cap_ppm,
-			  uint32_t *flags);
+			  uint64_t floor, uint32_t *flags);
 
 /*
  * A window TCP's additive increase, one MSS per RTT (RFC 5681), as a rate

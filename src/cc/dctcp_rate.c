@@ -11,7 +11,9 @@
  *     the flow actually sent at during the interval, so a flow limited by
  *     its application does not build up a rate it never tests.  Skipped
  *     when nothing was sent (no measurement), and when the pacer held the
- *     flow back (it used its rate; cc_rate_send_cap()).
+ *     flow back (it used its rate; cc_rate_send_cap()).  Never below the
+ *     initial rate: a flow that sent little is no worse off than a new
+ *     one.
  *  1. alpha = (1 - g) * alpha + g * M, M the fraction of acknowledged
  *     bytes whose ACKs echoed CE (RFC 8257 §3.3 steps 4-5); not in slow
  *     start before the first mark, so the first cut is a halving (alpha
@@ -68,7 +70,7 @@ static void dctcp_rate_on_interval(union ss_cc_state *u, const struct ss_cc_para
 	uint32_t flags = 0;
 	uint64_t rate;
 
-	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, &flags);
+	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, p->init_rate, &flags);
 	if (s->acked_bytes && (s->ecn_bytes || !st->slow_start))
 		st->alpha = cc_dctcp_alpha(st->alpha, p->g_ppm, s->acked_bytes, s->ecn_bytes);
 

@@ -14,7 +14,8 @@
  * sample since the last run), so it is as aggressive as n TCPs would be
  * together, no more and no less (see cc.h):
  *   - send-rate cap: R <= cap x the aggregate's sent rate, unless some
- *     flow was held back by its pacer (it used its rate);
+ *     flow was held back by its pacer (it used its rate); never below
+ *     n x init_rate, what n new flows would start at (cc_rate_send_cap());
  *   - alpha from the aggregate's marked bytes (RFC 8257 §3.3);
  *   - a signal: the flows that saw a loss cut by loss_md, those with marks
  *     by alpha/2, the others step:
@@ -36,7 +37,8 @@
  * Water-filling: a flow that was held back neither by its pacer nor by
  * its own window (2 RTTs of its rate: held by it, the RTT grew) did not
  * use its rate (application-limited, or held by the peer's window); its
- * demand is cap x its sent rate, as the send-rate cap gives one flow.  A
+ * demand is cap x its sent rate, at least init_rate, as the send-rate cap
+ * gives one flow.  A
  * demand below the last level counts as "small": the level is then
  * (R - small demands) / (other flows), at least R / n, and each flow is
  * paced at min(its demand, level).  One pass, no sorting: a demand that
@@ -175,7 +177,7 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 	if (p->cap_ppm == 0 || s->sent_bytes == 0)
 		return;
 	demand = cc_mul_ppm(cc_bytes_per_s(s->sent_bytes, s->interval_us), p->cap_ppm);
-	demand = cc_u64_max(demand, p->min_rate);
+	demand = cc_u64_max(demand, cc_u64_max(p->init_rate, p->min_rate));
 	if (demand < h->level) {
 		f->demand = demand;
 		h->small_sum += demand;
@@ -246,6 +248,8 @@ void ss_cc_host_run(struct ss_cc_host *h, const struct ss_cc_params *pp, uint32_
 	    h->sample_us) {
 		uint64_t cap = cc_mul_ppm(cc_mul_n(cc_bytes_per_s(h->sent, h->sample_us), all),
 					  p->cap_ppm);
+
+		cap = cc_u64_max(cap, cc_mul_n(p->init_rate, all));
 
 		if (rate > cap) {
 			rate = cap;

@@ -87,7 +87,7 @@ static void timely_on_interval(union ss_cc_state *u, const struct ss_cc_params *
 	uint32_t flags = 0, rtt = s->rtt_us;
 	uint64_t rate;
 
-	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, &flags);
+	rate = cc_rate_send_cap(st->rate, s, p->cap_ppm, p->init_rate, &flags);
 	if (rtt)
 		timely_rtt_update(st, p, rtt);
 

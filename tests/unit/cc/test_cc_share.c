@@ -260,6 +260,14 @@ static void test_marks_as_n_flows(void)
 	CHECK_EQ_U64(out.rate_bps, r - r * ((3 * 485351 + 500000) / 4) / 1000000);
 }
 
+/* The cap's floor, n x init_rate, at the 1 Mbit/s minimum: the tests of
+ * the cap's arithmetic below use rates under the 10 Mbit/s default
+ * (test_cap_floor has the floor itself). */
+static void floor_at_min(void)
+{
+	prm.dctcp_rate.init_rate = prm.dctcp_rate.min_rate;
+}
+
 /* The send-rate cap applies to the aggregate when no flow was held back
  * by its pacer; one that was lifts it. */
 static void test_cap(void)
@@ -269,6 +277,7 @@ static void test_cap(void)
 	struct ss_cc_out out;
 	struct ss_cc_sample s;
 
+	floor_at_min();
 	host_in_ca(&h, f, 2, 10000000); /* R = 10 MB/s */
 	for (int i = 0; i < 2; i++) {
 		s = bulk(1000000, 1000, 1000, 0); /* sent at 1 MB/s each */
@@ -287,6 +296,51 @@ static void test_cap(void)
 	ss_cc_host_add(&h, &prm, &f[1], &s, 5000000);
 	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
 	CHECK(!(out.flags & SS_CC_OUT_CAPPED));
+	per_run_params();
+}
+
+/*
+ * The cap never takes R below n x init_rate, nor a flow's demand below
+ * init_rate: flows that sent little (an iperf3 data connection's cookie,
+ * then a wait for the test to start) are no worse off than new ones, and
+ * their first bulk data leaves at 10 Mbit/s, not at the 1 Mbit/s floor.
+ * Below that, the cap leaves R alone (it cuts, it never raises).
+ */
+static void test_cap_floor(void)
+{
+	struct ss_cc_host h;
+	struct ss_cc_share_flow f[2];
+	struct ss_cc_out out;
+	struct ss_cc_sample s;
+
+	prm.dctcp_rate.step = 0; /* exact figures below */
+	CHECK_EQ_U64(prm.dctcp_rate.init_rate, 1250000);
+	host_in_ca(&h, f, 2, 10000000); /* R = 10 MB/s */
+	for (int i = 0; i < 2; i++) {
+		s = bulk(37000, 1000, 37, 0); /* 37 B in 1 ms each */
+		s.rate_limited = 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 5000000);
+	}
+	CHECK_EQ_U64(h.n_small, 2);
+	CHECK_EQ_U64(h.small_sum, 2 * 1250000);
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
+	CHECK(out.flags & SS_CC_OUT_CAPPED);
+	CHECK_EQ_U64(out.rate_bps, 2 * 1250000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 1250000);
+	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[1]), 1250000);
+
+	/* R under the floor (cut by marks to 2 x 0.5 MB/s): a small send
+	 * does not cut it further, and the cap does not raise it. */
+	host_in_ca(&h, f, 2, 1000000);
+	for (int i = 0; i < 2; i++) {
+		s = bulk(37000, 1000, 37, 0);
+		s.rate_limited = 0;
+		ss_cc_host_add(&h, &prm, &f[i], &s, 500000);
+	}
+	ss_cc_host_run(&h, &prm, 100, 0, 0, &out);
+	CHECK(!(out.flags & SS_CC_OUT_CAPPED));
+	CHECK_EQ_U64(out.rate_bps, 1000000);
+	per_run_params();
 }
 
 /*
@@ -302,6 +356,7 @@ static void test_water_filling(void)
 	struct ss_cc_out out;
 	struct ss_cc_sample s;
 
+	floor_at_min();
 	host_in_ca(&h, f, 4, 8000000); /* R = 16 MB/s, level 4 MB/s */
 	CHECK_EQ_U64(ss_cc_host_share(&h, &prm, &f[0]), 4000000);
 	prm.dctcp_rate.step = 0; /* exact sums below */
@@ -556,7 +611,8 @@ static void test_once_per_rtt(void)
 	r = out.rate_bps;
 	/* Flows held by their own window (the RTT grew) that sent little:
 	 * no send-rate cap (the per-run law caps R at 1.2 x 2 x 100 B/ms,
-	 * then steps). */
+	 * then steps; its floor at the minimum here). */
+	floor_at_min();
 	for (uint8_t per_rtt = 1; ; per_rtt = 0) {
 		struct ss_cc_host h2 = h;
 		struct ss_cc_share_flow f2[2] = { f[0], f[1] };
@@ -843,6 +899,7 @@ int main(void)
 	test_loss_as_n_flows();
 	test_marks_as_n_flows();
 	test_cap();
+	test_cap_floor();
 	test_water_filling();
 	test_join_leave();
 	test_members_split();

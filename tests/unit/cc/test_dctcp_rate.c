@@ -124,6 +124,19 @@ static void test_send_rate_cap(void)
 	ops->on_interval(&st, &prm, &s, &out);
 	CHECK_EQ_U64(out.rate_bps, 32000000);
 	ss_cc_params_default(&prm);
+
+	/* Little sent (37 B in 632 us, an iperf3 cookie): the cap stops at
+	 * the initial rate, 1.25 MB/s, then slow start adds the 58 544 B/s
+	 * acknowledged.  A new flow that sent so little keeps its rate. */
+	s = cc_sample(632, 37, 0);
+	s.sent_bytes = 37;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 1250000 + 58544);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_SLOW_START | SS_CC_OUT_CAPPED);
+	ops->init(&st, &prm, 1000, &out);
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 1250000 + 58544);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_RATE | SS_CC_OUT_SLOW_START);
 }
 
 /* Marks: rate *= 1 - alpha/2 with alpha updated first; then AI. */

@@ -202,6 +202,14 @@ static void test_cap_hold_floor(void)
 	CHECK_EQ_U64(out.rate_bps, 13250000);
 	CHECK(out.flags & SS_CC_OUT_HELD);
 
+	/* 100 B sent (1 MB/s): the cap stops at the initial rate, 1.25 MB/s,
+	 * then + delta. */
+	s.sent_bytes = 100;
+	s.rtt_us = 40;
+	ops->on_interval(&st, &prm, &s, &out);
+	CHECK_EQ_U64(out.rate_bps, 1250000 + prm.timely.delta);
+	CHECK(out.flags & SS_CC_OUT_CAPPED);
+
 	steady(&st, &out, 130000);
 	s.timeouts = 1;
 	ops->on_interval(&st, &prm, &s, &out);
