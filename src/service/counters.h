@@ -62,6 +62,8 @@
 	X(rx_tcp_fast)                                                           \
 	X(rx_tcp_slow)                                                           \
 	X(rx_tcp_syn)                                                            \
+	X(rx_ahead_misses)                                                       \
+	X(rx_ahead_stale)                                                        \
 	X(tx_tcp_segments)                                                       \
 	X(tx_tcp_payload_bytes)                                                  \
 	X(tcp_conn_created)                                                      \

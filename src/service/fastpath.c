@@ -217,6 +217,29 @@ static unsigned rx_flags_of(const struct rte_mbuf *m)
 	return f;
 }
 
+/*
+ * Burst processing (ss_stack_rx_prefetch()): every frame's headers are
+ * prefetched, then the TCP segments' 4-tuples go to the stack, which
+ * prefetches their flow-table slots and, a few segments ahead, their
+ * connections.  Frame by frame, each of these was a miss in turn: at 1024
+ * connections the flow-table slot alone was 11 % of the service's time.
+ */
+_Static_assert(SS_FP_BURST <= SS_STACK_RX_AHEAD, "a burst's keys fit the stack's look-ahead");
+
+static void rx_ahead(struct ss_fastpath *fp, struct rte_mbuf **rx, uint16_t n)
+{
+	struct ss_flow_key keys[SS_FP_BURST];
+	unsigned nk = 0;
+
+	for (uint16_t i = 0; i < n; i++)
+		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
+	for (uint16_t i = 0; i < n; i++)
+		if (rx[i]->nb_segs == 1 &&
+		    ss_proto_peek_tcp(rte_pktmbuf_mtod(rx[i], uint8_t *), rx[i]->data_len, &keys[nk]))
+			nk++;
+	ss_stack_rx_prefetch(fp->stack, keys, nk);
+}
+
 /* One RX burst; returns the number of frames received. */
 static uint16_t poll_once(struct ss_fastpath *fp)
 {
@@ -226,9 +249,11 @@ static uint16_t poll_once(struct ss_fastpath *fp)
 	if (n == 0)
 		return 0;
 	fp->proto.now_ns = now_ns();
+	if (fp->stack)
+		rx_ahead(fp, rx, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		if (i + 1 < n)
+		if (!fp->stack && i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
 		if (m->nb_segs != 1) {
 			ss_ctr_inc(&fp->ctr, SS_CTR_rx_packets);

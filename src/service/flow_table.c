@@ -42,6 +42,7 @@ int ss_flow_table_init(struct ss_flow_table *t, uint32_t capacity, uint64_t seed
 	t->mask = capacity - 1;
 	t->count = 0;
 	t->max_count = (uint32_t)((uint64_t)capacity * 3 / 4);
+	t->gen = 0;
 	t->seed = seed;
 	return 0;
 }
@@ -61,6 +62,12 @@ void *ss_flow_table_lookup(const struct ss_flow_table *t, const struct ss_flow_k
 	return t->slots[flow_table_find(t, k, hash)].value;
 }
 
+void *ss_flow_table_lookup_hashed(const struct ss_flow_table *t, const struct ss_flow_key *k,
+				  uint32_t hash)
+{
+	return t->slots[flow_table_find(t, k, hash)].value;
+}
+
 int ss_flow_table_insert(struct ss_flow_table *t, const struct ss_flow_key *k, void *v)
 {
 	uint32_t hash = (uint32_t)ss_flow_table_hash(t, k);
@@ -77,6 +84,7 @@ int ss_flow_table_insert(struct ss_flow_table *t, const struct ss_flow_key *k, v
 	e->hash = hash;
 	e->value = v;
 	t->count++;
+	t->gen++;
 	return 0;
 }
 
@@ -110,6 +118,7 @@ int ss_flow_table_remove(struct ss_flow_table *t, const struct ss_flow_key *k)
 	}
 	t->slots[hole].value = NULL;
 	t->count--;
+	t->gen++;
 	return 0;
 }
 
@@ -118,9 +127,10 @@ uint32_t ss_flow_table_count(const struct ss_flow_table *t)
 	return t->count;
 }
 
-void ss_flow_table_prefetch(const struct ss_flow_table *t, const struct ss_flow_key *k)
+uint32_t ss_flow_table_prefetch(const struct ss_flow_table *t, const struct ss_flow_key *k)
 {
-	uint32_t i = (uint32_t)ss_flow_table_hash(t, k) & t->mask;
+	uint32_t hash = (uint32_t)ss_flow_table_hash(t, k);
 
-	__builtin_prefetch(&t->slots[i], 0, 3);
+	__builtin_prefetch(&t->slots[hash & t->mask], 0, 3);
+	return hash;
 }

@@ -37,6 +37,8 @@ struct ss_flow_table {
 	uint32_t mask;          /* capacity - 1 */
 	uint32_t count;
 	uint32_t max_count;     /* capacity * 3 / 4 */
+	uint32_t gen;           /* + 1 at every insert and remove: an answer
+				 * kept from a lookup holds while it is equal */
 	uint64_t seed;
 };
 
@@ -88,7 +90,15 @@ static inline uint64_t ss_flow_table_hash(const struct ss_flow_table *t,
 	return ss_flow_mix64_(ss_flow_mix64_(a ^ t->seed) ^ b ^ UINT64_C(0x9e3779b97f4a7c15));
 }
 
-/* Prefetches @k's home slot, for a lookup a few packets later in a burst. */
-void ss_flow_table_prefetch(const struct ss_flow_table *t, const struct ss_flow_key *k);
+/*
+ * Prefetches @k's home slot, for a lookup a few packets later in a burst,
+ * and returns the hash, which ss_flow_table_lookup_hashed() then takes
+ * instead of computing it again.
+ */
+uint32_t ss_flow_table_prefetch(const struct ss_flow_table *t, const struct ss_flow_key *k);
+
+/* ss_flow_table_lookup() for @hash, (uint32_t)ss_flow_table_hash(t, k). */
+void *ss_flow_table_lookup_hashed(const struct ss_flow_table *t, const struct ss_flow_key *k,
+				  uint32_t hash);
 
 #endif /* SS_SERVICE_FLOW_TABLE_H */

@@ -329,6 +329,24 @@ static bool ipv4_tcp_usual(struct ss_proto_ctx *ctx, const uint8_t *frame, size_
 	return true;
 }
 
+bool ss_proto_peek_tcp(const uint8_t *frame, size_t len, struct ss_flow_key *k)
+{
+	const uint8_t *h = frame + SS_ETH_HDR_LEN;
+	size_t ihl;
+
+	if (len < SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + 4 || ss_rd16(frame + 12) != SS_ETHERTYPE_IPV4 ||
+	    (h[0] >> 4) != 4 || h[9] != SS_IPPROTO_TCP)
+		return false;
+	ihl = (size_t)(h[0] & 0x0f) * 4;
+	if (ihl < SS_IPV4_HDR_MIN || len < SS_ETH_HDR_LEN + ihl + 4)
+		return false;
+	k->local_ip = ss_rd32(h + 16);
+	k->remote_ip = ss_rd32(h + 12);
+	k->remote_port = ss_rd16(h + ihl);
+	k->local_port = ss_rd16(h + ihl + 2);
+	return true;
+}
+
 size_t ss_proto_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t len,
 		      size_t cap, unsigned rx_flags)
 {

@@ -8,6 +8,7 @@
 
 #include "service/arp_cache.h"
 #include "service/counters.h"
+#include "service/flow_table.h"
 
 /* What the NIC already verified for this frame (from mbuf ol_flags). */
 #define SS_RX_IP_CSUM_GOOD 0x1
@@ -60,6 +61,13 @@ void ss_proto_ctx_init(struct ss_proto_ctx *ctx, const uint8_t mac[6], uint32_t 
  */
 size_t ss_proto_input(struct ss_proto_ctx *ctx, uint8_t *frame, size_t len,
 		      size_t cap, unsigned rx_flags);
+
+/*
+ * The 4-tuple (struct ss_flow_key, from our side) of @frame when it looks
+ * like an IPv4 TCP segment, for ss_stack_rx_prefetch(); nothing else is
+ * checked (ss_proto_input() does that).  Returns false otherwise.
+ */
+bool ss_proto_peek_tcp(const uint8_t *frame, size_t len, struct ss_flow_key *k);
 
 /* Writes a broadcast ARP request for @target_ip; returns its length or 0. */
 size_t ss_proto_build_arp_request(const struct ss_proto_ctx *ctx, uint8_t *buf,

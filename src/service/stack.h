@@ -43,6 +43,9 @@ struct ss_proto_ctx;
  * (ss_tcp_csum_set() with offload): the port completes both. */
 #define SS_TX_CSUM 0x1
 
+/* Keys ss_stack_rx_prefetch() takes per burst (the fast path's burst). */
+#define SS_STACK_RX_AHEAD 32
+
 /* Frame output, provided by the fast path (mbufs) or a test (memory). */
 struct ss_stack_io {
 	void *arg;
@@ -262,6 +265,18 @@ struct ss_stack {
 
 	struct ss_stack_loop loop;      /* segments to our own address */
 
+	/* The receive burst's connections, looked up ahead
+	 * (ss_stack_rx_prefetch(), stack_conn.c). */
+	struct ss_stack_rx_ahead {
+		struct ss_flow_key key[SS_STACK_RX_AHEAD];
+		uint32_t hash[SS_STACK_RX_AHEAD];
+		struct ss_sconn *sc[SS_STACK_RX_AHEAD]; /* valid while ... */
+		uint32_t gen[SS_STACK_RX_AHEAD];        /* ... flows.gen is this */
+		uint16_t n;             /* keys of the burst */
+		uint16_t next;          /* the next one ss_stack_tcp_input() expects */
+		uint16_t resolved;      /* looked up: [0, resolved) */
+	} rxa;
+
 	/* SYN cookies (stack_cookie.c). */
 	struct ss_sconn *cookie_sc;     /* scratch connection that answers a SYN */
 	uint64_t cookie_until_us;       /* ACKs may carry our cookies until then */
@@ -282,6 +297,19 @@ void ss_stack_fini(struct ss_stack *s);
  */
 bool ss_stack_tcp_input(void *stack, const uint8_t *frame, const struct ss_ipv4 *ip,
 			const struct ss_tcp *seg);
+
+/*
+ * Burst processing (TAS §3.1, mTCP §4): before a receive burst goes
+ * through ss_proto_input() frame by frame, the fast path hands over the
+ * 4-tuples of its TCP segments, in order (at most SS_STACK_RX_AHEAD; the
+ * rest are ignored).  Every key's flow-table slot is prefetched now, and
+ * a few segments ahead of the one ss_stack_tcp_input() is handling, the
+ * next one's connection is looked up and its lines prefetched, so the
+ * burst's cache misses overlap instead of coming one after another.  The
+ * answers are hints: ss_stack_tcp_input() takes one only for the same key
+ * and while the table is unchanged, and looks up itself otherwise.
+ */
+void ss_stack_rx_prefetch(struct ss_stack *s, const struct ss_flow_key *keys, unsigned n);
 
 /*
  * One round of non-packet work, after an RX burst: pick up attached and

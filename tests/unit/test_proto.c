@@ -379,6 +379,38 @@ static void test_tcp_closed_port(void)
 	CHECK_EQ_U64(ctr.v[SS_CTR_tx_tcp_rst], 0);
 }
 
+/* ss_proto_peek_tcp(): a TCP segment's 4-tuple from our side, past IPv4
+ * options too; nothing for other frames or short ones (never a read past
+ * @len). */
+static void test_peek_tcp(void)
+{
+	struct ss_flow_key k;
+	size_t len = put_tcp(SS_TCP_ACK, 1, 2, 16);
+
+	CHECK(ss_proto_peek_tcp(frame, len, &k));
+	CHECK_EQ_U64(k.local_ip, OUR_IP);
+	CHECK_EQ_U64(k.remote_ip, PEER_IP);
+	CHECK_EQ_U64(k.local_port, 80);
+	CHECK_EQ_U64(k.remote_port, 40000);
+	CHECK(ss_proto_peek_tcp(frame, 14 + 20 + 4, &k));
+	CHECK(!ss_proto_peek_tcp(frame, 14 + 20 + 3, &k));
+	/* IHL 6: the ports 4 bytes further on. */
+	memmove(frame + 38, frame + 34, len - 34);
+	frame[14] = 0x46;
+	memset(frame + 34, 0, 4);
+	CHECK(ss_proto_peek_tcp(frame, len + 4, &k));
+	CHECK_EQ_U64(k.local_port, 80);
+	CHECK_EQ_U64(k.remote_port, 40000);
+	CHECK(!ss_proto_peek_tcp(frame, 14 + 24 + 3, &k));
+	frame[14] = 0x44; /* IHL below 5 */
+	CHECK(!ss_proto_peek_tcp(frame, len + 4, &k));
+	len = put_echo(SS_ICMP_ECHO_REQUEST, PEER_IP, frame + 100, 8);
+	CHECK(!ss_proto_peek_tcp(frame, len, &k));
+	len = put_arp(SS_ARP_OP_REQUEST, PEER_IP, OUR_IP);
+	CHECK(!ss_proto_peek_tcp(frame, len, &k));
+	CHECK(!ss_proto_peek_tcp(frame, 0, &k));
+}
+
 static void test_tcp_drops(void)
 {
 	reset();
@@ -486,6 +518,7 @@ int main(void)
 	test_icmp_drops();
 	test_ipv4_drops();
 	test_tcp_closed_port();
+	test_peek_tcp();
 	test_tcp_drops();
 	test_tcp_loopback();
 	test_tcp_martians_after_good();

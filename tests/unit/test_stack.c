@@ -996,6 +996,120 @@ static void test_sleep_doorbell_latch(void)
 	sh_fini(&h);
 }
 
+/* Events to whichever of @n connections they are for (by slot); a new
+ * connection's go to the first that holds none. */
+static void app_poll_many(struct sh *h, struct app_conn *ac, unsigned n)
+{
+	struct ss_shm_ev ev = { 0 };
+
+	while (sh_event(h, &ev)) {
+		unsigned i = 0;
+
+		while (i < n && !(ac[i].connected && ac[i].slot == ev.conn))
+			i++;
+		if (i == n && (ev.type == SS_EV_ACCEPTED || ev.type == SS_EV_CONNECTED))
+			for (i = 0; i < n && ac[i].connected; i++)
+				;
+		CHECK(i < n);
+		if (i < n)
+			app_on_event(h, &ac[i], &ev);
+	}
+}
+
+/* The application's bytes of @ac match the pattern stream @seed from 0. */
+static bool app_rx_is(struct sh *h, const struct app_conn *ac, uint32_t n, unsigned seed)
+{
+	uint32_t size = h->app->rxbuf_size;
+
+	if (ac->rx_avail != n)
+		return false;
+	for (uint32_t i = 0; i < n; i++)
+		if (ac->rx[(ac->rx_head + i) & (size - 1)] != sh_pat(i, seed))
+			return false;
+	return true;
+}
+
+static struct ss_flow_key peer_key(uint16_t peer_port)
+{
+	return (struct ss_flow_key){ .local_ip = SH_SVC_IP, .remote_ip = SH_PEER_IP,
+				     .local_port = 7, .remote_port = peer_port };
+}
+
+/*
+ * Receive bursts looked up ahead (ss_stack_rx_prefetch()): segments in
+ * the order given take the burst's answers; one whose key is not next is
+ * looked up (rx_ahead_misses); an answer from before the table changed is
+ * not taken (rx_ahead_stale): a SYN's answer was "no connection", and
+ * the handshake's ACK after it, from the same burst, must find the
+ * connection the SYN made.  Every byte reaches its own connection.
+ */
+static void test_rx_ahead(void)
+{
+	struct sh h;
+	struct app_conn ac[3] = { 0 };
+	struct ss_flow_key keys[4];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct sh_peer_conn *a = sh_peer_new(&h, 40000, 7), *b = sh_peer_new(&h, 40001, 7);
+	CHECK(ss_tcp_connect(&a->c, h.now_us) == 0);
+	CHECK(ss_tcp_connect(&b->c, h.now_us) == 0);
+	sh_pump(&h, 16);
+	app_poll_many(&h, ac, 2);
+	CHECK(ac[0].connected && ac[1].connected);
+
+	/* In order: both from the burst. */
+	keys[0] = peer_key(40000);
+	keys[1] = peer_key(40001);
+	ss_stack_rx_prefetch(&h.st, keys, 2);
+	CHECK(sh_peer_write(a, 0, 100, 1) == 0);
+	ss_tcp_output(&a->c, h.now_us);
+	CHECK(sh_peer_write(b, 0, 200, 2) == 0);
+	ss_tcp_output(&b->c, h.now_us);
+	CHECK_EQ_U64(h.st.rxa.next, 2);
+	sh_pump(&h, 8);
+	app_poll_many(&h, ac, 2);
+	unsigned ia = ac[0].rx_avail == 100 ? 0 : 1; /* which one is a's */
+	CHECK(app_rx_is(&h, &ac[ia], 100, 1));
+	CHECK(app_rx_is(&h, &ac[1 - ia], 200, 2));
+	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_ahead_misses), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_ahead_stale), 0);
+
+	/* b's segment where the burst expects a's: looked up, b's bytes. */
+	keys[0] = keys[1] = keys[2] = peer_key(40000);
+	ss_stack_rx_prefetch(&h.st, keys, 3);
+	CHECK(sh_peer_write(b, 200, 50, 2) == 0);
+	ss_tcp_output(&b->c, h.now_us);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_ahead_misses), 1);
+	CHECK_EQ_U64(h.st.rxa.next, 0);
+	sh_pump(&h, 8);
+	app_poll_many(&h, ac, 2);
+	CHECK(app_rx_is(&h, &ac[1 - ia], 250, 2));
+	CHECK(app_rx_is(&h, &ac[ia], 100, 1));
+
+	/* A SYN and the handshake's ACK in one burst: the ACK's answer (no
+	 * connection, from before the SYN made one) is stale. */
+	keys[0] = keys[1] = peer_key(40002);
+	ss_stack_rx_prefetch(&h.st, keys, 2);
+	CHECK(h.st.rxa.sc[1] == NULL);
+	struct sh_peer_conn *c = sh_peer_new(&h, 40002, 7);
+	CHECK(ss_tcp_connect(&c->c, h.now_us) == 0);
+	sh_pump(&h, 16);
+	CHECK_EQ_U64(h.st.rxa.next, 2);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_ahead_stale), 1);
+	CHECK_EQ_U64(h.rsts_to_peer, 0);
+	CHECK_EQ_U64(c->c.f.state, SS_TCPS_ESTABLISHED);
+	app_poll_many(&h, ac, 3);
+	CHECK(ac[2].connected);
+	CHECK(sh_peer_write(c, 0, 300, 3) == 0);
+	ss_tcp_output(&c->c, h.now_us);
+	sh_pump(&h, 8);
+	app_poll_many(&h, ac, 3);
+	CHECK(app_rx_is(&h, &ac[2], 300, 3));
+	CHECK_EQ_U64(h.app->n_conns, 3);
+	sh_fini(&h);
+}
+
 /* --shm-huge: a region is madvised, and its header says so to the
  * library, exactly when the registry has shm_huge. */
 static void test_region_huge(void)
@@ -1025,6 +1139,7 @@ int main(void)
 	test_random_commands();
 	test_tx_csum_offload_frames();
 	test_sleep_doorbell_latch();
+	test_rx_ahead();
 	test_region_huge();
 	/* Again, the stack leaving every TCP checksum to the "port"
 	 * (sh_deliver() completes them as a NIC would; the peer checks). */

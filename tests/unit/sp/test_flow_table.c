@@ -80,8 +80,17 @@ static void test_basic(void)
 	CHECK_EQ_U64(ss_flow_table_insert(&t, &b, &vc), 0);
 	CHECK_EQ_U64(ss_flow_table_count(&t), 3);
 
-	ss_flow_table_prefetch(&t, &a);
+	/* The hash a prefetch returns finds the same entries; every insert
+	 * and remove moves the generation on, a refused one does not. */
+	uint32_t gen = t.gen;
+	CHECK(ss_flow_table_lookup_hashed(&t, &a, ss_flow_table_prefetch(&t, &a)) == &va);
+	CHECK(ss_flow_table_lookup_hashed(&t, &b, ss_flow_table_prefetch(&t, &b)) == &vc);
+	CHECK_EQ_U64(ss_flow_table_prefetch(&t, &a), (uint32_t)ss_flow_table_hash(&t, &a));
+	CHECK_EQ_U64(ss_flow_table_insert(&t, &a, &vb), (uint64_t)-EEXIST);
+	CHECK_EQ_U64(t.gen, gen);
 	CHECK_EQ_U64(ss_flow_table_remove(&t, &a), 0);
+	CHECK_EQ_U64(t.gen, gen + 1);
+	CHECK(ss_flow_table_lookup_hashed(&t, &a, ss_flow_table_prefetch(&t, &a)) == NULL);
 	CHECK(ss_flow_table_lookup(&t, &a) == NULL);
 	CHECK(ss_flow_table_lookup(&t, &b) == &vc);
 	CHECK_EQ_U64(ss_flow_table_remove(&t, &a), (uint64_t)-ENOENT);
