@@ -13,9 +13,10 @@
  *     --frames--> the peers (the response carries the request's ACK; the
  *                 peer's ACK of the response rides on its next request)
  *
- * The service's work is every call of insn_svc_rx() and insn_svc_round(),
- * and only those: bench/insn_per_req.py runs this program under
- * `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=insn_svc_rx
+ * The service's work is every call of insn_svc_ahead(), insn_svc_rx() and
+ * insn_svc_round(), and only those: bench/insn_per_req.py runs this
+ * program under `valgrind --tool=callgrind --collect-atstart=no
+ * --toggle-collect=insn_svc_ahead --toggle-collect=insn_svc_rx
  * --toggle-collect=insn_svc_round`, and they are called only in the
  * measured passes (connection set-up and the warm-up passes go through
  * the unmeasured twins).  The peers, the application and the frame
@@ -140,6 +141,25 @@ static struct {
 MEASURED static size_t insn_svc_rx(uint8_t *frame, size_t len)
 {
 	return ss_proto_input(&B.proto, frame, len, FRAME_CAP, B.rx_flags);
+}
+
+/* fastpath.c's rx_ahead(): the burst's 4-tuples to the stack, which
+ * prefetches their flow-table slots and looks their connections up ahead
+ * (the headers' prefetch is the only part left out). */
+static void svc_ahead(struct frame *f, unsigned k)
+{
+	struct ss_flow_key keys[BURST];
+	unsigned nk = 0;
+
+	for (unsigned j = 0; j < k; j++)
+		if (ss_proto_peek_tcp(f[j].b, f[j].len, &keys[nk]))
+			nk++;
+	ss_stack_rx_prefetch(&B.st, keys, nk);
+}
+
+MEASURED static void insn_svc_ahead(struct frame *f, unsigned k)
+{
+	svc_ahead(f, k);
 }
 
 MEASURED static bool insn_svc_round(void)
@@ -379,6 +399,12 @@ static void svc_ingest(bool measure)
 		unsigned k = B.to_svc.n - i < BURST ? B.to_svc.n - i : BURST;
 		B.now_us += (uint64_t)k * B.us_per_req;
 		B.st.now_us = B.now_us; /* fastpath.c sets it before the burst */
+		if (k > 1 && ss_stack_rx_ahead_wanted(&B.st)) { /* as fastpath.c */
+			if (measure)
+				insn_svc_ahead(&B.to_svc.f[i], k);
+			else
+				svc_ahead(&B.to_svc.f[i], k);
+		}
 		for (unsigned j = 0; j < k; j++) {
 			struct frame *f = &B.to_svc.f[i + j];
 			size_t out = measure ? insn_svc_rx(f->b, f->len) : svc_rx_setup(f->b, f->len);

@@ -4,10 +4,11 @@
 Runs build/bench/insn_echo (the service's TCP stack in one process: peer
 engines stand in for Linux clients, an echo application works on the raw
 shared memory) under `valgrind --tool=callgrind`, collecting only inside the
-service's entry points (ss_proto_input per received frame, ss_stack_round
-per round: insn_svc_rx and insn_svc_round in insn_echo.c), and prints
-instructions per request for each connection count, split into receive
-(ss_proto_input: the request segment and the ACK it carries) and rounds
+service's entry points (the burst's look-ahead, ss_proto_input per received
+frame, ss_stack_round per round: insn_svc_ahead, insn_svc_rx and
+insn_svc_round in insn_echo.c), and prints instructions per request for
+each connection count, split into receive (the look-ahead and
+ss_proto_input: the request segment and the ACK it carries) and rounds
 (commands, output of the response, events, timers, congestion control),
 the cost of one empty round, and the top functions by their own
 instructions per request.
@@ -76,13 +77,15 @@ def run(binary, args, toggles, keep, tag):
 
 def measure(binary, conns, requests, extra, keep, top):
     args = ["--conns", str(conns), "--requests", str(requests), "--idle-rounds", "0"] + extra
-    path, info = run(binary, args, ["insn_svc_rx", "insn_svc_round"], keep, "c%d" % conns)
+    measured = ("insn_svc_ahead", "insn_svc_rx", "insn_svc_round")
+    path, info = run(binary, args, list(measured), keep, "c%d" % conns)
     total, incl = annotate(path, True)
     _, self_cost = annotate(path, False)
     n = info["requests"]
-    rx, rnd = incl.get("insn_svc_rx", 0), incl.get("insn_svc_round", 0)
-    tops = sorted(((c, f) for f, c in self_cost.items()
-                   if f not in ("insn_svc_rx", "insn_svc_round")), reverse=True)[:top]
+    rx = incl.get("insn_svc_ahead", 0) + incl.get("insn_svc_rx", 0)
+    rnd = incl.get("insn_svc_round", 0)
+    tops = sorted(((c, f) for f, c in self_cost.items() if f not in measured),
+                  reverse=True)[:top]
     if not keep:
         os.unlink(path)
     return {
@@ -145,7 +148,7 @@ def main():
     idle = measure_idle(binary, 1000, a.keep)
 
     print("Service instructions per 64-byte echo request (callgrind Ir; receive = "
-          "ss_proto_input, rounds = ss_stack_round)%s\n" %
+          "look-ahead + ss_proto_input, rounds = ss_stack_round)%s\n" %
           ((", RX and TX checksum offload" if a.csum_offload else
             ", RX checksum offload" if a.rx_csum_good else "") +
            (", cc-share " + a.cc_share if a.cc_share else "")))

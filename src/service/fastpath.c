@@ -249,11 +249,13 @@ static uint16_t poll_once(struct ss_fastpath *fp)
 	if (n == 0)
 		return 0;
 	fp->proto.now_ns = now_ns();
-	if (fp->stack)
+	bool ahead = fp->stack && n > 1 && ss_stack_rx_ahead_wanted(fp->stack);
+
+	if (ahead)
 		rx_ahead(fp, rx, n);
 	for (uint16_t i = 0; i < n; i++) {
 		struct rte_mbuf *m = rx[i];
-		if (!fp->stack && i + 1 < n)
+		if (!ahead && i + 1 < n)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
 		if (m->nb_segs != 1) {
 			ss_ctr_inc(&fp->ctr, SS_CTR_rx_packets);
