@@ -639,6 +639,7 @@ bool ss_stack_round(struct ss_stack *s, uint64_t now_us)
 	/* Each step is skipped by an inline test when it has nothing to do:
 	 * a fast path polls often and most rounds find nothing. */
 	s->now_us = now_us;
+	s->rxa.n = 0; /* the receive look-ahead covers the bursts before a round */
 	if (s->reg) {
 		apps_sync(s);
 		for (uint32_t i = 0; i < s->n_active; i++) {

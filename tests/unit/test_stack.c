@@ -1040,8 +1040,9 @@ static struct ss_flow_key peer_key(uint16_t peer_port)
  * the order given take the burst's answers; one whose key is not next is
  * looked up (rx_ahead_misses); an answer from before the table changed is
  * not taken (rx_ahead_stale): a SYN's answer was "no connection", and
- * the handshake's ACK after it, from the same burst, must find the
- * connection the SYN made.  Every byte reaches its own connection.
+ * its retransmission in the same burst must find the connection the
+ * first made.  A round ends the burst.  Every byte reaches its own
+ * connection.
  */
 static void test_rx_ahead(void)
 {
@@ -1087,16 +1088,27 @@ static void test_rx_ahead(void)
 	CHECK(app_rx_is(&h, &ac[1 - ia], 250, 2));
 	CHECK(app_rx_is(&h, &ac[ia], 100, 1));
 
-	/* A SYN and the handshake's ACK in one burst: the ACK's answer (no
-	 * connection, from before the SYN made one) is stale. */
+	/* A round ends the burst: its keys are not compared any more. */
+	sh_pump(&h, 1);
+	CHECK_EQ_U64(h.st.rxa.n, 0);
+
+	/* A SYN and its retransmission in one burst: the second's answer (no
+	 * connection, from before the first made one) is stale. */
 	keys[0] = keys[1] = peer_key(40002);
 	ss_stack_rx_prefetch(&h.st, keys, 2);
 	CHECK(h.st.rxa.sc[1] == NULL);
 	struct sh_peer_conn *c = sh_peer_new(&h, 40002, 7);
+	uint32_t flows = h.st.n_flows;
 	CHECK(ss_tcp_connect(&c->c, h.now_us) == 0);
-	sh_pump(&h, 16);
+	CHECK_EQ_U64(h.st.n_flows, flows + 1);
+	/* Its SYN again, before the round that would answer the first. */
+	h.now_us += 3000000;
+	ss_tcp_timer(&c->c, h.now_us);
+	ss_tcp_output(&c->c, h.now_us);
 	CHECK_EQ_U64(h.st.rxa.next, 2);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_rx_ahead_stale), 1);
+	CHECK_EQ_U64(h.st.n_flows, flows + 1);
+	sh_pump(&h, 16);
 	CHECK_EQ_U64(h.rsts_to_peer, 0);
 	CHECK_EQ_U64(c->c.f.state, SS_TCPS_ESTABLISHED);
 	app_poll_many(&h, ac, 3);
