@@ -177,7 +177,7 @@ void ss_cc_host_add(struct ss_cc_host *h, const struct ss_cc_params *pp,
 	if (p->cap_ppm == 0 || s->sent_bytes == 0)
 		return;
 	demand = cc_mul_ppm(cc_bytes_per_s(s->sent_bytes, s->interval_us), p->cap_ppm);
-	demand = cc_u64_max(demand, cc_u64_max(p->init_rate, p->min_rate));
+	demand = cc_u64_max(demand, p->init_rate); /* >= min_rate (ss_cc_params_check) */
 	if (demand < h->level) {
 		f->demand = demand;
 		h->small_sum += demand;

@@ -8,12 +8,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-static inline bool flow_key_eq(const struct ss_flow_key *a, const struct ss_flow_key *b)
-{
-	return a->local_ip == b->local_ip && a->remote_ip == b->remote_ip &&
-	       a->local_port == b->local_port && a->remote_port == b->remote_port;
-}
-
 /*
  * Index of the slot holding @k, or of the empty slot that ends its probe
  * run. The load limit guarantees an empty slot exists.
@@ -26,7 +20,7 @@ static inline uint32_t flow_table_find(const struct ss_flow_table *t,
 	for (;;) {
 		const struct ss_flow_entry *e = &t->slots[i];
 
-		if (!e->value || (e->hash == hash && flow_key_eq(&e->key, k)))
+		if (!e->value || (e->hash == hash && ss_flow_key_eq(&e->key, k)))
 			return i;
 		i = (i + 1) & t->mask;
 	}

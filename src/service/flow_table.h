@@ -2,6 +2,7 @@
 #ifndef SS_SERVICE_FLOW_TABLE_H
 #define SS_SERVICE_FLOW_TABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -48,6 +49,12 @@ struct ss_flow_table {
  */
 int ss_flow_table_init(struct ss_flow_table *t, uint32_t capacity, uint64_t seed);
 void ss_flow_table_fini(struct ss_flow_table *t);
+
+static inline bool ss_flow_key_eq(const struct ss_flow_key *a, const struct ss_flow_key *b)
+{
+	return a->local_ip == b->local_ip && a->remote_ip == b->remote_ip &&
+	       a->local_port == b->local_port && a->remote_port == b->remote_port;
+}
 
 /* The value stored for @k, or NULL if absent. */
 void *ss_flow_table_lookup(const struct ss_flow_table *t, const struct ss_flow_key *k);

@@ -568,12 +568,6 @@ static bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame, const st
  * and prefetched: a miss (~100-150 ns here) is over before their turn. */
 #define RX_AHEAD_DIST 4u
 
-static inline bool flow_key_same(const struct ss_flow_key *a, const struct ss_flow_key *b)
-{
-	return a->local_ip == b->local_ip && a->remote_ip == b->remote_ip &&
-	       a->local_port == b->local_port && a->remote_port == b->remote_port;
-}
-
 /* The lines a segment's receive path touches: the service's first (the
  * dirty list, flags, the app's counts, the timers) and the engine's hot
  * part (struct ss_sconn's layout). */
@@ -591,17 +585,19 @@ static inline void sconn_prefetch(const struct ss_sconn *sc)
 static void rx_ahead_resolve(struct ss_stack *s, unsigned upto)
 {
 	struct ss_stack_rx_ahead *ra = &s->rxa;
+	unsigned end = upto < ra->n ? upto + 1 : ra->n;
 
-	for (unsigned i = ra->resolved; i <= upto && i < ra->n; i++) {
+	for (unsigned i = ra->resolved; i < end; i++) {
 		struct ss_sconn *sc = ss_flow_table_lookup_hashed(&s->flows, &ra->key[i],
 								  ra->hash[i]);
 
 		ra->sc[i] = sc;
 		ra->gen[i] = s->flows.gen;
-		ra->resolved = (uint16_t)(i + 1);
 		if (sc)
 			sconn_prefetch(sc);
 	}
+	if (end > ra->resolved)
+		ra->resolved = (uint16_t)end;
 }
 
 void ss_stack_rx_prefetch(struct ss_stack *s, const struct ss_flow_key *keys, unsigned n)
@@ -627,11 +623,11 @@ static inline struct ss_sconn *rx_conn(struct ss_stack *s, const struct ss_flow_
 	struct ss_stack_rx_ahead *ra = &s->rxa;
 	unsigned j = ra->next;
 
-	if (j < ra->n && !flow_key_same(&ra->key[j], k))
+	if (j < ra->n && !ss_flow_key_eq(&ra->key[j], k))
 		j++;
 	if (j >= ra->n) /* past the burst: looped-back segments */
 		return ss_flow_table_lookup(&s->flows, k);
-	if (!flow_key_same(&ra->key[j], k)) {
+	if (!ss_flow_key_eq(&ra->key[j], k)) {
 		ss_ctr_inc(s->ctr, SS_CTR_rx_ahead_misses);
 		return ss_flow_table_lookup(&s->flows, k);
 	}
