@@ -26,7 +26,7 @@ const char ss_config_usage[] =
 	"                        after light rounds, for a fast path that shares its\n"
 	"                        CPU with the application (default on)\n"
 	"  --rx-budget N         frames a fast-path thread takes from its RX queue per round,\n"
-	"                        in bursts of 32, before the round's other work (default 512)\n"
+	"                        in bursts of 32, before the round's other work (default 128)\n"
 	"  --max-apps N          applications attached at once (default 16)\n"
 	"  --max-flows N         TCP connections incl. TIME_WAIT (default 65536)\n"
 	"  --max-app-conns N     connections one application may hold (default 16384)\n"
@@ -78,7 +78,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
-	cfg->rx_budget = 512;
+	cfg->rx_budget = 128;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;
 	cfg->max_app_conns = 16384;

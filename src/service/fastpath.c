@@ -283,7 +283,11 @@ static uint16_t poll_once(struct ss_fastpath *fp)
  * burst per round took 32 frames while the round's commands could send up
  * to 256 (and the peer answers each at once): the receive rings filled and
  * dropped.  Draining first also lets the round coalesce more (one ACK and
- * one event per connection per round).
+ * one event per connection per round).  The budget (--rx-budget, 128 by
+ * default) bounds how far apart a segment's receive and its round's flush
+ * and events are: at 512, a round's 512 connections' lines had left the
+ * caches by the flush, and both ends at 1024 connections ran 17 % slower
+ * (docs/benchmarks.md, "A smaller receive budget").
  */
 static uint32_t poll_rx(struct ss_fastpath *fp)
 {

@@ -32,7 +32,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.gateway, 0);
 	CHECK_EQ_U64(cfg.cores, 1);
 	CHECK_EQ_U64(cfg.rx_desc, 2048);
-	CHECK_EQ_U64(cfg.rx_budget, 512);
+	CHECK_EQ_U64(cfg.rx_budget, 128);
 	CHECK(cfg.idle_yield);
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
