@@ -93,7 +93,8 @@ struct peer {
 struct app_conn {
 	uint32_t slot, gen;
 	uint8_t *rx, *tx;
-	uint32_t rx_head, rx_avail, tx_tail;
+	uint32_t rx_head, rx_avail, tx_tail, tx_acked;
+	uint32_t rx_origin, tx_origin; /* shm/abi.h: as the library keeps them */
 	bool used;
 };
 
@@ -295,7 +296,8 @@ static void peers_take(void)
 		ss_tcp_input(&p->c, &seg, B.now_us);
 		uint32_t n = ss_tcp_rx_avail(&p->c), size = p->c.rx.size;
 		for (uint32_t j = 0; j < n; j++)
-			if (p->rxbuf[(p->c.f.rx_head + j) & (size - 1)] != pat(p->got + j, p->seed))
+			if (p->rxbuf[(p->c.f.rx_head - p->c.rx.origin + j) & (size - 1)] !=
+			    pat(p->got + j, p->seed))
 				B.bad = true;
 		p->got += n;
 		ss_tcp_recv_done(&p->c, n);
@@ -306,7 +308,8 @@ static void peers_take(void)
 
 /* ---- the application (not counted) -------------------------------------- */
 
-static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg, uint32_t rx_done)
+static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg, uint32_t rx_done,
+		    uint8_t flags)
 {
 	struct ss_app_ctx *cx = &B.app->ctx[0];
 	struct ss_shm_cmd *cmd = &cx->atx_slot[B.atx_prod & (B.app->atx_slots - 1)];
@@ -315,8 +318,9 @@ static void app_cmd(uint8_t op, const struct app_conn *c, uint32_t arg, uint32_t
 	cmd->conn = c->slot;
 	cmd->gen = c->gen;
 	cmd->arg = arg;
+	cmd->flags = flags;
 	if (rx_done) {
-		cmd->flags = SS_CMDF_RX_DONE;
+		cmd->flags |= SS_CMDF_RX_DONE;
 		cmd->rx_done = rx_done;
 	}
 	B.atx_prod++;
@@ -339,14 +343,23 @@ static void app_run(void)
 			c->gen = ev->gen;
 			c->rx = B.app->region + ev->rx_off;
 			c->tx = B.app->region + ev->tx_off;
-			c->rx_head = c->rx_avail = c->tx_tail = 0;
+			c->rx_head = c->rx_avail = c->tx_tail = c->tx_acked = 0;
+			c->rx_origin = c->tx_origin = 0;
 			c->used = true;
 			B.n_accepted++;
 			break;
-		case SS_EV_RX:
+		case SS_EV_RX: {
+			uint32_t tail = c->rx_head + c->rx_avail;
+			if (((tail - c->rx_origin) & (rsize - 1)) != ev->arg3)
+				c->rx_origin = tail - ev->arg3; /* libslipstream's event.c */
 			c->rx_avail += ev->arg;
+			if (ev->flags & SS_EVF_TX_ACKED)
+				c->tx_acked += ev->arg2;
 			break;
+		}
 		case SS_EV_TX_ACKED:
+			c->tx_acked += ev->arg;
+			break;
 		case SS_EV_LISTEN:
 			break;
 		default:
@@ -362,8 +375,15 @@ static void app_run(void)
 		uint32_t n = c->rx_avail;
 		if (!c->used || !n)
 			continue;
+		/* libslipstream's ss_send_space: all acknowledged, byte 0 again. */
+		uint8_t at0 = 0;
+		if (c->tx_acked == c->tx_tail && ((c->tx_tail - c->tx_origin) & (tsize - 1))) {
+			c->tx_origin = c->tx_tail;
+			at0 = SS_CMDF_TX_AT0;
+		}
 		for (uint32_t i = 0; i < n; i++)
-			c->tx[(c->tx_tail + i) & (tsize - 1)] = c->rx[(c->rx_head + i) & (rsize - 1)];
+			c->tx[(c->tx_tail - c->tx_origin + i) & (tsize - 1)] =
+				c->rx[(c->rx_head - c->rx_origin + i) & (rsize - 1)];
 		c->tx_tail += n;
 		c->rx_head += n;
 		c->rx_avail = 0;
@@ -371,10 +391,10 @@ static void app_run(void)
 		 * consumed (SS_CMDF_RX_DONE), one command; --two-cmds: the
 		 * separate TX and RX_DONE of a library before SS_SHM_VERSION 4. */
 		if (B.two_cmds) {
-			app_cmd(SS_CMD_TX, c, n, 0);
-			app_cmd(SS_CMD_RX_DONE, c, n, 0);
+			app_cmd(SS_CMD_TX, c, n, 0, at0);
+			app_cmd(SS_CMD_RX_DONE, c, n, 0, 0);
 		} else {
-			app_cmd(SS_CMD_TX, c, n, n);
+			app_cmd(SS_CMD_TX, c, n, n, at0);
 		}
 	}
 	__atomic_store_n(&cx->atx->prod, B.atx_prod, __ATOMIC_RELEASE);
@@ -556,7 +576,8 @@ static int setup(unsigned n_conns)
 		if (!p->rxbuf || !p->txbuf)
 			return -ENOMEM;
 		p->seed = i + 1;
-		struct ss_tcp_ring rx = { p->rxbuf, PEER_RING }, tx = { p->txbuf, PEER_RING };
+		struct ss_tcp_ring rx = { .base = p->rxbuf, .size = PEER_RING },
+				   tx = { .base = p->txbuf, .size = PEER_RING };
 		ss_tcp_conn_init(&p->c, &B.peer_params, PEER_IP, (uint16_t)(PEER_PORT0 + i), SVC_IP,
 				 SVC_PORT, 0x10000000u * (i + 1) + 12345, 777 * (i + 1), rx, tx,
 				 peer_emit, NULL);

@@ -68,11 +68,18 @@ int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd)
 	return 0;
 }
 
+/* SS_CMDF_TX_AT0 when @c's next TX starts a new transmit origin. */
+static inline uint8_t tx_at0(const struct ss_conn *c)
+{
+	return c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_AT0 : 0;
+}
+
 static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 		      uint32_t *count)
 {
 	struct ss_shm_cmd cmd = {
-		.op = op, .conn = c->slot, .gen = c->gen, .arg = *count,
+		.op = op, .flags = op == SS_CMD_TX ? tx_at0(c) : 0, .conn = c->slot,
+		.gen = c->gen, .arg = *count,
 	};
 
 	if (!*count)
@@ -80,6 +87,8 @@ static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 	if (ss_cmd_post(ctx, &cmd) < 0)
 		return -1;
 	*count = 0;
+	if (op == SS_CMD_TX)
+		c->tx_origin_svc = c->tx_origin;
 	return 0;
 }
 
@@ -93,12 +102,13 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 	 * request), run by the service as the two commands in this order. */
 	if (c->tx_pend && c->rx_done) {
 		struct ss_shm_cmd cmd = {
-			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE, .conn = c->slot,
+			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | tx_at0(c), .conn = c->slot,
 			.gen = c->gen, .arg = c->tx_pend, .rx_done = c->rx_done,
 		};
 
 		if (ss_cmd_post(ctx, &cmd) < 0)
 			return -1; /* both still pending, the connection dirty */
+		c->tx_origin_svc = c->tx_origin;
 		c->tx_pend = 0;
 		c->rx_done = 0;
 		ss_conn_unmark_dirty(c);

@@ -99,7 +99,7 @@ size_t ss_recv_peek(struct ss_conn *c, struct iovec iov[2])
 {
 	size_t n = conn_rx_avail(c);
 
-	ring_iov(c->rx_buf, c->ctx->app->rxbuf_size, c->rx_head, n, iov);
+	ring_iov(c->rx_buf, c->ctx->app->rxbuf_size, c->rx_head - c->rx_origin, n, iov);
 	return n;
 }
 
@@ -156,9 +156,16 @@ static size_t conn_tx_free(const struct ss_conn *c)
 
 size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 {
+	uint32_t size = c->ctx->app->txbuf_size;
 	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
 
-	ring_iov(c->tx_buf, c->ctx->app->txbuf_size, c->tx_tail, n, iov);
+	/* All acknowledged (nothing posted or pending either): write from
+	 * byte 0 again, and tell the service with the TX (shm/abi.h).  Not
+	 * while other processes may take the connection: the sync words
+	 * carry positions, not origins. */
+	if (n == size && !c->shared)
+		c->tx_origin = c->tx_tail;
+	ring_iov(c->tx_buf, size, c->tx_tail - c->tx_origin, n, iov);
 	return n;
 }
 

@@ -212,11 +212,17 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	out->cookie = 0;
 	switch (e->type) {
 	case SS_EV_RX: {
-		uint32_t used = c->rx_tail - c->rx_head;
+		uint32_t used = c->rx_tail - c->rx_head, mask = c->ctx->app->rxbuf_size - 1;
 
 		if (e->arg == 0 || c->peer_fin ||
 		    e->arg > c->ctx->app->rxbuf_size - used)
 			return -1;
+		/* The service moved the origin: only ever with nothing unread. */
+		if (((c->rx_tail - c->rx_origin) & mask) != e->arg3) {
+			if (used || e->arg3 > mask)
+				return -1;
+			c->rx_origin = c->rx_tail - e->arg3;
+		}
 		c->rx_tail += e->arg;
 		if (c->state != CONN_OPEN || c->closing)
 			return 0;

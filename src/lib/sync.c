@@ -48,12 +48,42 @@ static bool word_advance(uint64_t *w, uint32_t gen, uint32_t pos, uint32_t n)
 					   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+static void bytes_reverse(uint8_t *a, uint32_t n)
+{
+	for (uint32_t i = 0, j = n; i + 1 < j; i++, j--) {
+		uint8_t t = a[i];
+
+		a[i] = a[j - 1];
+		a[j - 1] = t;
+	}
+}
+
+/* A transmit origin the service has not been told of yet (the TX with
+ * SS_CMDF_TX_AT0 is still pending): a move would take the bytes committed
+ * since by the sync word's position alone, where the service's origin has
+ * them.  So they go there now: the ring turns in place by the difference
+ * (three reversals; what else it holds was acknowledged, so free). */
+static void tx_origin_undo(struct ss_conn *c)
+{
+	uint32_t size = c->ctx->app->txbuf_size;
+	uint32_t k = (c->tx_origin - c->tx_origin_svc) & (size - 1);
+
+	if (k) {
+		bytes_reverse(c->tx_buf, size);
+		bytes_reverse(c->tx_buf, k);
+		bytes_reverse(c->tx_buf + k, size - k);
+	}
+	c->tx_origin = c->tx_origin_svc;
+}
+
 void ss_conn_share(struct ss_conn *c)
 {
 	struct ss_shm_conn_sync *ws = conn_sync(c);
 
 	if (c->shared || c->state == CONN_CLOSED)
 		return;
+	if (c->tx_origin != c->tx_origin_svc)
+		tx_origin_undo(c);
 	c->shared = true;
 	if (!word_share(&ws->tx, c->gen, c->tx_tail))
 		c->tx_moved = true;

@@ -52,8 +52,11 @@ static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_c
 {
 	if (sc->rx_pending) {
 		struct ss_shm_ev *e = conn_ev(a, cx, sc, SS_EV_RX);
+		const struct ss_tcp_conn *c = &sc->tcp;
 
 		e->arg = sc->rx_pending;
+		/* Where the first byte is (the origin may have moved). */
+		e->arg3 = ss_tcp_rx_offset(c, c->f.rx_tail - c->rx_new - sc->rx_pending);
 		sc->rx_pending = 0;
 		if (sc->acked_pending) {
 			e->flags = SS_EVF_TX_ACKED;
@@ -491,11 +494,15 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	}
 	switch (cmd->op) {
 	case SS_CMD_TX:
-		if (ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
+		if (((cmd->flags & SS_CMDF_TX_AT0) && ss_tcp_tx_restart(&sc->tcp) != 0) ||
+		    ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
 			/* A reset that beat the command explains it best (Linux:
-			 * ECONNRESET, then EPIPE); then a bad count; then shutdown. */
+			 * ECONNRESET, then EPIPE); then a bad count (or bytes at
+			 * byte 0 of a ring that is not empty); then shutdown. */
 			int err = sc->tcp.error ? sc->tcp.error
-				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ? EINVAL : EPIPE;
+				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ||
+				    ((cmd->flags & SS_CMDF_TX_AT0) &&
+				     sc->tcp.f.tx_tail != sc->tcp.f.tx_head) ? EINVAL : EPIPE;
 			cmd_error(s, a, ctx, cmd, err);
 			if (!(cmd->flags & SS_CMDF_RX_DONE))
 				return;

@@ -333,7 +333,7 @@ static struct ss_sconn *conn_alloc(struct ss_stack *s)
  * service's copy goes. */
 static void conn_orphan_free(struct ss_stack *s, struct ss_sconn *sc)
 {
-	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ s->dead_ring, sizeof(s->dead_ring) });
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring, .size = sizeof(s->dead_ring) });
 	free(sc->orphan_buf);
 	__atomic_store_n(&s->orphan_bytes, s->orphan_bytes - sc->orphan_size, __ATOMIC_RELAXED);
 	sc->orphan_buf = NULL;
@@ -359,7 +359,7 @@ static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 /* The connection stops using the app's rings (app closed or gone). */
 static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
 {
-	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ s->dead_ring, sizeof(s->dead_ring) });
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring, .size = sizeof(s->dead_ring) });
 }
 
 /* The app's handle goes; the connection itself may live on. */
@@ -405,7 +405,7 @@ static uint32_t pow2_at_least(uint32_t n)
 static void conn_orphan(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
-	struct ss_tcp_ring spare = { s->dead_ring, sizeof(s->dead_ring) };
+	struct ss_tcp_ring spare = { .base = s->dead_ring, .size = sizeof(s->dead_ring) };
 	struct ss_tcp_ring tx = spare;
 
 	ss_tcp_close(c, s->now_us);
@@ -446,8 +446,8 @@ uint32_t stack_conn_ts_offset(const struct ss_stack *s, uint32_t iss)
 static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
 		       uint16_t ctx, uint32_t rip, uint16_t rport, uint16_t lport, uint32_t iss)
 {
-	struct ss_tcp_ring rx = { ss_app_rx_ring(a, slot), a->rxbuf_size };
-	struct ss_tcp_ring tx = { ss_app_tx_ring(a, slot), a->txbuf_size };
+	struct ss_tcp_ring rx = { .base = ss_app_rx_ring(a, slot), .size = a->rxbuf_size };
+	struct ss_tcp_ring tx = { .base = ss_app_tx_ring(a, slot), .size = a->txbuf_size };
 
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);

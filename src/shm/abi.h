@@ -153,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 6u
+#define SS_SHM_VERSION 7u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -290,6 +290,9 @@ enum ss_shm_cmd_op {
 #define SS_CMDF_RX_DONE 0x02 /* TX: also SS_CMD_RX_DONE of rx_done bytes, after the TX
 			      * (one command for a reply; the service runs the two
 			      * parts as the two commands in that order, errors alike) */
+#define SS_CMDF_TX_AT0 0x04  /* TX: the bytes start at byte 0 of the transmit ring (all
+			      * sent before was acknowledged; else EINVAL and the TX
+			      * part is not taken; see the end of this file) */
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 
@@ -315,9 +318,10 @@ enum ss_shm_ev_type {
 	SS_EV_LISTEN,     /* cookie, conn = listener id, error; flags SS_EVF_MEMBER */
 	SS_EV_CONNECTED,  /* cookie, conn, gen, error (0 = open), endpoints, buffers */
 	SS_EV_ACCEPTED,   /* cookie = listener's cookie, conn, gen, endpoints, buffers */
-	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring; flags
-			   * SS_EVF_TX_ACKED: arg2 bytes of the transmit ring
-			   * acknowledged too, as a TX_ACKED after it */
+	SS_EV_RX,         /* conn, gen, bytes appended to the receive ring, arg3 the
+			   * ring byte the first of them is at (see the end of this
+			   * file); flags SS_EVF_TX_ACKED: arg2 bytes of the transmit
+			   * ring acknowledged too, as a TX_ACKED after it */
 	SS_EV_TX_ACKED,   /* conn, gen, bytes of the transmit ring acknowledged (now free) */
 	SS_EV_PEER_FIN,   /* conn, gen: the peer will send no more */
 	SS_EV_RESET,      /* conn, gen, error (ECONNRESET) */
@@ -368,8 +372,27 @@ _Static_assert(sizeof(struct ss_shm_cmd) == 32, "command slot is 32 bytes");
 _Static_assert(sizeof(struct ss_shm_ev) == 64, "event slot is one cache line");
 _Static_assert(sizeof(struct ss_shm_ring) == 3 * SS_SHM_CACHELINE, "ring header layout");
 
-/* Receive/transmit ring positions: the app and the service each track the
- * stream positions themselves from events and commands; position p is at
- * byte (p & (size - 1)) of the ring. */
+/*
+ * Receive/transmit ring positions: the app and the service each track the
+ * stream positions themselves from events and commands.  Position p is at
+ * byte (p - origin) & (size - 1) of its ring, and a ring's origin moves
+ * only while the ring is empty, so that the next bytes go to byte 0 again
+ * (a connection with one small message at a time keeps to one cache line
+ * of each ring instead of walking through all of it):
+ *   receive: the service moves it when new data arrives while everything
+ *     before was consumed (RX_DONE) and nothing is held out of order.
+ *     Every SS_EV_RX says in arg3 where its first byte is; where that is
+ *     not where the application expected it, the application had
+ *     consumed everything (else the event is bogus) and moves its origin.
+ *   transmit: the application moves it when everything it sent was
+ *     acknowledged (TX_ACKED), writes from byte 0, and sets SS_CMDF_TX_AT0
+ *     on the TX of those bytes.  It does not while the connection is
+ *     shared with other processes (fork: the sync words carry positions
+ *     only), and before sharing it puts unposted bytes back where the old
+ *     origin has them.
+ * A handle that comes with SS_EV_CONNECTED, ACCEPTED, ADOPTED or RETURNED
+ * starts with origin 0 for both rings (a move copies the bytes into
+ * place).
+ */
 
 #endif /* SS_SHM_ABI_H */

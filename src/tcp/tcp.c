@@ -123,7 +123,7 @@ bool ss_tcp_rst_reply(const struct ss_tcp *in, struct ss_tcp *rst)
 
 void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, uint32_t len)
 {
-	uint32_t off = pos & (r->size - 1);
+	uint32_t off = (pos - r->origin) & (r->size - 1);
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(dst, r->base + off, first);
@@ -133,7 +133,7 @@ void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, 
 
 void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len)
 {
-	uint32_t off = pos & (r->size - 1);
+	uint32_t off = (pos - r->origin) & (r->size - 1);
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(r->base + off, src, first);
@@ -275,19 +275,31 @@ int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ri
 	}
 	f->rx_head = f->rx_tail;
 	tcp_ooo_clear(c);
+	tx.origin = 0; /* the copy above put position p at p & (size - 1) */
 	c->rx = spare;
 	c->tx = tx;
 	return 0;
+}
+
+/* The whole of ring @src into @dst (same size, origin 0): byte b of @src
+ * holds position origin + b, which goes to byte (origin + b) & mask. */
+static void ring_rotate_copy(const struct ss_tcp_ring *dst, const struct ss_tcp_ring *src)
+{
+	uint32_t k = src->origin & (src->size - 1);
+
+	memcpy(dst->base + k, src->base, src->size - k);
+	memcpy(dst->base, src->base + (src->size - k), k);
 }
 
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx)
 {
 	if (rx.size != c->rx.size || tx.size != c->tx.size)
 		return -1;
-	/* Positions are free-running and taken modulo the size: with equal
-	 * sizes every byte (in order, out of order, unsent) keeps its place. */
-	memcpy(rx.base, c->rx.base, rx.size);
-	memcpy(tx.base, c->tx.base, tx.size);
+	/* Every byte (in order, out of order, unsent) goes to where its
+	 * position is with origin 0. */
+	ring_rotate_copy(&rx, &c->rx);
+	ring_rotate_copy(&tx, &c->tx);
+	rx.origin = tx.origin = 0;
 	c->rx = rx;
 	c->tx = tx;
 	return 0;

@@ -66,11 +66,19 @@ const char *ss_tcp_state_name(enum ss_tcp_state s);
 #define SS_TCP_EV_CLOSED 0x40    /* state became CLOSED: the caller may free the conn
 				  * once it has delivered the other events */
 
-/* Circular byte buffer; size is a power of two. Positions are free-running
- * 32-bit counters, taken modulo size. */
+/* Circular byte buffer; size is a power of two.  Positions are free-running
+ * 32-bit counters; position p is at byte (p - origin) & (size - 1).
+ *
+ * The origin moves only while the ring holds nothing (receive: all data
+ * consumed, none out of order; transmit: all of it acknowledged), so that
+ * the next byte goes to byte 0 again: a connection that carries one small
+ * message at a time keeps touching the same cache line of its ring,
+ * instead of a new one per message through the whole ring (at thousands
+ * of connections those lines all come from memory, docs/benchmarks.md). */
 struct ss_tcp_ring {
 	uint8_t *base;
 	uint32_t size;
+	uint32_t origin;
 };
 
 /*
@@ -404,6 +412,24 @@ static inline uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c)
 	return c->f.rx_tail - c->f.rx_head;
 }
 
+/* The application wrote the next bytes to send from byte 0 of the
+ * transmit ring (it may when all it sent was acknowledged: shm/abi.h
+ * SS_CMDF_TX_AT0): the origin moves to tx_tail.  Returns 0, or -1 (nothing
+ * changes) if the ring still holds unacknowledged bytes. */
+static inline int ss_tcp_tx_restart(struct ss_tcp_conn *c)
+{
+	if (c->f.tx_tail != c->f.tx_head)
+		return -1;
+	c->tx.origin = c->f.tx_tail;
+	return 0;
+}
+
+/* Byte of the receive ring where stream position @pos is. */
+static inline uint32_t ss_tcp_rx_offset(const struct ss_tcp_conn *c, uint32_t pos)
+{
+	return (pos - c->rx.origin) & (c->rx.size - 1);
+}
+
 /* Inline: the per-reply command's part (stack_app.c). */
 static inline int ss_tcp_send(struct ss_tcp_conn *c, uint32_t n)
 {
@@ -488,7 +514,8 @@ uint32_t ss_tcp_tx_queued(const struct ss_tcp_conn *c);
 int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ring spare);
 /* ss_tcp_rings_move - the connection's payload moves to rings @rx and @tx
  * of the same sizes (another process adopted it): contents are copied,
- * positions stay.  Returns 0, or -1 (nothing changed) if a size differs. */
+ * positions stay, and the new rings start with origin 0 (the bytes are
+ * rotated into place, so the adopter maps position p to p & (size - 1)).  Returns 0, or -1 (nothing changed) if a size differs. */
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx);
 
 /*
@@ -537,7 +564,7 @@ uint32_t ss_tcp_isn(const uint8_t secret[16], uint32_t local_ip, uint16_t local_
  * (and fills nothing) if @in is itself a RST: a RST is never answered. */
 bool ss_tcp_rst_reply(const struct ss_tcp *in, struct ss_tcp *rst);
 
-/* Copy @len bytes from / to ring position @pos (wrapping). */
+/* Copy @len bytes from / to ring position @pos (wrapping; origin applied). */
 void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, uint32_t len);
 void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len);
 

@@ -21,6 +21,8 @@ struct app_conn {
 	uint8_t *rx, *tx;
 	uint32_t rx_head, rx_avail;  /* stream positions the app tracks */
 	uint32_t tx_tail, tx_unacked;
+	uint32_t rx_origin, tx_origin; /* shm/abi.h: byte (p - origin) & (size - 1) */
+	uint64_t rx_at0, tx_at0;     /* RX events at ring byte 0; TXs with SS_CMDF_TX_AT0 */
 	bool peer_fin, reset, closed, connected;
 	uint16_t error;
 	uint64_t echoed;
@@ -38,9 +40,16 @@ static void app_on_event(struct sh *h, struct app_conn *ac, const struct ss_shm_
 		ac->rx = h->app->region + ev->rx_off;
 		ac->tx = h->app->region + ev->tx_off;
 		break;
-	case SS_EV_RX:
+	case SS_EV_RX: {
+		uint32_t tail = ac->rx_head + ac->rx_avail;
+		if (((tail - ac->rx_origin) & (h->app->rxbuf_size - 1)) != ev->arg3) {
+			CHECK_EQ_U64(ac->rx_avail, 0); /* moves only when all was consumed */
+			ac->rx_origin = tail - ev->arg3;
+		}
+		ac->rx_at0 += ev->arg3 == 0;
 		ac->rx_avail += ev->arg;
 		break;
+	}
 	case SS_EV_TX_ACKED:
 		ac->tx_unacked -= ev->arg;
 		break;
@@ -74,20 +83,29 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 		n = space;
 	if (n == 0)
 		return;
+	/* As libslipstream: all acknowledged, so write from byte 0 again. */
+	uint8_t at0 = 0;
+	if (!ac->tx_unacked && ((ac->tx_tail - ac->tx_origin) & (size - 1))) {
+		ac->tx_origin = ac->tx_tail;
+		at0 = SS_CMDF_TX_AT0;
+		ac->tx_at0++;
+	}
 	for (uint32_t i = 0; i < n; i++)
-		ac->tx[(ac->tx_tail + i) & (size - 1)] = ac->rx[(ac->rx_head + i) & (rsize - 1)];
+		ac->tx[(ac->tx_tail - ac->tx_origin + i) & (size - 1)] =
+			ac->rx[(ac->rx_head - ac->rx_origin + i) & (rsize - 1)];
 	ac->tx_tail += n;
 	ac->tx_unacked += n;
 	ac->rx_head += n;
 	ac->rx_avail -= n;
 	ac->echoed += n;
 	if (echo_merged) { /* libslipstream's: one TX carrying the bytes consumed */
-		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE,
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | at0,
 						.conn = ac->slot, .gen = ac->gen, .arg = n,
 						.rx_done = n });
 		return;
 	}
-	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .conn = ac->slot, .gen = ac->gen, .arg = n });
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = at0, .conn = ac->slot,
+					.gen = ac->gen, .arg = n });
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac->slot, .gen = ac->gen,
 					.arg = n });
 }
@@ -1140,6 +1158,71 @@ static void test_region_huge(void)
 	sh_fini(&h);
 }
 
+/*
+ * Ring origins (shm/abi.h): one request at a time, each read and answered
+ * before the next.  Every request after the first lands at receive byte
+ * 0 (the service saw everything consumed), every reply after the first is
+ * written at transmit byte 0 (SS_CMDF_TX_AT0: the last one was
+ * acknowledged), and the peer gets every byte, in order.  A TX_AT0 while
+ * bytes are unacknowledged is EINVAL and takes nothing.
+ */
+static void test_rpc_ring_origin(void)
+{
+	struct sh h;
+	struct ss_shm_ev ev = { 0 };
+	struct app_conn ac = { 0 };
+	CHECK(sh_init(&h, ATTACH) == 0);
+	echo_merged = true;
+	test_listen(&h, 7);
+	struct sh_peer_conn *p = peer_connected(&h, 40007, &ac);
+	uint64_t sent = 0, got = 0;
+	bool bad = false;
+	const unsigned reqs = 200;
+	for (unsigned r = 0; r < reqs; r++) {
+		uint32_t n = 64 + r % 7; /* never a divisor of the ring */
+		CHECK(sh_peer_write(p, sent, n, 3) == 0);
+		sent += n;
+		ss_tcp_output(&p->c, h.now_us);
+		sh_pump(&h, 8);
+		app_poll(&h, &ac, true);
+		sh_pump(&h, 8);
+		sh_peer_read_check(p, &got, 3, &bad);
+		h.now_us += 1000;
+	}
+	CHECK_EQ_U64(got, sent);
+	CHECK(!bad);
+	CHECK_EQ_U64(ac.echoed, sent);
+	CHECK_EQ_U64(ac.rx_at0, reqs);     /* the first at byte 0 anyway */
+	CHECK_EQ_U64(ac.tx_at0, reqs - 1); /* the first was at byte 0 */
+	CHECK_EQ_U64(ac.rx_origin, sent - (64 + (reqs - 1) % 7));
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 0);
+
+	/* With the reply not acknowledged yet, a TX at byte 0 is refused. */
+	CHECK(sh_peer_write(p, sent, 64, 3) == 0);
+	sent += 64;
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	uint32_t tail = h.app->slot_conn[ac.slot]->tcp.f.tx_tail + 64;
+	app_poll(&h, &ac, true); /* the reply's TX, then one more in the same batch */
+	CHECK_EQ_U64(ac.tx_unacked, 64);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_AT0,
+					 .conn = ac.slot, .gen = ac.gen, .arg = 10 });
+	sh_pump(&h, 1);
+	CHECK(sh_event(&h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.arg, SS_CMD_TX);
+	CHECK_EQ_U64(h.app->slot_conn[ac.slot]->tcp.f.tx_tail, tail);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 1);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	sh_peer_read_check(p, &got, 3, &bad);
+	CHECK_EQ_U64(got, sent);
+	CHECK(!bad);
+	sh_fini(&h);
+	echo_merged = false;
+}
+
 int main(void)
 {
 	conn_tests();
@@ -1148,6 +1231,7 @@ int main(void)
 	test_connect_arp();
 	test_event_ring_full();
 	test_hostile_commands();
+	test_rpc_ring_origin();
 	test_random_commands();
 	test_tx_csum_offload_frames();
 	test_sleep_doorbell_latch();

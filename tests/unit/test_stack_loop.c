@@ -23,6 +23,7 @@ struct ep {
 	uint32_t slot, gen;
 	uint8_t *rx, *tx;
 	uint32_t rx_head, rx_avail, tx_tail, tx_unacked;
+	uint32_t rx_origin; /* shm/abi.h: where the service put the receive origin */
 	uint64_t to_send, sent, got;  /* stream bytes */
 	unsigned seed_tx, seed_rx;    /* sh_pat() streams each way */
 	uint64_t hash_tx, hash_rx;    /* FNV-1a over what was written / read */
@@ -95,9 +96,15 @@ static void cl_poll(struct cl *c, struct ep *eps, unsigned n)
 			if (ev.error)
 				e->closed = true; /* a failed connect has no handle */
 			break;
-		case SS_EV_RX:
+		case SS_EV_RX: {
+			uint32_t tail = e->rx_head + e->rx_avail;
+			if (((tail - e->rx_origin) & (RING - 1)) != ev.arg3) {
+				CHECK_EQ_U64(e->rx_avail, 0); /* only when all was consumed */
+				e->rx_origin = tail - ev.arg3;
+			}
 			e->rx_avail += ev.arg;
 			break;
+		}
 		case SS_EV_TX_ACKED:
 			e->tx_unacked -= ev.arg;
 			break;
@@ -146,7 +153,7 @@ static void ep_read(struct ep *e)
 	if (!e->connected || n == 0)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
-		uint8_t b = e->rx[(e->rx_head + i) & (RING - 1)];
+		uint8_t b = e->rx[(e->rx_head - e->rx_origin + i) & (RING - 1)];
 		if (b != sh_pat(e->got + i, e->seed_rx))
 			e->bad = true;
 		e->hash_rx = fnv(e->hash_rx, b);

@@ -290,7 +290,10 @@ void fake_rx(struct fake_svc *f, unsigned ctx, uint32_t slot, uint32_t gen,
 
 	for (uint32_t i = 0; i < len; i++)
 		ring[(pos + i) & (f->o.rxbuf - 1)] = ((const uint8_t *)data)[i];
-	fake_ev_conn(f, ctx, SS_EV_RX, slot, gen, len, 0);
+	/* The fake's receive origin stays 0 (shm/abi.h). */
+	fake_ev(f, ctx, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = slot, .gen = gen, .arg = len,
+					    .arg3 = pos & (f->o.rxbuf - 1) });
+	fake_publish(f, ctx);
 }
 
 uint32_t fake_cmd_pending(struct fake_svc *f, unsigned ctx)

@@ -258,12 +258,14 @@ static void test_tx_wrap(void)
 	CHECK_MEM(ring + 3000, data + 3000, 1096);
 	CHECK_MEM(ring, data + 4096, 1000);
 
-	/* Ack all; a write now straddles the end of the ring (pos 5096). */
-	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 2096, 0);
+	/* Ack all but one byte; a write now straddles the end of the ring
+	 * (pos 5096; with nothing left unacknowledged it would start at byte
+	 * 0 instead, test_ring_origin). */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 2095, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
-	CHECK_EQ_U64(ss_send_space(c, iov), 4096);
+	CHECK_EQ_U64(ss_send_space(c, iov), 4095);
 	CHECK_EQ_U64(iov[0].iov_len, 4096 - 1000);
-	CHECK_EQ_U64(iov[1].iov_len, 1000);
+	CHECK_EQ_U64(iov[1].iov_len, 999);
 	CHECK_EQ_U64(ss_send(c, data, 3500), 3500);
 	CHECK_MEM(ring + 1000, data, 3096);
 	CHECK_MEM(ring, data + 3096, 404);
@@ -282,7 +284,7 @@ static void test_tx_wrap(void)
 	CHECK_EQ_U64(errno, EPIPE);
 	CHECK_EQ_U64(ss_send_space(c, iov), 0);
 	/* Acks still free space after shutdown. */
-	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3510, 0);
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 1, 77, 3511, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ss_send_queued(c), 0);
 	CHECK_EQ_U64(fake_app_bogus(&x), 1);
@@ -328,7 +330,9 @@ static void test_rx_with_ack(void)
 	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
 					      .conn = 2, .gen = 9, .arg = 100, .arg2 = 300 });
 	fake_publish(&x.f, 0);
-	fake_ev_conn(&x.f, 0, SS_EV_RX, 2, 9, 20, 0);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = 2, .gen = 9, .arg = 20,
+					      .arg3 = 100 });
+	fake_publish(&x.f, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 3);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
 	CHECK_EQ_U64(ev[0].bytes, 100);
@@ -346,7 +350,8 @@ static void test_rx_with_ack(void)
 
 	/* Room for one: DATA now, SENT kept for the next poll; no sleep. */
 	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
-					      .conn = 2, .gen = 9, .arg = 40, .arg2 = 200 });
+					      .conn = 2, .gen = 9, .arg = 40, .arg2 = 200,
+					      .arg3 = 120 });
 	fake_publish(&x.f, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 1), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
@@ -361,13 +366,124 @@ static void test_rx_with_ack(void)
 
 	/* An acknowledgement of more than was sent is bogus; the data counts. */
 	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .flags = SS_EVF_TX_ACKED,
-					      .conn = 2, .gen = 9, .arg = 10, .arg2 = 1 });
+					      .conn = 2, .gen = 9, .arg = 10, .arg2 = 1,
+					      .arg3 = 160 });
 	fake_publish(&x.f, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_DATA);
 	CHECK_EQ_U64(ev[0].bytes, 10);
 	CHECK_EQ_U64(fake_app_bogus(&x), 1);
 	CHECK_EQ_U64(ss_recv_peek(c, iov), 50);
+out:
+	fake_app_down(&x);
+}
+
+/*
+ * Ring origins (shm/abi.h): a send with everything acknowledged starts at
+ * transmit byte 0 and its TX says so (SS_CMDF_TX_AT0), once; data the
+ * service put elsewhere is read where the RX event says, which it may
+ * say only when everything before was consumed (else the event is bogus
+ * and changes nothing).
+ */
+static void test_ring_origin(void)
+{
+	struct fake_app x;
+	struct ss_event ev[4];
+	struct iovec iov[2];
+	uint8_t data[600];
+	struct ss_conn *c;
+	uint8_t *tx, *rx;
+	struct ss_shm_cmd cmd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_one(&x, 4, 2);
+	if (!c)
+		goto out;
+	tx = x.f.region + fake_tx_off(&x.f, 4);
+	rx = x.f.region + fake_rx_off(&x.f, 4);
+
+	/* The first send is at byte 0 already: no flag. */
+	CHECK_EQ_U64(ss_send(c, data, 100), 100);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 4, 2, 100);
+	CHECK_MEM(tx, data, 100);
+	/* Not all acknowledged: the next one follows at byte 100. */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 4, 2, 60, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ss_send(c, data + 100, 50), 50);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 4, 2, 50);
+	CHECK_MEM(tx + 100, data + 100, 50);
+	/* All acknowledged: from byte 0 again, the TX flagged; the space
+	 * is the whole ring in one piece. */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 4, 2, 90, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ss_send_space(c, iov), 4096);
+	CHECK_EQ_U64(iov[0].iov_len, 4096);
+	CHECK_EQ_U64(ss_send(c, data + 200, 70), 70);
+	CHECK_EQ_U64(ss_send(c, data + 270, 30), 30); /* same TX */
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_TX);
+	CHECK_EQ_U64(cmd.flags, SS_CMDF_TX_AT0);
+	CHECK_EQ_U64(cmd.arg, 100);
+	CHECK_MEM(tx, data + 200, 100);
+	/* Once: the next send (100 unacknowledged) follows, unflagged. */
+	CHECK_EQ_U64(ss_send(c, data + 300, 10), 10);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_CMD(&x, SS_CMD_TX, 4, 2, 10);
+	CHECK_MEM(tx + 100, data + 300, 10);
+	/* A reply after a request: both flags on the one command. */
+	fake_rx(&x.f, 0, 4, 2, 0, data, 40);
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, 4, 2, 110, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 2);
+	CHECK(ss_recv_done(c, 40) == 0);
+	CHECK_EQ_U64(ss_send(c, data + 400, 40), 40);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_TX);
+	CHECK_EQ_U64(cmd.flags, SS_CMDF_TX_AT0 | SS_CMDF_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 40);
+	CHECK_EQ_U64(cmd.rx_done, 40);
+	CHECK_MEM(tx, data + 400, 40);
+
+	/* Receive: 40 consumed, the service starts again at byte 0. */
+	memcpy(rx, data + 500, 30);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = 4, .gen = 2, .arg = 30,
+					      .arg3 = 0 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 30);
+	CHECK_EQ_U64(iov[0].iov_len, 30);
+	CHECK_MEM(iov[0].iov_base, data + 500, 30);
+	/* With 30 unread, an event elsewhere than byte 30 is bogus. */
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = 4, .gen = 2, .arg = 5,
+					      .arg3 = 0 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
+	CHECK_EQ_U64(fake_app_bogus(&x), 1);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 30);
+	/* At byte 30 it is taken; and beyond the ring it is bogus. */
+	memcpy(rx + 30, data + 530, 5);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = 4, .gen = 2, .arg = 5,
+					      .arg3 = 30 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 35);
+	CHECK_MEM(iov[0].iov_base, data + 500, 35);
+	CHECK(ss_recv_done(c, 35) == 0);
+	fake_ev(&x.f, 0, &(struct ss_shm_ev){ .type = SS_EV_RX, .conn = 4, .gen = 2, .arg = 5,
+					      .arg3 = 4096 });
+	fake_publish(&x.f, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
+	CHECK_EQ_U64(fake_app_bogus(&x), 2);
+	CHECK_EQ_U64(ss_recv_peek(c, iov), 0);
 out:
 	fake_app_down(&x);
 }
@@ -696,6 +812,7 @@ int main(void)
 	test_rx_wrap();
 	test_tx_wrap();
 	test_rx_with_ack();
+	test_ring_origin();
 	test_atx_full();
 	test_atx_full_counts();
 	test_close_lifecycle();

@@ -180,9 +180,63 @@ static void test_consume_refused(void)
 	fake_app_down(&x);
 }
 
+/*
+ * A send that started a new transmit origin (all acknowledged: byte 0,
+ * shm/abi.h) but is not posted yet when the process forks: the sync word
+ * carries only the position, so the bytes go back to where the service's
+ * origin has them before the word is shared, and the TX goes unflagged.
+ * While shared, sends do not start at byte 0.
+ */
+static void test_share_undoes_origin(void)
+{
+	struct fake_app x;
+	struct ss_event ev[2];
+	struct ss_shm_cmd cmd = { 0 };
+	uint8_t data[64], *tx;
+	struct ss_conn *c;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 29 + 1);
+	if (fake_app_up(&x, NULL) < 0) {
+		CHECK(0);
+		return;
+	}
+	c = accept_shared_slot(&x);
+	tx = x.f.region + fake_tx_off(&x.f, SLOT);
+	send_exact(c, 300);
+	CHECK(ss_flush(x.ctx) == 0);
+	cmd_next(&x, SS_CMD_TX, 300);
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, SLOT, GEN, 300, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 2), 1);
+	/* All acknowledged: this one is written at byte 0, not yet posted. */
+	CHECK_EQ_U64(ss_send(c, data, 40), 40);
+	CHECK_MEM(tx, data, 40);
+	ss_conn_share(c);
+	/* Moved to byte 300, where position 300 is for the service. */
+	CHECK_MEM(tx + 300, data, 40);
+	CHECK_EQ_U64(*sync_word(&x, SLOT), ss_sync_word(GEN, SS_SYNC_ON, 340));
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_TX);
+	CHECK_EQ_U64(cmd.flags, 0);
+	CHECK_EQ_U64(cmd.arg, 40);
+	/* Shared: all acknowledged again, yet the next bytes follow at 340. */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, SLOT, GEN, 40, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 2), 1);
+	CHECK_EQ_U64(ss_send(c, data + 40, 20), 20);
+	CHECK_MEM(tx + 340, data + 40, 20);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
+	CHECK_EQ_U64(cmd.flags, 0);
+	CHECK_EQ_U64(cmd.arg, 20);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
+}
+
 int main(void)
 {
 	test_commit_refused();
+	test_share_undoes_origin();
 	test_consume_refused();
 	test_share_moved();
 	return check_done("test_lib_sync");

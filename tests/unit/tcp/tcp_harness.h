@@ -207,7 +207,7 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->now = 1000000;
 	h->peer_tsval = 5000;
 	h->peer_nxt = cfg->peer_iss;
-	struct ss_tcp_ring rx = { h->rxbuf, cfg->rx_size }, tx = { h->txbuf, cfg->tx_size };
+	struct ss_tcp_ring rx = { .base = h->rxbuf, .size = cfg->rx_size }, tx = { .base = h->txbuf, .size = cfg->tx_size };
 
 	ss_tcp_conn_init(&h->c, &h->p, H_SRC_IP, 40000, H_DST_IP, 80, cfg->iss,
 			 cfg->ts_offset, rx, tx, h_emit, h);
@@ -475,7 +475,8 @@ static inline int h_app_send(struct harness *h, uint32_t len)
 	if (len > ss_tcp_tx_space(&h->c))
 		return -1;
 	for (uint32_t i = 0; i < len; i++)
-		h->txbuf[(h->c.f.tx_tail + i) & (h->c.tx.size - 1)] = h_pat_ours(h->app_tx + i);
+		h->txbuf[(h->c.f.tx_tail - h->c.tx.origin + i) & (h->c.tx.size - 1)] =
+			h_pat_ours(h->app_tx + i);
 	int rc = ss_tcp_send(&h->c, len);
 
 	if (rc == 0)

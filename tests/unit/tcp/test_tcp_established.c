@@ -84,6 +84,69 @@ static void test_established_rx_window_fill(void)
 	harness_free(&h);
 }
 
+/* Ring origins (struct ss_tcp_ring): the receive ring starts again at
+ * byte 0 when data comes with nothing unread and nothing out of order,
+ * and only then; the transmit ring when the application says so
+ * (ss_tcp_tx_restart) with everything acknowledged, and only then. */
+static void test_established_ring_origin(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_established(&h, &cfg);
+	h_peer_send(&h, 1000);
+	CHECK_EQ_U64(h.c.rx.origin, 0);
+	CHECK(ss_tcp_recv_done(&h.c, 1000) == 0);
+	/* Empty: the next 500 go to byte 0. */
+	h_peer_send(&h, 500);
+	CHECK_EQ_U64(h.c.rx.origin, 1000);
+	CHECK_EQ_U64(ss_tcp_rx_offset(&h.c, 1000), 0);
+	CHECK(h_rx_matches(&h, 0, 1000, 500));
+	/* 300 unread: the origin stays, the next 100 follow at byte 500. */
+	CHECK(ss_tcp_recv_done(&h.c, 200) == 0);
+	h_peer_send(&h, 100);
+	CHECK_EQ_U64(h.c.rx.origin, 1000);
+	CHECK(h_rx_matches(&h, 500, 1500, 100));
+	/* Empty but for data out of order: it stays too, so the interval
+	 * (at byte 2000 - 1000) is where the in-order data meets it. */
+	CHECK(ss_tcp_recv_done(&h.c, 400) == 0);
+	h_peer_data_at(&h, 2000, 300, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.f.ooo_len, 300);
+	h_peer_data_at(&h, 1600, 400, h.c.f.snd_max, 0);
+	h.peer_nxt += 700;
+	CHECK_EQ_U64(h.c.rx.origin, 1000);
+	CHECK_EQ_U64(h.c.f.rx_tail, 2300);
+	CHECK(h_rx_matches(&h, 600, 1600, 700));
+	/* All read: the next bytes at 0 again. */
+	CHECK(ss_tcp_recv_done(&h.c, 700) == 0);
+	h_peer_send(&h, 1200);
+	CHECK_EQ_U64(h.c.rx.origin, 2300);
+	CHECK(h_rx_matches(&h, 0, 2300, 1200));
+	h_output(&h);
+	h_clear(&h);
+
+	/* Transmit: refused with bytes unacknowledged, nothing changes. */
+	CHECK(h_app_send(&h, 700) == 0);
+	CHECK(ss_tcp_tx_restart(&h.c) == -1);
+	CHECK_EQ_U64(h.c.tx.origin, 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	h_clear(&h);
+	h_peer_data_at(&h, h.peer_nxt - cfg.peer_iss - 1, 0, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(ss_tcp_tx_queued(&h.c), 0);
+	/* All acknowledged: position 700 is byte 0 from now on. */
+	CHECK(ss_tcp_tx_restart(&h.c) == 0);
+	CHECK_EQ_U64(h.c.tx.origin, 700);
+	CHECK(h_app_send(&h, 900) == 0);
+	CHECK_EQ_U64(h.txbuf[0], h_pat_ours(700));
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 900);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	harness_free(&h);
+}
+
 /* Out-of-order intervals kept (up to SS_TCP_OOO_MAX), merged, reported
  * in SACK blocks (latest first, RFC 2018 §4), then absorbed in order. */
 static void test_established_rx_out_of_order(void)
@@ -1180,6 +1243,7 @@ int main(void)
 	test_established_rx_in_order_burst();
 	test_established_rx_window_fill();
 	test_established_rx_out_of_order();
+	test_established_ring_origin();
 	test_established_rx_duplicate_overlap();
 	test_established_seq_wraparound();
 	test_established_tx_segmentation();
