@@ -121,26 +121,6 @@ bool ss_tcp_rst_reply(const struct ss_tcp *in, struct ss_tcp *rst)
 	return true;
 }
 
-void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst, uint32_t len)
-{
-	uint32_t off = (pos - r->origin) & (r->size - 1);
-	uint32_t first = r->size - off < len ? r->size - off : len;
-
-	memcpy(dst, r->base + off, first);
-	if (len > first) /* wraps */
-		memcpy((uint8_t *)dst + first, r->base, len - first);
-}
-
-void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src, uint32_t len)
-{
-	uint32_t off = (pos - r->origin) & (r->size - 1);
-	uint32_t first = r->size - off < len ? r->size - off : len;
-
-	memcpy(r->base + off, src, first);
-	if (len > first) /* wraps */
-		memcpy(r->base, (const uint8_t *)src + first, len - first);
-}
-
 /* Every path to CLOSED goes through here, so EV_CLOSED is set exactly once
  * and no timer survives. */
 void tcp_state_set(struct ss_tcp_conn *c, enum ss_tcp_state st)
