@@ -333,7 +333,8 @@ static struct ss_sconn *conn_alloc(struct ss_stack *s)
  * service's copy goes. */
 static void conn_orphan_free(struct ss_stack *s, struct ss_sconn *sc)
 {
-	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring, .size = sizeof(s->dead_ring) });
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring,
+							  .size = sizeof(s->dead_ring) });
 	free(sc->orphan_buf);
 	__atomic_store_n(&s->orphan_bytes, s->orphan_bytes - sc->orphan_size, __ATOMIC_RELAXED);
 	sc->orphan_buf = NULL;
@@ -359,7 +360,8 @@ static void conn_free(struct ss_stack *s, struct ss_sconn *sc)
 /* The connection stops using the app's rings (app closed or gone). */
 static void conn_detach_rings(struct ss_stack *s, struct ss_sconn *sc)
 {
-	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring, .size = sizeof(s->dead_ring) });
+	ss_tcp_rings_release(&sc->tcp, (struct ss_tcp_ring){ .base = s->dead_ring,
+							  .size = sizeof(s->dead_ring) });
 }
 
 /* The app's handle goes; the connection itself may live on. */

@@ -64,7 +64,8 @@ bool stack_cookie_synack(struct ss_stack *s, struct ss_lmember *m, const uint8_t
 	/* The rings are never touched (a SYN-ACK carries no data); their
 	 * sizes give the window and our window scale, as the member's own
 	 * connection would have them. */
-	struct ss_tcp_ring rx = { .base = NULL, .size = a->rxbuf_size }, tx = { .base = NULL, .size = a->txbuf_size };
+	struct ss_tcp_ring rx = { .base = NULL, .size = a->rxbuf_size };
+	struct ss_tcp_ring tx = { .base = NULL, .size = a->txbuf_size };
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, seg->dport, ip->src, seg->sport, cookie, 0,
 			 rx, tx, stack_conn_emit, s);
 	memcpy(sc->peer_mac, frame + 6, 6);

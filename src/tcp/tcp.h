@@ -516,7 +516,8 @@ int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ri
 /* ss_tcp_rings_move - the connection's payload moves to rings @rx and @tx
  * of the same sizes (another process adopted it): contents are copied,
  * positions stay, and the new rings start with origin 0 (the bytes are
- * rotated into place, so the adopter maps position p to p & (size - 1)).  Returns 0, or -1 (nothing changed) if a size differs. */
+ * rotated into place, so the adopter maps position p to p & (size - 1)).
+ * Returns 0, or -1 (nothing changed) if a size differs. */
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx);
 
 /*

@@ -119,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ss_tcp_params_default(&p);
 	p.max_retries = 4;
 	p.syn_retries = 2;
-	struct ss_tcp_ring rx = { .base = rxbuf, .size = FZ_RX_SIZE }, tx = { .base = txbuf, .size = FZ_TX_SIZE };
+	struct ss_tcp_ring rx = { .base = rxbuf, .size = FZ_RX_SIZE };
+	struct ss_tcp_ring tx = { .base = txbuf, .size = FZ_TX_SIZE };
 
 	ss_tcp_conn_init(&c, &p, 0x0a000001, 1234, 0x0a000002, 80, iss, 42, rx, tx, fz_emit, &z);
 

@@ -225,7 +225,8 @@ static inline struct sh_peer_conn *sh_peer_new(struct sh *h, uint16_t lport, uin
 			p->rxbuf = calloc(1, SH_PEER_RING);
 			p->txbuf = calloc(1, SH_PEER_RING);
 		}
-		struct ss_tcp_ring rx = { .base = p->rxbuf, .size = SH_PEER_RING }, tx = { .base = p->txbuf, .size = SH_PEER_RING };
+		struct ss_tcp_ring rx = { .base = p->rxbuf, .size = SH_PEER_RING };
+		struct ss_tcp_ring tx = { .base = p->txbuf, .size = SH_PEER_RING };
 		ss_tcp_conn_init(&p->c, &h->params, SH_PEER_IP, lport, SH_SVC_IP, rport,
 				 0x10000000u * (i + 1) + 12345, 777 * (i + 1), rx, tx, sh_peer_emit, h);
 		p->used = true;
@@ -439,7 +440,8 @@ static inline int sh_peer_write(struct sh_peer_conn *p, uint64_t off, uint32_t n
 {
 	uint32_t size = p->c.tx.size;
 	for (uint32_t i = 0; i < n; i++)
-		p->txbuf[(p->c.f.tx_tail - p->c.tx.origin + i) & (size - 1)] = sh_pat(off + i, seed);
+		p->txbuf[(p->c.f.tx_tail - p->c.tx.origin + i) & (size - 1)] =
+			sh_pat(off + i, seed);
 	return ss_tcp_send(&p->c, n);
 }
 

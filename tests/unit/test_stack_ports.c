@@ -1262,7 +1262,8 @@ static uint32_t peer_read_hash(struct sh_peer_conn *k, uint64_t *h)
 {
 	uint32_t n = ss_tcp_rx_avail(&k->c), size = k->c.rx.size;
 	for (uint32_t i = 0; i < n; i++)
-		*h = hash_bytes(*h, &k->rxbuf[(k->c.f.rx_head - k->c.rx.origin + i) & (size - 1)], 1);
+		*h = hash_bytes(*h, &k->rxbuf[(k->c.f.rx_head - k->c.rx.origin + i) & (size - 1)],
+				1);
 	ss_tcp_recv_done(&k->c, n);
 	return n;
 }

@@ -207,7 +207,8 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->now = 1000000;
 	h->peer_tsval = 5000;
 	h->peer_nxt = cfg->peer_iss;
-	struct ss_tcp_ring rx = { .base = h->rxbuf, .size = cfg->rx_size }, tx = { .base = h->txbuf, .size = cfg->tx_size };
+	struct ss_tcp_ring rx = { .base = h->rxbuf, .size = cfg->rx_size };
+	struct ss_tcp_ring tx = { .base = h->txbuf, .size = cfg->tx_size };
 
 	ss_tcp_conn_init(&h->c, &h->p, H_SRC_IP, 40000, H_DST_IP, 80, cfg->iss,
 			 cfg->ts_offset, rx, tx, h_emit, h);
