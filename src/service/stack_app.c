@@ -493,16 +493,15 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		return;
 	}
 	switch (cmd->op) {
-	case SS_CMD_TX:
-		if (((cmd->flags & SS_CMDF_TX_AT0) && ss_tcp_tx_restart(&sc->tcp) != 0) ||
-		    ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
+	case SS_CMD_TX: {
+		bool at0_refused = (cmd->flags & SS_CMDF_TX_AT0) && ss_tcp_tx_restart(&sc->tcp) != 0;
+
+		if (at0_refused || ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
 			/* A reset that beat the command explains it best (Linux:
 			 * ECONNRESET, then EPIPE); then a bad count (or bytes at
 			 * byte 0 of a ring that is not empty); then shutdown. */
-			int err = sc->tcp.error ? sc->tcp.error
-				  : cmd->arg > ss_tcp_tx_space(&sc->tcp) ||
-				    ((cmd->flags & SS_CMDF_TX_AT0) &&
-				     sc->tcp.f.tx_tail != sc->tcp.f.tx_head) ? EINVAL : EPIPE;
+			bool bad = at0_refused || cmd->arg > ss_tcp_tx_space(&sc->tcp);
+			int err = sc->tcp.error ? sc->tcp.error : bad ? EINVAL : EPIPE;
 			cmd_error(s, a, ctx, cmd, err);
 			if (!(cmd->flags & SS_CMDF_RX_DONE))
 				return;
@@ -517,6 +516,7 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		    ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0)
 			cmd_rx_done_error(s, a, ctx, cmd, EINVAL); /* the TX part stands */
 		break;
+	}
 	case SS_CMD_RX_DONE:
 		if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {
 			cmd_error(s, a, ctx, cmd, EINVAL);
