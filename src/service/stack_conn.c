@@ -81,7 +81,7 @@ conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t h
 	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
 	size_t len = hdr_len + payload_len;
 
-	ss_tcp_csum_set(l4, len, c->local_ip, c->remote_ip, ol);
+	ss_tcp_csum_set_base(l4, len, c->csum_base, ol);
 	/* IPv4 and Ethernet headers written field by field, the IPv4
 	 * checksum from the values (no struct, no pass over the header). */
 	ss_ipv4_write(l3, ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */

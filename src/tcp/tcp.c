@@ -45,6 +45,7 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	c->local_port = local_port;
 	c->remote_ip = remote_ip;
 	c->remote_port = remote_port;
+	c->csum_base = ss_tcp_csum_base(local_ip, remote_ip);
 	c->iss = iss;
 	c->ts_offset = ts_offset;
 	c->rx = rx;

@@ -286,6 +286,8 @@ struct ss_tcp_conn {
 	uint8_t st_new;         /* a count other than fast_path/slow_path changed
 				 * since the caller last cleared this: it drains
 				 * st only then (the common path changes none) */
+	uint32_t csum_base;     /* ss_tcp_csum_base(local_ip, remote_ip): each
+				 * segment's checksum adds only its length */
 	uint64_t rtt_start_us;        /* when rtt_seq was sent */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
 	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */

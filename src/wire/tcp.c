@@ -299,11 +299,7 @@ size_t ss_tcp_hdr_write(uint8_t *buf, const struct ss_tcp *h)
 
 void ss_tcp_csum_set(uint8_t *seg, size_t len, uint32_t src_ip, uint32_t dst_ip, bool offload)
 {
-	if (offload) /* the pseudo-header sum, folded, not complemented */
-		ss_wr16(seg + 16, (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(
-					  src_ip, dst_ip, SS_IPPROTO_TCP, (uint16_t)len)));
-	else
-		ss_wr16(seg + 16, ss_csum_l4_ipv4(src_ip, dst_ip, SS_IPPROTO_TCP, seg, len));
+	ss_tcp_csum_set_base(seg, len, ss_tcp_csum_base(src_ip, dst_ip), offload);
 }
 
 size_t ss_tcp_build_in_place_csum(uint8_t *buf, size_t cap, const struct ss_tcp *h,

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "wire/bytes.h"
+#include "wire/csum.h"
+#include "wire/ipv4.h"
 
 #define SS_TCP_HDR_MIN 20
 #define SS_TCP_HDR_MAX 60
@@ -280,6 +282,34 @@ static inline size_t ss_tcp_write_usual(uint8_t *buf, uint16_t sport, uint16_t d
  * (see ss_tcp_build_in_place_csum()).
  */
 void ss_tcp_csum_set(uint8_t *seg, size_t len, uint32_t src_ip, uint32_t dst_ip, bool offload);
+
+/*
+ * The pseudo-header's address and protocol words for host-order
+ * @src_ip/@dst_ip (RFC 9293 §3.1), summed and not folded (below 2^19): a
+ * connection's, computed once, for ss_tcp_csum_set_base().
+ */
+static inline uint32_t ss_tcp_csum_base(uint32_t src_ip, uint32_t dst_ip)
+{
+	return (src_ip >> 16) + (src_ip & 0xFFFF) + (dst_ip >> 16) + (dst_ip & 0xFFFF) +
+	       SS_IPPROTO_TCP;
+}
+
+/*
+ * ss_tcp_csum_set() from @base = ss_tcp_csum_base(src_ip, dst_ip): the same
+ * bytes, inline, with the addresses' words not summed again (the
+ * per-segment path).
+ */
+static inline void ss_tcp_csum_set_base(uint8_t *seg, size_t len, uint32_t base, bool offload)
+{
+	uint32_t sum = base + (uint32_t)len;
+
+	if (!offload)
+		sum = ss_csum_partial(seg, len, sum);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	sum = (sum & 0xFFFF) + (sum >> 16);
+	/* offload: the pseudo-header sum, folded, not complemented */
+	ss_wr16(seg + 16, (uint16_t)(offload ? sum : ~sum));
+}
 
 /*
  * What the NIC does for a segment built with ss_tcp_build_in_place_csum(offload):

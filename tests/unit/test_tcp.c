@@ -304,7 +304,8 @@ static void test_roundtrip_random(void)
  * timestamps alone or no options (urgent pointer 0), the same bytes as
  * ss_tcp_hdr_write() and, with the payload after it and
  * ss_tcp_csum_set(), as ss_tcp_build_in_place_csum() in both checksum
- * modes; every byte of the header written. */
+ * modes (with offload, the pseudo-header sum csum.c gives), and
+ * ss_tcp_csum_set_base() the same; every byte of the header written. */
 static void test_write_usual(void)
 {
 	uint64_t rng = 7323;
@@ -335,6 +336,17 @@ static void test_write_usual(void)
 		    memcmp(a, b, hl + pl) != 0)
 			bad++;
 		if (!ol && !ss_tcp_csum_ok(src, dst, a, hl + pl))
+			bad++;
+		/* with offload, the pseudo-header sum from csum.c's own helpers */
+		uint16_t pseudo = (uint16_t)~ss_csum_fold(
+			ss_csum_pseudo_ipv4(src, dst, SS_IPPROTO_TCP, (uint16_t)(hl + pl)));
+		if (ol && ss_rd16(a + 16) != pseudo)
+			bad++;
+		/* the inline form a connection uses, from its base */
+		memcpy(b, a, hl + pl);
+		ss_wr16(b + 16, 0);
+		ss_tcp_csum_set_base(b, hl + pl, ss_tcp_csum_base(src, dst), ol);
+		if (memcmp(a, b, hl + pl) != 0)
 			bad++;
 	}
 	CHECK_EQ_U64(bad, 0);
