@@ -122,6 +122,23 @@ int ss_recv_done(struct ss_conn *c, size_t n)
 	return 0;
 }
 
+/*
+ * A read's release may wait for the next command or sleep (an RPC server's
+ * reply then carries it, SS_CMDF_RX_DONE: one command a request instead of
+ * two) unless the service may need it for the window it offers: the bytes
+ * it counts as used (unread, and read but not reported) over half the
+ * ring, or the unreported ones an eighth of it.  Below both, the window it
+ * offers is at least half the ring either way.  A shared connection
+ * reports at once (other processes read from the same ring).
+ */
+bool ss_recv_done_due(const struct ss_conn *c)
+{
+	uint32_t size = c->ctx->app->rxbuf_size;
+
+	return c->shared || c->rx_done >= size / 8 ||
+	       (c->rx_tail - c->rx_head) + c->rx_done > size / 2;
+}
+
 size_t ss_recv(struct ss_conn *c, void *buf, size_t len)
 {
 	struct iovec iov[2];

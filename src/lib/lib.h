@@ -123,6 +123,11 @@ void ss_conn_mark_dirty(struct ss_conn *c);
 void ss_conn_unmark_dirty(struct ss_conn *c);
 int ss_ctx_flush_quiet(struct ss_ctx *ctx);
 
+/* conn.c: whether the bytes @c consumed and has not reported yet should go
+ * to the service now, not with the next flush (a send's, or before the
+ * context sleeps). */
+bool ss_recv_done_due(const struct ss_conn *c);
+
 /* event.c: ss_poll for a thread other than the one that armed @ctx and
  * sleeps on its eventfd (the POSIX layer's poller): the events are taken
  * but the arming stays, so the service still signals the sleeper and

@@ -213,6 +213,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	int64_t deadline = ssp_deadline(s->rcvtimeo_ms ? s->rcvtimeo_ms : -1);
 	bool released = false, pumped = false;
+	struct ss_conn *rel = NULL; /* the connection released from, last */
 
 	if (io_begin(s, flags, RECV_FLAGS, "recv flags", nonblock, deadline, s->rcvtimeo_ms) < 0)
 		return -1;
@@ -273,6 +274,7 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 			if (!first && ss_recv_done(c, (size_t)w) < 0)
 				continue; /* moved away meanwhile: not taken, read again later */
 			released = true;
+			rel = c;
 			got += (size_t)w;
 			if (got == want || !(flags & MSG_WAITALL) || sink->full)
 				break;
@@ -320,7 +322,9 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 			}
 		}
 	}
-	if (released)
+	/* The release goes with the next command or sleep unless the window
+	 * needs it now (ss_recv_done_due()). */
+	if (released && (s->conn != rel || ss_recv_done_due(rel)))
 		ss_flush(s->cx->ctx);
 	return (ssize_t)got;
 }

@@ -782,7 +782,7 @@ static void test_ep_dup(int fd, uint32_t slot, uint32_t pos)
 	CHECK(ssp_fd_get(again) == obj);
 	ssp_close(again);
 	while (fake_cmd(&fk, 1, &cmd))
-		; /* the RX_DONE */
+		; /* what was posted (the read's release waits: test_recv_done_deferred) */
 }
 
 /*
@@ -956,6 +956,80 @@ static void test_cancel_cost(int fd, uint32_t slot, uint32_t pos)
 		; /* the TX and RX_DONE of the calls above */
 }
 
+/*
+ * A read's release waits for the next command or sleep (lib/conn.c
+ * ss_recv_done_due()): an RPC's reply carries it (one TX with
+ * SS_CMDF_RX_DONE), unless it is an eighth of the 4 KiB ring or the bytes
+ * the service counts as used are over half of it; a poll that sleeps
+ * posts it first.  @fd: a connected socket of context 1, connection @slot
+ * (generation 1) at receive position @pos, nothing unreported.
+ */
+static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
+{
+	static uint8_t data[4096], buf[4096];
+	struct ss_shm_cmd cmd = { 0 };
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 1);
+	/* The last test's read is not posted yet: a poll posts it (a poll
+	 * of the context's events posts what waits first). */
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	CHECK_EQ_U64(ssp_poll(&p, 1, 0, NULL), 0);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 2);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	/* A request: read, nothing posted; the reply carries the release. */
+	fake_rx(&fk, 1, slot, 1, pos, data, 64);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 64);
+	CHECK(memcmp(buf, data, 64) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	CHECK_EQ_U64(ssp_send(fd, buf, 64, 0), 64);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_TX);
+	CHECK_EQ_U64(cmd.flags & ~SS_CMDF_TX_AT0, SS_CMDF_RX_DONE);
+	CHECK_EQ_U64(cmd.conn, slot);
+	CHECK_EQ_U64(cmd.arg, 64);
+	CHECK_EQ_U64(cmd.rx_done, 64);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	pos += 64;
+	/* 512 bytes, an eighth of the ring: posted at once. */
+	fake_rx(&fk, 1, slot, 1, pos, data, 512);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 512);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 512);
+	pos += 512;
+	/* 100 of 2100 read: 2000 unread and 100 unreported is over half. */
+	fake_rx(&fk, 1, slot, 1, pos, data, 2100);
+	CHECK_EQ_U64(ssp_recv(fd, buf, 100, MSG_DONTWAIT, NULL, NULL), 100);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 100);
+	/* 40 more: 1960 unread and 40 unreported is not: it waits ... */
+	CHECK_EQ_U64(ssp_recv(fd, buf, 40, MSG_DONTWAIT, NULL, NULL), 40);
+	CHECK(memcmp(buf, data + 100, 40) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	/* ... and comes with the next read's, once that one is due. */
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 1960);
+	CHECK(memcmp(buf, data + 140, 1960) == 0);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 2000);
+	pos += 2100;
+	/* A small read, then a poll that sleeps (nothing to read): posted
+	 * before it sleeps. */
+	fake_rx(&fk, 1, slot, 1, pos, data, 10);
+	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 10);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	CHECK_EQ_U64(ssp_poll(&p, 1, 20, NULL), 0);
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, 10);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+}
+
 int main(void)
 {
 	int fds[3] = { -1, -1, -1 };
@@ -1000,6 +1074,7 @@ int main(void)
 			test_owner_exits(fds[2]);
 			test_ep_dup(m.fd, 2, 4);
 			test_ep_dup_early(m.fd, 2, 6);
+			test_recv_done_deferred(m.fd, 2, 8);
 			ssp_close(m.fd);
 		}
 		/* Stream positions so far: slot 0 (fds[1]) 4 + 2 + 2 + 2 + 2, slot 1 3 + 2. */
