@@ -32,10 +32,11 @@ void ss_bigmem_free(void *p, size_t size);
  * regions marked MADV_HUGEPAGE (the service and the library both mark
  * them with --shm-huge on), not "never" (the kernel's default) or "deny".
  * With @adjust and the mode "never", writes "advise" there: it changes
- * nothing for any mapping that does not ask.  @path is the knob (SS_SHMEM_THP_PATH; a file in tests).  Puts the
- * mode found in @was (NUL-terminated, "" when unreadable) and returns 1
- * when regions can now have huge pages, 0 when not, or -errno when the
- * knob could not be read or written.
+ * nothing for any mapping that does not ask.  @path is the knob
+ * (SS_SHMEM_THP_PATH; a file in tests).  Puts the mode found in @was
+ * (NUL-terminated, "" when unreadable) and returns 1 when regions can now
+ * have huge pages, 0 when not, or -errno when the knob could not be read
+ * or written.
  */
 int ss_bigmem_shmem_thp(const char *path, int adjust, char *was, size_t len);
 

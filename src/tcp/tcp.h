@@ -427,10 +427,16 @@ static inline int ss_tcp_tx_restart(struct ss_tcp_conn *c)
 	return 0;
 }
 
+/* Byte of ring @r where stream position @pos is. */
+static inline uint32_t ss_tcp_ring_off(const struct ss_tcp_ring *r, uint32_t pos)
+{
+	return (pos - r->origin) & (r->size - 1);
+}
+
 /* Byte of the receive ring where stream position @pos is. */
 static inline uint32_t ss_tcp_rx_offset(const struct ss_tcp_conn *c, uint32_t pos)
 {
-	return (pos - c->rx.origin) & (c->rx.size - 1);
+	return ss_tcp_ring_off(&c->rx, pos);
 }
 
 /* Inline: the per-reply command's part (stack_app.c). */
@@ -573,7 +579,7 @@ bool ss_tcp_rst_reply(const struct ss_tcp *in, struct ss_tcp *rst);
 static inline void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t pos, void *dst,
 					uint32_t len)
 {
-	uint32_t off = (pos - r->origin) & (r->size - 1);
+	uint32_t off = ss_tcp_ring_off(r, pos);
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(dst, r->base + off, first);
@@ -584,7 +590,7 @@ static inline void ss_tcp_ring_copy_out(const struct ss_tcp_ring *r, uint32_t po
 static inline void ss_tcp_ring_copy_in(const struct ss_tcp_ring *r, uint32_t pos, const void *src,
 				       uint32_t len)
 {
-	uint32_t off = (pos - r->origin) & (r->size - 1);
+	uint32_t off = ss_tcp_ring_off(r, pos);
 	uint32_t first = r->size - off < len ? r->size - off : len;
 
 	memcpy(r->base + off, src, first);

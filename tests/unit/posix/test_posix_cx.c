@@ -956,6 +956,17 @@ static void test_cancel_cost(int fd, uint32_t slot, uint32_t pos)
 		; /* the TX and RX_DONE of the calls above */
 }
 
+/* The next command on context 1 is an RX_DONE of @n bytes, and the last. */
+static void expect_rx_done(uint32_t n)
+{
+	struct ss_shm_cmd cmd = { 0 };
+
+	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
+	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
+	CHECK_EQ_U64(cmd.arg, n);
+	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+}
+
 /*
  * A read's release waits for the next command or sleep (lib/conn.c
  * ss_recv_done_due()): an RPC's reply carries it (one TX with
@@ -976,10 +987,7 @@ static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
 	 * of the context's events posts what waits first). */
 	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
 	CHECK_EQ_U64(ssp_poll(&p, 1, 0, NULL), 0);
-	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
-	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
-	CHECK_EQ_U64(cmd.arg, 2);
-	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	expect_rx_done(2);
 	/* A request: read, nothing posted; the reply carries the release. */
 	fake_rx(&fk, 1, slot, 1, pos, data, 64);
 	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 64);
@@ -997,16 +1005,12 @@ static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
 	/* 512 bytes, an eighth of the ring: posted at once. */
 	fake_rx(&fk, 1, slot, 1, pos, data, 512);
 	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 512);
-	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
-	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
-	CHECK_EQ_U64(cmd.arg, 512);
+	expect_rx_done(512);
 	pos += 512;
 	/* 100 of 2100 read: 2000 unread and 100 unreported is over half. */
 	fake_rx(&fk, 1, slot, 1, pos, data, 2100);
 	CHECK_EQ_U64(ssp_recv(fd, buf, 100, MSG_DONTWAIT, NULL, NULL), 100);
-	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
-	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
-	CHECK_EQ_U64(cmd.arg, 100);
+	expect_rx_done(100);
 	/* 40 more: 1960 unread and 40 unreported is not: it waits ... */
 	CHECK_EQ_U64(ssp_recv(fd, buf, 40, MSG_DONTWAIT, NULL, NULL), 40);
 	CHECK(memcmp(buf, data + 100, 40) == 0);
@@ -1014,9 +1018,7 @@ static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
 	/* ... and comes with the next read's, once that one is due. */
 	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 1960);
 	CHECK(memcmp(buf, data + 140, 1960) == 0);
-	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
-	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
-	CHECK_EQ_U64(cmd.arg, 2000);
+	expect_rx_done(2000);
 	pos += 2100;
 	/* A small read, then a poll that sleeps (nothing to read): posted
 	 * before it sleeps. */
@@ -1024,10 +1026,7 @@ static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
 	CHECK_EQ_U64(ssp_recv(fd, buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 10);
 	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
 	CHECK_EQ_U64(ssp_poll(&p, 1, 20, NULL), 0);
-	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
-	CHECK_EQ_U64(cmd.op, SS_CMD_RX_DONE);
-	CHECK_EQ_U64(cmd.arg, 10);
-	CHECK_EQ_U64(fake_cmd_pending(&fk, 1), 0);
+	expect_rx_done(10);
 }
 
 int main(void)
