@@ -15,10 +15,16 @@
 #include <unistd.h>
 
 #include "service/log.h"
+#include "service/populate.h"
 
 #define PAGE 4096u
 #define ATTACH_VERSION 1
 #define MIN_BUF 4096u
+#define POPULATE_STEP (64ull << 20) /* bytes per madvise() */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 static bool is_pow2(uint64_t v)
 {
@@ -260,6 +266,9 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 		(void)madvise(p, size, MADV_HUGEPAGE);
 	a->region = p;
 	a->region_size = size;
+	a->huge = huge;
+	a->populated = a->slot_hw = a->populate_kicked = 0;
+	a->populate_at = SS_POPULATE_NEVER; /* app_populate() sets it for a huge one */
 	a->n_ctx = (uint32_t)q->contexts;
 	a->atx_slots = lim->atx_slots;
 	a->arx_slots = lim->arx_slots;
@@ -311,6 +320,65 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 		return rc;
 	a->slot_conn = calloc(a->max_conns, sizeof(*a->slot_conn));
 	return a->slot_conn ? 0 : -ENOMEM;
+}
+
+/*
+ * Populates @a's region (huge) up to the rings of the slots planned for
+ * its high-water mark, from byte 0 the first time (the header, the
+ * queues and the per-slot records with them), and sets the next kick
+ * mark (populate.h).  MADV_POPULATE_WRITE faults the pages in writable,
+ * zeroed by the kernel, without writing them: safe while the fast path
+ * and the application use the pages already there.  On failure (a kernel
+ * before 5.14, no memory) the rest is left to first touch, as on small
+ * pages.  Returns the bytes populated.
+ */
+static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
+{
+	uint32_t hw = __atomic_load_n(&a->slot_hw, __ATOMIC_RELAXED);
+	uint64_t slot_bytes = (uint64_t)a->rxbuf_size + a->txbuf_size;
+	uint32_t target = ss_populate_target(hw, a->max_conns, slot_bytes);
+	uint64_t done = 0;
+
+	if (!a->huge || (target <= a->populated && a->populated))
+		return 0;
+	uint64_t start = a->populated ? (a->buf_off + a->populated * slot_bytes) & ~(uint64_t)(PAGE - 1)
+				      : 0;
+	uint64_t end = align_up(a->buf_off + target * slot_bytes, SS_POPULATE_PAGE);
+	if (end > a->region_size)
+		end = a->region_size;
+	while (start < end) {
+		uint64_t n = end - start < POPULATE_STEP ? end - start : POPULATE_STEP;
+		if (madvise(a->region + start, n, MADV_POPULATE_WRITE) != 0) {
+			if (errno == EINTR)
+				continue;
+			r->populate_errors++;
+			SS_WARN("app %u: populating its shared memory ahead: %s; the rest at first touch",
+				a->id, strerror(errno));
+			a->huge = false;
+			__atomic_store_n(&a->populate_at, SS_POPULATE_NEVER, __ATOMIC_RELAXED);
+			break;
+		}
+		start += n;
+		done += n;
+	}
+	r->populated_bytes += done;
+	if (a->huge) {
+		a->populated = target;
+		__atomic_store_n(&a->populate_at, ss_populate_kick_at(hw, target, a->max_conns),
+				 __ATOMIC_RELAXED);
+	}
+	return done;
+}
+
+uint64_t ss_app_populate(struct ss_app_reg *r)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < r->lim.max_apps; i++) {
+		struct ss_app *a = &r->apps[i];
+		if (__atomic_load_n(&a->state, __ATOMIC_ACQUIRE) == SS_APP_ACTIVE)
+			n += app_populate(r, a);
+	}
+	return n;
 }
 
 /* CAP_NET_BIND_SERVICE (bit 10) in the effective set of @pid, read from
@@ -405,6 +473,7 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 		refuse(r, fd, why);
 		return 0;
 	}
+	(void)app_populate(r, a); /* before the app or the fast path touches it */
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
 	a->pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 ? cred.pid : 0;

@@ -57,6 +57,11 @@ struct ss_app {
 	/* Slow path only. */
 	int sock_fd;
 	int region_fd;
+	uint32_t populated;       /* slots whose rings are populated (populate.h) */
+	/* Populating ahead (populate.h), huge regions only: the fast path
+	 * raises slot_hw, the slow path sets populate_at; both atomics. */
+	uint32_t slot_hw;         /* slots [0, slot_hw) have been handed out */
+	uint32_t populate_at;     /* the fast path kicks once slot_hw passes it */
 
 	/* Set at attach, read-only afterwards: the trusted layout. */
 	uint8_t *region;
@@ -68,10 +73,12 @@ struct ss_app {
 	uint64_t buf_off;
 	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
 	uint64_t sync_off;        /* struct ss_shm_conn_sync per slot (abi.h, fork) */
+	bool huge;                /* madvised huge: populated ahead (populate.h) */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */
 	struct ss_idpool slots;   /* connection handles: slot + generation */
+	uint32_t populate_kicked; /* the populate_at it last kicked for */
 	struct ss_sconn **slot_conn;
 	uint32_t n_conns;         /* live connections holding a slot */
 	uint32_t n_listeners;     /* port entries it is a member of */
@@ -111,6 +118,8 @@ struct ss_app_reg {
 	int doorbell_fd;          /* eventfd the apps write to wake the fast path */
 	int reclaim_fd;           /* eventfd the fast path writes when an app is DEAD */
 	uint64_t attached, detached, refused;
+	uint64_t populated_bytes; /* shared memory populated ahead of use, all apps ever */
+	uint64_t populate_errors; /* madvise(MADV_POPULATE_WRITE) failures */
 	bool shm_huge;            /* regions madvised huge (--shm-huge on, bigmem.h) */
 	char shmem_thp[16];       /* the host's shmem THP mode at start, "" unknown */
 };
@@ -131,6 +140,31 @@ void ss_app_hangup(struct ss_app_reg *r, struct ss_app *a);
 
 /* Slow path: unmap and free every DEAD app; returns how many. */
 unsigned ss_app_reclaim(struct ss_app_reg *r);
+
+/*
+ * Fast path: @a handed out connection slot @slot.  True when the slow
+ * path is to populate more of the region (populate.h): the caller kicks
+ * it (reclaim_fd), once per mark.
+ */
+static inline bool ss_app_slot_taken(struct ss_app *a, uint32_t slot)
+{
+	uint32_t hw = __atomic_load_n(&a->slot_hw, __ATOMIC_RELAXED);
+	if (slot < hw)
+		return false;
+	__atomic_store_n(&a->slot_hw, slot + 1, __ATOMIC_RELAXED);
+	uint32_t at = __atomic_load_n(&a->populate_at, __ATOMIC_RELAXED);
+	if (slot + 1 <= at || a->populate_kicked == at)
+		return false;
+	a->populate_kicked = at;
+	return true;
+}
+
+/*
+ * Slow path: populates the huge regions of attached applications ahead of
+ * their connections (populate.h), when the fast path has kicked.  Returns
+ * the bytes populated.
+ */
+uint64_t ss_app_populate(struct ss_app_reg *r);
 
 /* Bytes of shared memory held by attached applications (slow path). */
 uint64_t ss_app_reg_memory(const struct ss_app_reg *r);

@@ -33,8 +33,9 @@ const char ss_config_usage[] =
 	"  --max-buf BYTES       largest per-connection ring an app may ask for (default 4194304)\n"
 	"  --max-listeners N     listening ports (default 64)\n"
 	"  --max-app-mem BYTES   connection rings one application may map (default 4294967296)\n"
-	"  --shm-huge on|off     huge pages for the apps' shared regions; on sets the host's\n"
-	"                        shmem THP mode 'never' to 'advise' (default off)\n"
+	"  --shm-huge on|off|auto  huge pages for the apps' shared regions, populated ahead of\n"
+	"                        use; auto where the host's shmem THP mode allows them, on\n"
+	"                        also sets that mode from 'never' to 'advise' (default auto)\n"
 	"  --max-orphan-mem BYTES  data still to send, kept after its application exited\n"
 	"                        (default 268435456; beyond it such connections are reset)\n"
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
@@ -78,6 +79,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
+	cfg->shm_huge = SS_SHM_HUGE_AUTO;
 	cfg->rx_budget = 128;
 	cfg->max_apps = 16;
 	cfg->max_flows = 65536;
@@ -241,7 +243,16 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
 	} else if (strcmp(key, "shm-huge") == 0) {
-		return parse_on_off(key, val, &cfg->shm_huge, err, errlen);
+		if (strcmp(val, "auto") == 0) {
+			cfg->shm_huge = SS_SHM_HUGE_AUTO;
+			return 0;
+		}
+		bool on;
+		if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+			return fail(err, errlen, "%s: expected on, off or auto, got '%s'", key, val);
+		(void)parse_on_off(key, val, &on, err, errlen);
+		cfg->shm_huge = on ? SS_SHM_HUGE_ON : SS_SHM_HUGE_OFF;
+		return 0;
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
 			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);

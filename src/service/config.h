@@ -11,6 +11,13 @@
 #define SS_CONFIG_MAX_EAL_ARGS 64
 #define SS_CONFIG_DEFAULT_CTL "/run/slipstream/slipstreamd.sock"
 
+/* --shm-huge: the applications' shared regions on huge pages. */
+enum {
+	SS_SHM_HUGE_OFF,  /* never */
+	SS_SHM_HUGE_ON,   /* also sets the host's shmem THP mode "never" to "advise" */
+	SS_SHM_HUGE_AUTO, /* where the host's shmem THP mode already allows them */
+};
+
 struct ss_config {
 	uint32_t ip;            /* host byte order */
 	uint8_t prefix_len;
@@ -24,7 +31,7 @@ struct ss_config {
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
 	bool idle_yield;        /* sched_yield() after each empty poll */
-	bool shm_huge;          /* shmem THP "never" -> "advise" (bigmem.h) */
+	uint8_t shm_huge;       /* SS_SHM_HUGE_*: huge pages for the shared regions (bigmem.h) */
 	uint32_t rx_budget;     /* RX frames per round (bursts of SS_FP_BURST) */
 	uint32_t max_apps;      /* applications attached at once */
 	uint32_t max_flows;     /* TCP connections, TIME_WAIT included */

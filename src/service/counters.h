@@ -94,6 +94,7 @@
 	X(app_event_ring_waits)                                                  \
 	X(app_detached)                                                          \
 	X(app_bad_ring)                                                          \
+	X(app_populate_kicks)                                                    \
 	X(tcp_oow_ack_limited)                                                   \
 	X(app_inherits)                                                          \
 	X(app_adopts)                                                            \

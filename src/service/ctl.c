@@ -113,9 +113,12 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 	else
 		sb_printf(b, "null");
 	sb_printf(b, ", \"mac\": \"%s\", \"fast_path_threads\": %u, \"idle_wait\": \"%s\", "
-		  "\"shm_huge\": %s, \"shmem_thp\": \"%s\", ",
+		  "\"shm_huge\": %s, \"shmem_thp\": \"%s\", \"shm_populated_bytes\": %llu, "
+		  "\"shm_populate_errors\": %llu, ",
 		  mac, ctl->nb_fps, ss_nic_wait_mode_name(nic->wait_mode),
-		  jbool(ctl->reg && ctl->reg->shm_huge), ctl->reg ? ctl->reg->shmem_thp : "");
+		  jbool(ctl->reg && ctl->reg->shm_huge), ctl->reg ? ctl->reg->shmem_thp : "",
+		  (unsigned long long)(ctl->reg ? ctl->reg->populated_bytes : 0),
+		  (unsigned long long)(ctl->reg ? ctl->reg->populate_errors : 0));
 	sb_printf(b, "\"port\": {\"id\": %u, \"driver\": \"%s\", \"kind\": \"%s\", "
 		  "\"link_up\": %s, \"name\": \"%s\", "
 		  "\"rx_queues\": %u, \"tx_queues\": %u, \"mtu\": %u, \"rss\": %s, "
@@ -376,6 +379,7 @@ static void *ctl_main(void *arg)
 				SS_WARN("control: reclaim: %s", strerror(errno));
 			hang_up_broken(ctl);
 			ss_app_reclaim(ctl->reg);
+			ss_app_populate(ctl->reg);
 		}
 		for (nfds_t i = first_pending; i < first_app; i++)
 			if (p[i].revents)

@@ -62,27 +62,32 @@ static void log_final_counters(struct ss_fastpath **fps, unsigned n)
 }
 
 /*
- * --shm-huge: the host's shmem THP mode, recorded for `slipstream stats`
- * and, with the option on, set from "never" to "advise" so the regions
- * (madvised by app.c and the library) can have huge pages (bigmem.h).
+ * --shm-huge: the host's shmem THP mode, recorded for `slipstream stats`;
+ * the regions (madvised by app.c and the library, populated ahead by
+ * app.c) are on huge pages where it allows them.  "on" also sets it from
+ * "never" to "advise"; "auto" leaves it as it is.
  */
 static void shm_huge_setup(struct ss_app_reg *reg, const struct ss_config *cfg)
 {
 	char was[sizeof(reg->shmem_thp)];
-	int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg->shm_huge, was, sizeof(was));
+	int thp = ss_bigmem_shmem_thp(SS_SHMEM_THP_PATH, cfg->shm_huge == SS_SHM_HUGE_ON, was,
+				      sizeof(was));
 
 	snprintf(reg->shmem_thp, sizeof(reg->shmem_thp), "%s", was);
-	reg->shm_huge = cfg->shm_huge && thp == 1;
-	if (!cfg->shm_huge)
+	reg->shm_huge = cfg->shm_huge != SS_SHM_HUGE_OFF && thp == 1;
+	if (cfg->shm_huge == SS_SHM_HUGE_OFF)
 		return;
 	if (thp < 0)
-		SS_WARN("--shm-huge on: shmem THP mode unknown (%s: %s); regions on 4 KiB pages",
+		SS_WARN("--shm-huge: shmem THP mode unknown (%s: %s); regions on 4 KiB pages",
 			SS_SHMEM_THP_PATH, strerror(-thp));
 	else if (thp == 0)
-		SS_WARN("--shm-huge on: shmem THP mode is '%s'; regions on 4 KiB pages", was);
+		SS_INFO("shared regions on 4 KiB pages: the host's shmem THP mode is '%s'%s", was,
+			cfg->shm_huge == SS_SHM_HUGE_AUTO && strcmp(was, "never") == 0
+				? " (--shm-huge on sets it to 'advise')" : "");
 	else
-		SS_INFO("shared regions on huge pages (shmem THP mode '%s'%s)", was,
-			strcmp(was, "never") == 0 ? ", now 'advise'" : "");
+		SS_INFO("shared regions on huge pages, populated ahead (shmem THP mode '%s'%s)", was,
+			cfg->shm_huge == SS_SHM_HUGE_ON && strcmp(was, "never") == 0 ? ", now 'advise'"
+										     : "");
 }
 
 int main(int argc, char **argv)

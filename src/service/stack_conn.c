@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "service/arp_cache.h"
 #include "service/bigmem.h"
@@ -464,10 +465,16 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
 			   uint32_t slot, uint16_t ctx)
 {
-	(void)s;
 	sc->app = a;
 	sc->slot = slot;
 	sc->gen = ss_idpool_gen(&a->slots, slot);
+	if (ss_app_slot_taken(a, slot)) {
+		/* Past the kick mark: the slow path populates further ahead. */
+		uint64_t one = 1;
+		ss_ctr_inc(s->ctr, SS_CTR_app_populate_kicks);
+		if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
+			SS_WARN("app %u: populate kick: %s", a->id, strerror(errno));
+	}
 	sc->ctx = ctx;
 	a->slot_conn[slot] = sc;
 	a->n_conns++;

@@ -55,11 +55,14 @@ def test_service_info(service, testbed):
     assert port["rx_queues"] == 1 and port["tx_queues"] == 1, port
     assert port["kind"] == service.pmd and port["link_up"] is True, port
     assert info["idle_wait"] == "socket-poll", info
-    # --shm-huge off (the default): the host's shmem THP mode, reported as
-    # found, was left as it is, and the regions are not madvised.
+    # --shm-huge auto (the default): the host's shmem THP mode, reported as
+    # found and left as it is; the regions on huge pages exactly where it
+    # allows them (test_shm_huge.py).
     knob = open("/sys/kernel/mm/transparent_hugepage/shmem_enabled").read()
-    assert info["shm_huge"] is False, info
-    assert info["shmem_thp"] == re.search(r"\[(\w+)\]", knob).group(1), (info, knob)
+    mode = re.search(r"\[(\w+)\]", knob).group(1)
+    assert info["shmem_thp"] == mode, (info, knob)
+    assert info["shm_huge"] is (mode in ("always", "within_size", "advise", "force")), info
+    assert info["shm_populate_errors"] == 0, info
     for key in ("id", "name", "mtu", "rss", "reta_size", "rx_csum_offload",
                 "tx_csum_offload", "tso", "max_rx_queues"):
         assert key in port, key

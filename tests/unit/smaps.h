@@ -1,10 +1,12 @@
-/* smaps.h - the tests' look at this process's /proc/self/smaps: is a mapping madvised huge. */
+/* smaps.h - the tests' look at this process's memory: is a mapping madvised huge, which pages are resident. */
 #ifndef SS_TESTS_SMAPS_H
 #define SS_TESTS_SMAPS_H
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Whether the mapping holding @p is marked MADV_HUGEPAGE ("hg" in its
  * VmFlags); -1 when no mapping holds it. */
@@ -29,6 +31,25 @@ static inline int smaps_advised_huge(const void *p)
 	}
 	fclose(f);
 	return found;
+}
+
+/* How many of the 4 KiB pages of [@p, @p + @len) are resident (mincore:
+ * for a shared file mapping, in the page cache); @p page-aligned, -1 on
+ * error. */
+static inline long resident_pages(const void *p, size_t len)
+{
+	size_t n = (len + 4095) / 4096;
+	unsigned char *v = malloc(n ? n : 1);
+	long r = 0;
+
+	if (!v || mincore((void *)(uintptr_t)p, len, v) != 0) {
+		free(v);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		r += v[i] & 1;
+	free(v);
+	return r;
 }
 
 #endif

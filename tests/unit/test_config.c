@@ -53,11 +53,13 @@ static void test_defaults_and_options(void)
 	CHECK(!cfg.tw_reuse);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
-	CHECK(!cfg.shm_huge); /* the default */
+	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_AUTO); /* the default */
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "on"), 0);
-	CHECK(cfg.shm_huge);
+	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_ON);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "off"), 0);
-	CHECK(!cfg.shm_huge);
+	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_OFF);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "auto"), 0);
+	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_AUTO);
 	CHECK_EQ_U64(cfg.local_port_lo, 32768);
 	CHECK_EQ_U64(cfg.local_port_hi, 60999);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--local-ports", "1024-65535"), 0);
@@ -118,7 +120,7 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
 		{ "--idle-yield", "1", "idle-yield: expected on or off, got '1'" },
-		{ "--shm-huge", "advise", "shm-huge: expected on or off, got 'advise'" },
+		{ "--shm-huge", "advise", "shm-huge: expected on, off or auto, got 'advise'" },
 		{ "--tw-reuse", "yes", "tw-reuse: expected on or off, got 'yes'" },
 		{ "--local-ports", "5000", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5000'" },
 		{ "--local-ports", "0-10", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '0-10'" },

@@ -3,6 +3,7 @@
 #include "smaps.h"
 #include "stack_client.h"
 #include "stack_harness.h"
+#include "service/populate.h"
 #include "service/stack_internal.h"
 
 #include <errno.h>
@@ -1159,6 +1160,69 @@ static void test_region_huge(void)
 }
 
 /*
+ * --shm-huge: a huge region is populated ahead of its connections
+ * (populate.h).  At attach: the header, the queues, the per-slot records
+ * and the rings of the first 32 MiB of slots, nothing after.  The slot
+ * past the kick mark wakes the slow path (reclaim_fd, counted in
+ * app_populate_kicks) once for that mark; ss_app_populate() then takes
+ * the rings as far as the new plan, and again nothing after.  A region
+ * on small pages is never populated.
+ */
+static void test_region_populated(void)
+{
+	const uint64_t page2m = 2ull << 20, slot = 2ull << 20; /* 1 MiB rings each way */
+	struct sh h;
+	struct cl c;
+	uint64_t v;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	CHECK_EQ_U64(h.app->populate_at, SS_POPULATE_NEVER);
+	CHECK_EQ_U64(h.app->populated, 0);
+	CHECK_EQ_U64(h.reg.populated_bytes, 0);
+	h.reg.shm_huge = true;
+	CHECK_EQ_U64(cl_attach(&h, &c, "attach 1 contexts=1 conns=64 rxbuf=1048576 txbuf=1048576",
+			       NULL, 0), 1);
+	struct ss_app *a = c.a;
+	uint64_t end = (a->buf_off + 16 * slot + page2m - 1) / page2m * page2m;
+	CHECK_EQ_U64(a->populated, 16); /* 32 MiB of 2 MiB slots */
+	CHECK_EQ_U64(a->populate_at, 8);
+	CHECK_EQ_U64(h.reg.populated_bytes, end);
+	CHECK_EQ_U64(resident_pages(a->region, end), end / 4096);
+	CHECK_EQ_U64(resident_pages(a->region + end, a->region_size - end), 0);
+
+	/* Nine connections (unanswered SYNs hold their slots): the ninth
+	 * passes the mark and kicks; two more do not kick again. */
+	h.peer_listen_port = 1;
+	for (uint16_t k = 0; k < 9; k++)
+		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
+						.port = (uint16_t)(9000 + k) });
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(a->slot_hw, 9);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
+	CHECK_EQ_U64(read(h.reg.reclaim_fd, &v, sizeof(v)), sizeof(v));
+	CHECK_EQ_U64(v, 1);
+	for (uint16_t k = 9; k < 11; k++)
+		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
+						.port = (uint16_t)(9000 + k) });
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(a->slot_hw, 11);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
+
+	/* The slow path: 11 in use, 16 ahead, so 27 slots; the next mark half
+	 * way there. */
+	uint64_t end2 = (a->buf_off + 27 * slot + page2m - 1) / page2m * page2m;
+	CHECK_EQ_U64(ss_app_populate(&h.reg), end2 - ((a->buf_off + 16 * slot) & ~4095ull));
+	CHECK_EQ_U64(a->populated, 27);
+	CHECK_EQ_U64(a->populate_at, 19);
+	CHECK_EQ_U64(resident_pages(a->region, end2), end2 / 4096);
+	CHECK_EQ_U64(resident_pages(a->region + end2, a->region_size - end2), 0);
+	CHECK_EQ_U64(ss_app_populate(&h.reg), 0); /* nothing new planned */
+	CHECK_EQ_U64(h.app->populated, 0);        /* the small-page region */
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/*
  * Ring origins (shm/abi.h): one request at a time, each read and answered
  * before the next.  Every request after the first lands at receive byte
  * 0 (the service saw everything consumed), every reply after the first is
@@ -1237,6 +1301,7 @@ int main(void)
 	test_sleep_doorbell_latch();
 	test_rx_ahead();
 	test_region_huge();
+	test_region_populated();
 	/* Again, the stack leaving every TCP checksum to the "port"
 	 * (sh_deliver() completes them as a NIC would; the peer checks). */
 	uint64_t marked = sh_csum_offload_total;
