@@ -339,10 +339,11 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 	uint32_t target = ss_populate_target(hw, a->max_conns, slot_bytes);
 	uint64_t done = 0;
 
-	if (!a->huge || (target <= a->populated && a->populated))
+	uint32_t done_slots = a->populated; /* only this thread writes it */
+	if (!a->huge || (target <= done_slots && done_slots))
 		return 0;
-	uint64_t start = a->populated ? (a->buf_off + a->populated * slot_bytes) & ~(uint64_t)(PAGE - 1)
-				      : 0;
+	uint64_t start = done_slots ? (a->buf_off + done_slots * slot_bytes) & ~(uint64_t)(PAGE - 1)
+				    : 0;
 	uint64_t end = align_up(a->buf_off + target * slot_bytes, SS_POPULATE_PAGE);
 	if (end > a->region_size)
 		end = a->region_size;
@@ -363,7 +364,7 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 	}
 	r->populated_bytes += done;
 	if (a->huge) {
-		a->populated = target;
+		__atomic_store_n(&a->populated, target, __ATOMIC_RELAXED);
 		__atomic_store_n(&a->populate_at, ss_populate_kick_at(hw, target, a->max_conns),
 				 __ATOMIC_RELAXED);
 	}

@@ -57,9 +57,9 @@ struct ss_app {
 	/* Slow path only. */
 	int sock_fd;
 	int region_fd;
-	uint32_t populated;       /* slots whose rings are populated (populate.h) */
 	/* Populating ahead (populate.h), huge regions only: the fast path
-	 * raises slot_hw, the slow path sets populate_at; both atomics. */
+	 * raises slot_hw, the slow path sets the other two; atomics. */
+	uint32_t populated;       /* slots whose rings are populated (0: none) */
 	uint32_t slot_hw;         /* slots [0, slot_hw) have been handed out */
 	uint32_t populate_at;     /* the fast path kicks once slot_hw passes it */
 
@@ -144,14 +144,19 @@ unsigned ss_app_reclaim(struct ss_app_reg *r);
 /*
  * Fast path: @a handed out connection slot @slot.  True when the slow
  * path is to populate more of the region (populate.h): the caller kicks
- * it (reclaim_fd), once per mark.
+ * it (reclaim_fd), once per mark.  *@behind is set when a region being
+ * populated had not got as far as this slot's rings yet: their pages are
+ * zeroed at first touch, on the fast path or in the application.
  */
-static inline bool ss_app_slot_taken(struct ss_app *a, uint32_t slot)
+static inline bool ss_app_slot_taken(struct ss_app *a, uint32_t slot, bool *behind)
 {
 	uint32_t hw = __atomic_load_n(&a->slot_hw, __ATOMIC_RELAXED);
+	*behind = false;
 	if (slot < hw)
 		return false;
 	__atomic_store_n(&a->slot_hw, slot + 1, __ATOMIC_RELAXED);
+	uint32_t done = __atomic_load_n(&a->populated, __ATOMIC_RELAXED);
+	*behind = done && slot >= done;
 	uint32_t at = __atomic_load_n(&a->populate_at, __ATOMIC_RELAXED);
 	if (slot + 1 <= at || a->populate_kicked == at)
 		return false;

@@ -95,6 +95,7 @@
 	X(app_detached)                                                          \
 	X(app_bad_ring)                                                          \
 	X(app_populate_kicks)                                                    \
+	X(app_slot_unpopulated)                                                  \
 	X(tcp_oow_ack_limited)                                                   \
 	X(app_inherits)                                                          \
 	X(app_adopts)                                                            \

@@ -468,13 +468,16 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	sc->app = a;
 	sc->slot = slot;
 	sc->gen = ss_idpool_gen(&a->slots, slot);
-	if (ss_app_slot_taken(a, slot)) {
+	bool behind;
+	if (ss_app_slot_taken(a, slot, &behind)) {
 		/* Past the kick mark: the slow path populates further ahead. */
 		uint64_t one = 1;
 		ss_ctr_inc(s->ctr, SS_CTR_app_populate_kicks);
 		if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
 			SS_WARN("app %u: populate kick: %s", a->id, strerror(errno));
 	}
+	if (behind)
+		ss_ctr_inc(s->ctr, SS_CTR_app_slot_unpopulated);
 	sc->ctx = ctx;
 	a->slot_conn[slot] = sc;
 	a->n_conns++;

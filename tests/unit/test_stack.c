@@ -1164,9 +1164,10 @@ static void test_region_huge(void)
  * (populate.h).  At attach: the header, the queues, the per-slot records
  * and the rings of the first 32 MiB of slots, nothing after.  The slot
  * past the kick mark wakes the slow path (reclaim_fd, counted in
- * app_populate_kicks) once for that mark; ss_app_populate() then takes
- * the rings as far as the new plan, and again nothing after.  A region
- * on small pages is never populated.
+ * app_populate_kicks) once for that mark; a slot past what is populated
+ * counts in app_slot_unpopulated; ss_app_populate() then takes the rings
+ * as far as the new plan, and again nothing after.  A region on small
+ * pages is never populated.
  */
 static void test_region_populated(void)
 {
@@ -1207,13 +1208,24 @@ static void test_region_populated(void)
 	sh_pump(&h, 4);
 	CHECK_EQ_U64(a->slot_hw, 11);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_slot_unpopulated), 0);
 
-	/* The slow path: 11 in use, 16 ahead, so 27 slots; the next mark half
-	 * way there. */
-	uint64_t end2 = (a->buf_off + 27 * slot + page2m - 1) / page2m * page2m;
+	/* The slow path has not run yet: slots 11 to 16, the last one past
+	 * what is populated (a fallback to first touch, counted). */
+	for (uint16_t k = 11; k < 17; k++)
+		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
+						.port = (uint16_t)(9000 + k) });
+	sh_pump(&h, 4);
+	CHECK_EQ_U64(a->slot_hw, 17);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_slot_unpopulated), 1);
+
+	/* The slow path: 17 in use, as many again ahead (more than 32 MiB),
+	 * so 34 slots; the next mark half way there. */
+	uint64_t end2 = (a->buf_off + 34 * slot + page2m - 1) / page2m * page2m;
 	CHECK_EQ_U64(ss_app_populate(&h.reg), end2 - ((a->buf_off + 16 * slot) & ~4095ull));
-	CHECK_EQ_U64(a->populated, 27);
-	CHECK_EQ_U64(a->populate_at, 19);
+	CHECK_EQ_U64(a->populated, 34);
+	CHECK_EQ_U64(a->populate_at, 25);
 	CHECK_EQ_U64(resident_pages(a->region, end2), end2 / 4096);
 	CHECK_EQ_U64(resident_pages(a->region + end2, a->region_size - end2), 0);
 	CHECK_EQ_U64(ss_app_populate(&h.reg), 0); /* nothing new planned */
