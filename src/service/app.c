@@ -266,7 +266,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 		(void)madvise(p, size, MADV_HUGEPAGE);
 	a->region = p;
 	a->region_size = size;
-	a->huge = huge;
+	a->populating = huge;
 	a->populated = a->slot_hw = a->populate_kicked = 0;
 	a->populate_at = SS_POPULATE_NEVER; /* app_populate() sets it for a huge one */
 	a->n_ctx = (uint32_t)q->contexts;
@@ -340,7 +340,7 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 	uint64_t done = 0;
 
 	uint32_t done_slots = a->populated; /* only this thread writes it */
-	if (!a->huge || (target <= done_slots && done_slots))
+	if (!a->populating || (target <= done_slots && done_slots))
 		return 0;
 	uint64_t start = done_slots ? (a->buf_off + done_slots * slot_bytes) & ~(uint64_t)(PAGE - 1)
 				    : 0;
@@ -355,7 +355,7 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 			r->populate_errors++;
 			SS_WARN("app %u: populating its shared memory ahead: %s; the rest at first touch",
 				a->id, strerror(errno));
-			a->huge = false;
+			a->populating = false;
 			__atomic_store_n(&a->populate_at, SS_POPULATE_NEVER, __ATOMIC_RELAXED);
 			break;
 		}
@@ -363,7 +363,7 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 		done += n;
 	}
 	r->populated_bytes += done;
-	if (a->huge) {
+	if (a->populating) {
 		__atomic_store_n(&a->populated, target, __ATOMIC_RELAXED);
 		__atomic_store_n(&a->populate_at, ss_populate_kick_at(hw, target, a->max_conns),
 				 __ATOMIC_RELAXED);

@@ -57,8 +57,11 @@ struct ss_app {
 	/* Slow path only. */
 	int sock_fd;
 	int region_fd;
-	/* Populating ahead (populate.h), huge regions only: the fast path
-	 * raises slot_hw, the slow path sets the other two; atomics. */
+	bool populating;          /* a huge region, populated ahead (populate.h);
+				   * cleared if that fails */
+
+	/* Populating ahead, both paths (atomics): the fast path raises
+	 * slot_hw, the slow path sets the other two (app.c). */
 	uint32_t populated;       /* slots whose rings are populated (0: none) */
 	uint32_t slot_hw;         /* slots [0, slot_hw) have been handed out */
 	uint32_t populate_at;     /* the fast path kicks once slot_hw passes it */
@@ -73,7 +76,6 @@ struct ss_app {
 	uint64_t buf_off;
 	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
 	uint64_t sync_off;        /* struct ss_shm_conn_sync per slot (abi.h, fork) */
-	bool huge;                /* madvised huge: populated ahead (populate.h) */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */
@@ -116,11 +118,12 @@ struct ss_app_reg {
 	int status_fd;            /* sealed memfd, struct ss_shm_status */
 	struct ss_shm_status *status;
 	int doorbell_fd;          /* eventfd the apps write to wake the fast path */
-	int reclaim_fd;           /* eventfd the fast path writes when an app is DEAD */
+	int reclaim_fd;           /* eventfd the fast path writes to wake the slow path:
+				   * an app is DEAD, or a region to populate further */
 	uint64_t attached, detached, refused;
 	uint64_t populated_bytes; /* shared memory populated ahead of use, all apps ever */
 	uint64_t populate_errors; /* madvise(MADV_POPULATE_WRITE) failures */
-	bool shm_huge;            /* regions madvised huge (--shm-huge on, bigmem.h) */
+	bool shm_huge;            /* regions on huge pages (--shm-huge and the host's mode, bigmem.h) */
 	char shmem_thp[16];       /* the host's shmem THP mode at start, "" unknown */
 };
 

@@ -243,15 +243,14 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
 	} else if (strcmp(key, "shm-huge") == 0) {
-		if (strcmp(val, "auto") == 0) {
+		if (strcmp(val, "on") == 0)
+			cfg->shm_huge = SS_SHM_HUGE_ON;
+		else if (strcmp(val, "off") == 0)
+			cfg->shm_huge = SS_SHM_HUGE_OFF;
+		else if (strcmp(val, "auto") == 0)
 			cfg->shm_huge = SS_SHM_HUGE_AUTO;
-			return 0;
-		}
-		bool on;
-		if (strcmp(val, "on") != 0 && strcmp(val, "off") != 0)
+		else
 			return fail(err, errlen, "%s: expected on, off or auto, got '%s'", key, val);
-		(void)parse_on_off(key, val, &on, err, errlen);
-		cfg->shm_huge = on ? SS_SHM_HUGE_ON : SS_SHM_HUGE_OFF;
 		return 0;
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
