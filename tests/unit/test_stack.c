@@ -1159,6 +1159,16 @@ static void test_region_huge(void)
 	sh_fini(&h);
 }
 
+/* Connections @from to @to - 1 of @c to ports 9000 + k that the peer
+ * does not answer (h->peer_listen_port elsewhere): each holds its slot. */
+static void connect_unanswered(struct sh *h, struct cl *c, uint16_t from, uint16_t to)
+{
+	for (uint16_t k = from; k < to; k++)
+		cl_cmd(c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
+					       .port = (uint16_t)(9000 + k) });
+	sh_pump(h, 4);
+}
+
 /*
  * --shm-huge: a huge region is populated ahead of its connections
  * (populate.h).  At attach: the header, the queues, the per-slot records
@@ -1194,28 +1204,19 @@ static void test_region_populated(void)
 	/* Nine connections (unanswered SYNs hold their slots): the ninth
 	 * passes the mark and kicks; two more do not kick again. */
 	h.peer_listen_port = 1;
-	for (uint16_t k = 0; k < 9; k++)
-		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
-						.port = (uint16_t)(9000 + k) });
-	sh_pump(&h, 4);
+	connect_unanswered(&h, &c, 0, 9);
 	CHECK_EQ_U64(a->slot_hw, 9);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
 	CHECK_EQ_U64(read(h.reg.reclaim_fd, &v, sizeof(v)), sizeof(v));
 	CHECK_EQ_U64(v, 1);
-	for (uint16_t k = 9; k < 11; k++)
-		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
-						.port = (uint16_t)(9000 + k) });
-	sh_pump(&h, 4);
+	connect_unanswered(&h, &c, 9, 11);
 	CHECK_EQ_U64(a->slot_hw, 11);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_slot_unpopulated), 0);
 
 	/* The slow path has not run yet: slots 11 to 16, the last one past
 	 * what is populated (a fallback to first touch, counted). */
-	for (uint16_t k = 11; k < 17; k++)
-		cl_cmd(&c, (struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
-						.port = (uint16_t)(9000 + k) });
-	sh_pump(&h, 4);
+	connect_unanswered(&h, &c, 11, 17);
 	CHECK_EQ_U64(a->slot_hw, 17);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_populate_kicks), 1);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_slot_unpopulated), 1);
