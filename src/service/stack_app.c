@@ -69,6 +69,14 @@ static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_c
 	}
 }
 
+void stack_wake_slow_path(struct ss_stack *s, const struct ss_app *a, const char *why)
+{
+	uint64_t one = 1;
+
+	if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
+		SS_WARN("app %u: %s kick: %s", a->id, why, strerror(errno));
+}
+
 static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 {
 	if (a->broken)
@@ -77,9 +85,7 @@ static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 	s->app_broken = true;
 	ss_ctr_inc(s->ctr, SS_CTR_app_bad_ring);
 	SS_WARN("app %u: corrupted queue indices: disconnecting it", a->id);
-	uint64_t one = 1;
-	if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
-		SS_WARN("app %u: reclaim kick: %s", a->id, strerror(errno));
+	stack_wake_slow_path(s, a, "reclaim");
 }
 
 /* One event for @a's context @ctx, or NULL when it cannot be posted. */
@@ -631,9 +637,7 @@ static void apps_sync(struct ss_stack *s)
 			if (st == SS_APP_DYING) {
 				__atomic_store_n(&a->state, SS_APP_DEAD, __ATOMIC_RELEASE);
 				ss_ctr_inc(s->ctr, SS_CTR_app_detached);
-				uint64_t one = 1;
-				if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
-					SS_WARN("app %u: reclaim kick: %s", a->id, strerror(errno));
+				stack_wake_slow_path(s, a, "reclaim");
 			}
 		}
 	}

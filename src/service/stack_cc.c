@@ -574,19 +574,20 @@ static uint32_t cc_host_iv(const struct ss_stack *s, const struct ss_cc_path *p,
  * A slack host: R has slack, its last runs bound none of its members (the
  * law's "calm" flows, share.c, are another thing: those without a signal
  * in one run).  No member was held back by its pacer, the host's bucket
- * or its window, and none saw a mark or a loss: R (at most 1.2 x the
- * rate they sent, the cap) let every flow send what its application
- * wrote, so the runs only tracked the aggregate.  That is an RPC
- * server's host: 64 clients' flows to one address, a request each per
- * RTT, were sampled every 2 RTTs, 0.67 member visits per request and ~160
- * instructions per request of the ~1,800 (bench/insn_per_req.py).  Each slack run in a row doubles the
- * next interval, up to 2^CC_HOST_SLACK_MAX times (and no longer than
- * CC_HOST_SLACK_US, well inside CC_HOST_STALE_US: a run keeps the entry
- * its host's); the first member held back ends the slack and brings the
- * run in to its usual end (cc_host_bound()), so a flow that starts to use
- * its share waits no longer for R to grow than before.  A mark or a loss
- * ends it at the next run (the stretched interval at most): until a
- * member is held back, a cut would change nothing it sends.
+ * or its window, and none saw a mark or a loss: R (at most 1.2 x the rate
+ * they sent, the cap) let every flow send what its application wrote, so
+ * the runs only tracked the aggregate.  That is an RPC server's host: 64
+ * clients' flows to one address, a request each per RTT, were sampled
+ * every 2 RTTs, 0.67 member visits per request and ~160 instructions per
+ * request of the ~1,800 (bench/insn_per_req.py).  Each slack run in a row
+ * doubles the next interval, up to 2^CC_HOST_SLACK_MAX times (and no
+ * longer than CC_HOST_SLACK_US, well inside CC_HOST_STALE_US: a run keeps
+ * the entry its host's); the first member held back ends the slack and
+ * brings the run in to its usual end (cc_host_bound()), so a flow that
+ * starts to use its share waits no longer for R to grow than before.  A
+ * mark or a loss ends it at the next run (the stretched interval at
+ * most): until a member is held back, a cut would change nothing it
+ * sends.
  */
 #define CC_HOST_SLACK_MAX 3u
 #define CC_HOST_SLACK_US (CC_HOST_STALE_US / 4)

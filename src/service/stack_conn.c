@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "service/arp_cache.h"
 #include "service/bigmem.h"
@@ -471,10 +470,8 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	bool behind;
 	if (ss_app_slot_taken(a, slot, &behind)) {
 		/* Past the kick mark: the slow path populates further ahead. */
-		uint64_t one = 1;
 		ss_ctr_inc(s->ctr, SS_CTR_app_populate_kicks);
-		if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
-			SS_WARN("app %u: populate kick: %s", a->id, strerror(errno));
+		stack_wake_slow_path(s, a, "populate");
 	}
 	if (behind)
 		ss_ctr_inc(s->ctr, SS_CTR_app_slot_unpopulated);

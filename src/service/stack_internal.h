@@ -31,6 +31,10 @@ void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
 			   uint32_t slot, uint16_t ctx);
+/* stack_wake_slow_path - wakes the slow-path thread (reclaim_fd, app.h) for
+ * @a: to reclaim it, or to populate its region further; @why for the log
+ * if the eventfd write fails. */
+void stack_wake_slow_path(struct ss_stack *s, const struct ss_app *a, const char *why);
 /* stack_conn_emit - the engine's emit callback (emit_arg: the stack). */
 int stack_conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg);
 /* stack_conn_ts_offset - the TSval offset of the connection with ISS @iss. */

@@ -143,6 +143,18 @@ static struct sh_peer_conn *peer_connected(struct sh *h, uint16_t peer_port, str
 	return p;
 }
 
+/* One turn of an echo exchange: what the peer sent goes through the stack,
+ * the app echoes it, and the peer reads back what came (checked against
+ * seed @seed from *@got on; *@bad set on a mismatch). */
+static void echo_turn(struct sh *h, struct sh_peer_conn *p, struct app_conn *ac, unsigned seed,
+		      uint64_t *got, bool *bad)
+{
+	sh_pump(h, 8);
+	app_poll(h, ac, true);
+	sh_pump(h, 8);
+	sh_peer_read_check(p, got, seed, bad);
+}
+
 /* Linux-like peer connects to an app echo server; 300 kB each way, exact. */
 static void test_passive_echo(bool merged)
 {
@@ -169,10 +181,7 @@ static void test_passive_echo(bool merged)
 				ss_tcp_output(&p->c, h.now_us);
 			}
 		}
-		sh_pump(&h, 8);
-		app_poll(&h, &ac, true);
-		sh_pump(&h, 8);
-		sh_peer_read_check(p, &got, 1, &bad);
+		echo_turn(&h, p, &ac, 1, &got, &bad);
 		h.now_us += 100;
 	}
 	CHECK_EQ_U64(got, total);
@@ -1260,10 +1269,7 @@ static void test_rpc_ring_origin(void)
 		CHECK(sh_peer_write(p, sent, n, 3) == 0);
 		sent += n;
 		ss_tcp_output(&p->c, h.now_us);
-		sh_pump(&h, 8);
-		app_poll(&h, &ac, true);
-		sh_pump(&h, 8);
-		sh_peer_read_check(p, &got, 3, &bad);
+		echo_turn(&h, p, &ac, 3, &got, &bad);
 		h.now_us += 1000;
 	}
 	CHECK_EQ_U64(got, sent);
