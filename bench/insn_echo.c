@@ -375,11 +375,13 @@ static void app_run(void)
 		uint32_t n = c->rx_avail;
 		if (!c->used || !n)
 			continue;
-		/* libslipstream's ss_send_space: all acknowledged, byte 0 again. */
-		uint8_t at0 = 0;
-		if (c->tx_acked == c->tx_tail && ((c->tx_tail - c->tx_origin) & (tsize - 1))) {
-			c->tx_origin = c->tx_tail;
-			at0 = SS_CMDF_TX_AT0;
+		/* libslipstream's ss_send_space: all acknowledged, the home
+		 * byte again. */
+		uint8_t at_home = 0;
+		uint32_t home = ss_shm_ring_home(c->slot, tsize);
+		if (c->tx_acked == c->tx_tail && ((c->tx_tail - c->tx_origin) & (tsize - 1)) != home) {
+			c->tx_origin = c->tx_tail - home;
+			at_home = SS_CMDF_TX_HOME;
 		}
 		for (uint32_t i = 0; i < n; i++)
 			c->tx[(c->tx_tail - c->tx_origin + i) & (tsize - 1)] =
@@ -391,10 +393,10 @@ static void app_run(void)
 		 * consumed (SS_CMDF_RX_DONE), one command; --two-cmds: the
 		 * separate TX and RX_DONE of a library before SS_SHM_VERSION 4. */
 		if (B.two_cmds) {
-			app_cmd(SS_CMD_TX, c, n, 0, at0);
+			app_cmd(SS_CMD_TX, c, n, 0, at_home);
 			app_cmd(SS_CMD_RX_DONE, c, n, 0, 0);
 		} else {
-			app_cmd(SS_CMD_TX, c, n, n, at0);
+			app_cmd(SS_CMD_TX, c, n, n, at_home);
 		}
 	}
 	__atomic_store_n(&cx->atx->prod, B.atx_prod, __ATOMIC_RELEASE);

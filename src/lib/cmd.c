@@ -68,17 +68,17 @@ int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd)
 	return 0;
 }
 
-/* SS_CMDF_TX_AT0 when @c's next TX starts a new transmit origin. */
-static inline uint8_t tx_at0(const struct ss_conn *c)
+/* SS_CMDF_TX_HOME when @c's next TX starts a new transmit origin. */
+static inline uint8_t tx_home(const struct ss_conn *c)
 {
-	return c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_AT0 : 0;
+	return c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_HOME : 0;
 }
 
 static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 		      uint32_t *count)
 {
 	struct ss_shm_cmd cmd = {
-		.op = op, .flags = op == SS_CMD_TX ? tx_at0(c) : 0, .conn = c->slot,
+		.op = op, .flags = op == SS_CMD_TX ? tx_home(c) : 0, .conn = c->slot,
 		.gen = c->gen, .arg = *count,
 	};
 
@@ -102,7 +102,7 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 	 * request), run by the service as the two commands in this order. */
 	if (c->tx_pend && c->rx_done) {
 		struct ss_shm_cmd cmd = {
-			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | tx_at0(c), .conn = c->slot,
+			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | tx_home(c), .conn = c->slot,
 			.gen = c->gen, .arg = c->tx_pend, .rx_done = c->rx_done,
 		};
 

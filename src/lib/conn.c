@@ -177,11 +177,11 @@ size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
 
 	/* All acknowledged (nothing posted or pending either): write from
-	 * byte 0 again, and tell the service with the TX (shm/abi.h).  Not
-	 * while other processes may take the connection: the sync words
+	 * the home byte again, and tell the service with the TX (shm/abi.h).
+	 * Not while other processes may take the connection: the sync words
 	 * carry positions, not origins. */
 	if (n == size && !c->shared)
-		c->tx_origin = c->tx_tail;
+		c->tx_origin = c->tx_tail - ss_shm_ring_home(c->slot, size);
 	ring_iov(c->tx_buf, size, c->tx_tail - c->tx_origin, n, iov);
 	return n;
 }

@@ -70,7 +70,7 @@ struct ss_conn {
 	uint32_t tx_tail, tx_acked, tx_pend;
 	/* Ring origins (shm/abi.h: position p is at byte (p - origin) &
 	 * (size - 1)).  tx_origin_svc is the service's transmit origin: the
-	 * next TX carries SS_CMDF_TX_AT0 while the two differ. */
+	 * next TX carries SS_CMDF_TX_HOME while the two differ. */
 	uint32_t rx_origin, tx_origin, tx_origin_svc;
 
 	uint32_t local_ip, remote_ip;

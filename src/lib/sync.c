@@ -59,7 +59,7 @@ static void bytes_reverse(uint8_t *a, uint32_t n)
 }
 
 /* A transmit origin the service has not been told of yet (the TX with
- * SS_CMDF_TX_AT0 is still pending): a move would take the bytes committed
+ * SS_CMDF_TX_HOME is still pending): a move would take the bytes committed
  * since by the sync word's position alone, where the service's origin has
  * them.  So they go there now: the ring turns in place by the difference
  * (three reversals; what else it holds was acknowledged, so free). */

@@ -500,13 +500,13 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 	}
 	switch (cmd->op) {
 	case SS_CMD_TX: {
-		bool at0_refused = (cmd->flags & SS_CMDF_TX_AT0) && ss_tcp_tx_restart(&sc->tcp) != 0;
+		bool home_refused = (cmd->flags & SS_CMDF_TX_HOME) && ss_tcp_tx_restart(&sc->tcp) != 0;
 
-		if (at0_refused || ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
+		if (home_refused || ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
 			/* A reset that beat the command explains it best (Linux:
 			 * ECONNRESET, then EPIPE); then a bad count (or bytes at
-			 * byte 0 of a ring that is not empty); then shutdown. */
-			bool bad = at0_refused || cmd->arg > ss_tcp_tx_space(&sc->tcp);
+			 * the home byte of a ring that is not empty); then shutdown. */
+			bool bad = home_refused || cmd->arg > ss_tcp_tx_space(&sc->tcp);
 			int err = sc->tcp.error ? sc->tcp.error : bad ? EINVAL : EPIPE;
 			cmd_error(s, a, ctx, cmd, err);
 			if (!(cmd->flags & SS_CMDF_RX_DONE))

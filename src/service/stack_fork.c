@@ -257,9 +257,11 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 	if (slot < 0)
 		return -EMFILE;
 	struct ss_tcp_ring rx = { .base = ss_app_rx_ring(a, (uint32_t)slot),
-				  .size = a->rxbuf_size };
+				  .size = a->rxbuf_size,
+				  .home = ss_shm_ring_home((uint32_t)slot, a->rxbuf_size) };
 	struct ss_tcp_ring tx = { .base = ss_app_tx_ring(a, (uint32_t)slot),
-				  .size = a->txbuf_size };
+				  .size = a->txbuf_size,
+				  .home = ss_shm_ring_home((uint32_t)slot, a->txbuf_size) };
 	/* Past the checks: from here on the move happens. */
 	stack_conn_sync_claim(s, sc);
 	if (ss_tcp_rings_move(&sc->tcp, rx, tx) != 0) {

@@ -153,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 7u
+#define SS_SHM_VERSION 8u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -290,9 +290,9 @@ enum ss_shm_cmd_op {
 #define SS_CMDF_RX_DONE 0x02 /* TX: also SS_CMD_RX_DONE of rx_done bytes, after the TX
 			      * (one command for a reply; the service runs the two
 			      * parts as the two commands in that order, errors alike) */
-#define SS_CMDF_TX_AT0 0x04  /* TX: the bytes start at byte 0 of the transmit ring (all
-			      * sent before was acknowledged; else EINVAL and the TX
-			      * part is not taken; see the end of this file) */
+#define SS_CMDF_TX_HOME 0x04 /* TX: the bytes start at the transmit ring's home byte
+			      * (all sent before was acknowledged; else EINVAL and the
+			      * TX part is not taken; see the end of this file) */
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 
@@ -376,23 +376,39 @@ _Static_assert(sizeof(struct ss_shm_ring) == 3 * SS_SHM_CACHELINE, "ring header 
  * Receive/transmit ring positions: the app and the service each track the
  * stream positions themselves from events and commands.  Position p is at
  * byte (p - origin) & (size - 1) of its ring, and a ring's origin moves
- * only while the ring is empty, so that the next bytes go to byte 0 again
- * (a connection with one small message at a time keeps to one cache line
- * of each ring instead of walking through all of it):
+ * only while the ring is empty, so that the next bytes go to the ring's
+ * home byte again (a connection with one small message at a time keeps to
+ * one cache line of each ring instead of walking through all of it):
  *   receive: the service moves it when new data arrives while everything
  *     before was consumed (RX_DONE) and nothing is held out of order.
  *     Every SS_EV_RX says in arg3 where its first byte is; where that is
  *     not where the application expected it, the application had
  *     consumed everything (else the event is bogus) and moves its origin.
  *   transmit: the application moves it when everything it sent was
- *     acknowledged (TX_ACKED), writes from byte 0, and sets SS_CMDF_TX_AT0
- *     on the TX of those bytes.  It does not while the connection is
- *     shared with other processes (fork: the sync words carry positions
- *     only), and before sharing it puts unposted bytes back where the old
- *     origin has them.
+ *     acknowledged (TX_ACKED), writes from the home byte, and sets
+ *     SS_CMDF_TX_HOME on the TX of those bytes.  It does not while the
+ *     connection is shared with other processes (fork: the sync words
+ *     carry positions only), and before sharing it puts unposted bytes
+ *     back where the old origin has them.
  * A handle that comes with SS_EV_CONNECTED, ACCEPTED, ADOPTED or RETURNED
  * starts with origin 0 for both rings (a move copies the bytes into
  * place).
+ *
+ * The home byte is ss_shm_ring_home(): spread over the ring by slot.  Were
+ * it byte 0 for every connection, the one hot line of every ring would sit
+ * at the same offset from a 64 KiB boundary, and all of them would fall
+ * into the same few sets of each cache (an L2 of 1024 sets has one set for
+ * them all): at thousands of connections each request would fetch its
+ * message from memory.
  */
+static inline uint32_t ss_shm_ring_home(uint32_t slot, uint32_t size)
+{
+	if (size <= SS_SHM_CACHELINE || (size & (size - 1)))
+		return 0;
+	/* Fibonacci hashing: the top bits of slot * 2^32/phi pick one of the
+	 * ring's lines; consecutive slots land far apart. */
+	unsigned line_bits = (unsigned)__builtin_ctz(size) - 6;
+	return ((slot * 0x9e3779b1u) >> (32 - line_bits)) * SS_SHM_CACHELINE;
+}
 
 #endif /* SS_SHM_ABI_H */

@@ -72,14 +72,17 @@ const char *ss_tcp_state_name(enum ss_tcp_state s);
  *
  * The origin moves only while the ring holds nothing (receive: all data
  * consumed, none out of order; transmit: all of it acknowledged), so that
- * the next byte goes to byte 0 again: a connection that carries one small
- * message at a time keeps touching the same cache line of its ring,
+ * the next byte goes to the home byte again: a connection that carries one
+ * small message at a time keeps touching the same cache line of its ring,
  * instead of a new one per message through the whole ring (at thousands
- * of connections those lines all come from memory, docs/benchmarks.md). */
+ * of connections those lines all come from memory, docs/benchmarks.md).
+ * The caller picks the home byte (shm/abi.h ss_shm_ring_home(): different
+ * connections' hot lines in different cache sets); 0 is a valid one. */
 struct ss_tcp_ring {
 	uint8_t *base;
 	uint32_t size;
 	uint32_t origin;
+	uint32_t home; /* < size: where the next byte goes after an origin move */
 };
 
 /*
@@ -415,15 +418,15 @@ static inline uint32_t ss_tcp_rx_avail(const struct ss_tcp_conn *c)
 	return c->f.rx_tail - c->f.rx_head;
 }
 
-/* The application wrote the next bytes to send from byte 0 of the
- * transmit ring (it may when all it sent was acknowledged: shm/abi.h
- * SS_CMDF_TX_AT0): the origin moves to tx_tail.  Returns 0, or -1 (nothing
- * changes) if the ring still holds unacknowledged bytes. */
+/* The application wrote the next bytes to send from the transmit ring's
+ * home byte (it may when all it sent was acknowledged: shm/abi.h
+ * SS_CMDF_TX_HOME): the origin moves so that tx_tail is there.  Returns 0,
+ * or -1 (nothing changes) if the ring still holds unacknowledged bytes. */
 static inline int ss_tcp_tx_restart(struct ss_tcp_conn *c)
 {
 	if (c->f.tx_tail != c->f.tx_head)
 		return -1;
-	c->tx.origin = c->f.tx_tail;
+	c->tx.origin = c->f.tx_tail - c->tx.home;
 	return 0;
 }
 

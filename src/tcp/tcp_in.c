@@ -11,11 +11,11 @@ rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 
 	if (!len)
 		return 0;
-	/* Nothing unread and nothing out of order: start again at byte 0
-	 * (struct ss_tcp_ring; the application learns it from the RX event,
-	 * shm/abi.h). */
+	/* Nothing unread and nothing out of order: start again at the home
+	 * byte (struct ss_tcp_ring; the application learns it from the RX
+	 * event, shm/abi.h). */
 	if (f->rx_head == f->rx_tail && !f->ooo_len)
-		c->rx.origin = f->rx_tail;
+		c->rx.origin = f->rx_tail - c->rx.home;
 	ss_tcp_ring_copy_in(&c->rx, f->rx_tail, data, len);
 	f->rx_tail += len;
 	f->rcv_nxt += len;

@@ -10,7 +10,8 @@
 /*
  * Input: byte 0 picks the setup (bit 0 timestamps, bit 1 passive open,
  * bits 2-3 the peer's window scale 0/3/7/14, bit 4 SACK-permitted, bit 5
- * no MSS option); the rest is a list of operations.  Segments are built
+ * no MSS option, bits 6-7 the rings' home bytes: 0, a few lines in, the
+ * last line, half way); the rest is a list of operations.  Segments are built
  * relative to rcv_nxt and snd_una so that most land in or near the
  * windows.  After every operation the invariants of tcp_invariants.h
  * must hold, every emitted payload must lie in queued transmit data, and
@@ -119,8 +120,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ss_tcp_params_default(&p);
 	p.max_retries = 4;
 	p.syn_retries = 2;
-	struct ss_tcp_ring rx = { .base = rxbuf, .size = FZ_RX_SIZE };
-	struct ss_tcp_ring tx = { .base = txbuf, .size = FZ_TX_SIZE };
+	static const uint32_t rx_homes[4] = { 0, 5 * 64, FZ_RX_SIZE - 64, FZ_RX_SIZE / 2 };
+	static const uint32_t tx_homes[4] = { 0, 3 * 64, FZ_TX_SIZE - 64, FZ_TX_SIZE / 2 };
+	struct ss_tcp_ring rx = { .base = rxbuf, .size = FZ_RX_SIZE, .home = rx_homes[setup >> 6] };
+	struct ss_tcp_ring tx = { .base = txbuf, .size = FZ_TX_SIZE, .home = tx_homes[setup >> 6] };
 
 	ss_tcp_conn_init(&c, &p, 0x0a000001, 1234, 0x0a000002, 80, iss, 42, rx, tx, fz_emit, &z);
 
@@ -204,6 +207,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		case 6: case 7: {
 			uint32_t n = fz_u16(&z) % 3000u;
+
+			/* The application's SS_CMDF_TX_HOME first: taken exactly
+			 * when nothing is unacknowledged, and then the next byte
+			 * is at the home byte. */
+			if (op & 0x10) {
+				bool empty = ss_tcp_tx_queued(&c) == 0;
+				if ((ss_tcp_tx_restart(&c) == 0) != empty ||
+				    (empty && ss_tcp_ring_off(&c.tx, c.f.tx_tail) != c.tx.home))
+					__builtin_trap();
+			}
 
 			if (ss_tcp_send(&c, n) == 0 && n > ss_tcp_tx_space(&c) + n)
 				__builtin_trap();

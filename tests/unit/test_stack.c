@@ -23,7 +23,8 @@ struct app_conn {
 	uint32_t rx_head, rx_avail;  /* stream positions the app tracks */
 	uint32_t tx_tail, tx_unacked;
 	uint32_t rx_origin, tx_origin; /* shm/abi.h: byte (p - origin) & (size - 1) */
-	uint64_t rx_at0, tx_at0;     /* RX events at ring byte 0; TXs with SS_CMDF_TX_AT0 */
+	uint64_t rx_at_home, tx_at_home; /* RX events at the ring's home byte; TXs with
+					  * SS_CMDF_TX_HOME */
 	bool peer_fin, reset, closed, connected;
 	uint16_t error;
 	uint64_t echoed;
@@ -47,7 +48,7 @@ static void app_on_event(struct sh *h, struct app_conn *ac, const struct ss_shm_
 			CHECK_EQ_U64(ac->rx_avail, 0); /* moves only when all was consumed */
 			ac->rx_origin = tail - ev->arg3;
 		}
-		ac->rx_at0 += ev->arg3 == 0;
+		ac->rx_at_home += ev->arg3 == ss_shm_ring_home(ac->slot, h->app->rxbuf_size);
 		ac->rx_avail += ev->arg;
 		break;
 	}
@@ -84,12 +85,14 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 		n = space;
 	if (n == 0)
 		return;
-	/* As libslipstream: all acknowledged, so write from byte 0 again. */
-	uint8_t at0 = 0;
-	if (!ac->tx_unacked && ((ac->tx_tail - ac->tx_origin) & (size - 1))) {
-		ac->tx_origin = ac->tx_tail;
-		at0 = SS_CMDF_TX_AT0;
-		ac->tx_at0++;
+	/* As libslipstream: all acknowledged, so write from the home byte
+	 * again. */
+	uint8_t at_home = 0;
+	uint32_t home = ss_shm_ring_home(ac->slot, size);
+	if (!ac->tx_unacked && ((ac->tx_tail - ac->tx_origin) & (size - 1)) != home) {
+		ac->tx_origin = ac->tx_tail - home;
+		at_home = SS_CMDF_TX_HOME;
+		ac->tx_at_home++;
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ac->tx[(ac->tx_tail - ac->tx_origin + i) & (size - 1)] =
@@ -100,12 +103,12 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 	ac->rx_avail -= n;
 	ac->echoed += n;
 	if (echo_merged) { /* libslipstream's: one TX carrying the bytes consumed */
-		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | at0,
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | at_home,
 						.conn = ac->slot, .gen = ac->gen, .arg = n,
 						.rx_done = n });
 		return;
 	}
-	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = at0, .conn = ac->slot,
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = at_home, .conn = ac->slot,
 					.gen = ac->gen, .arg = n });
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac->slot, .gen = ac->gen,
 					.arg = n });
@@ -1052,7 +1055,7 @@ static bool app_rx_is(struct sh *h, const struct app_conn *ac, uint32_t n, unsig
 	if (ac->rx_avail != n)
 		return false;
 	for (uint32_t i = 0; i < n; i++)
-		if (ac->rx[(ac->rx_head + i) & (size - 1)] != sh_pat(i, seed))
+		if (ac->rx[(ac->rx_head - ac->rx_origin + i) & (size - 1)] != sh_pat(i, seed))
 			return false;
 	return true;
 }
@@ -1246,11 +1249,11 @@ static void test_region_populated(void)
 
 /*
  * Ring origins (shm/abi.h): one request at a time, each read and answered
- * before the next.  Every request after the first lands at receive byte
- * 0 (the service saw everything consumed), every reply after the first is
- * written at transmit byte 0 (SS_CMDF_TX_AT0: the last one was
- * acknowledged), and the peer gets every byte, in order.  A TX_AT0 while
- * bytes are unacknowledged is EINVAL and takes nothing.
+ * before the next, on a slot whose home byte is not 0.  Every request
+ * lands at the receive ring's home byte (the service saw everything
+ * consumed), every reply is written at the transmit ring's (SS_CMDF_TX_HOME:
+ * the last one was acknowledged), and the peer gets every byte, in order.
+ * A TX_HOME while bytes are unacknowledged is EINVAL and takes nothing.
  */
 static void test_rpc_ring_origin(void)
 {
@@ -1260,7 +1263,12 @@ static void test_rpc_ring_origin(void)
 	CHECK(sh_init(&h, ATTACH) == 0);
 	echo_merged = true;
 	test_listen(&h, 7);
+	struct app_conn first = { 0 }; /* slot 0, whose home is byte 0 */
+	CHECK(peer_connected(&h, 40006, &first) != NULL);
 	struct sh_peer_conn *p = peer_connected(&h, 40007, &ac);
+	uint32_t rx_home = ss_shm_ring_home(ac.slot, h.app->rxbuf_size);
+	uint32_t tx_home = ss_shm_ring_home(ac.slot, h.app->txbuf_size);
+	CHECK(rx_home != 0 && tx_home != 0);
 	uint64_t sent = 0, got = 0;
 	bool bad = false;
 	const unsigned reqs = 200;
@@ -1275,12 +1283,19 @@ static void test_rpc_ring_origin(void)
 	CHECK_EQ_U64(got, sent);
 	CHECK(!bad);
 	CHECK_EQ_U64(ac.echoed, sent);
-	CHECK_EQ_U64(ac.rx_at0, reqs);     /* the first at byte 0 anyway */
-	CHECK_EQ_U64(ac.tx_at0, reqs - 1); /* the first was at byte 0 */
-	CHECK_EQ_U64(ac.rx_origin, sent - (64 + (reqs - 1) % 7));
+	CHECK_EQ_U64(ac.rx_at_home, reqs);
+	CHECK_EQ_U64(ac.tx_at_home, reqs); /* the first too: the handshake left byte 0 */
+	uint32_t last = 64 + (reqs - 1) % 7;
+	CHECK_EQ_U64(ac.rx_origin, (uint32_t)(sent - last - rx_home));
+	/* The last request and its reply sit at the home bytes. */
+	for (uint32_t i = 0; i < last; i++) {
+		CHECK(ac.rx[(rx_home + i) & (h.app->rxbuf_size - 1)] == sh_pat(sent - last + i, 3));
+		CHECK(ac.tx[(tx_home + i) & (h.app->txbuf_size - 1)] == sh_pat(sent - last + i, 3));
+	}
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 0);
 
-	/* With the reply not acknowledged yet, a TX at byte 0 is refused. */
+	/* With the reply not acknowledged yet, a TX at the home byte is
+	 * refused. */
 	CHECK(sh_peer_write(p, sent, 64, 3) == 0);
 	sent += 64;
 	ss_tcp_output(&p->c, h.now_us);
@@ -1288,7 +1303,7 @@ static void test_rpc_ring_origin(void)
 	uint32_t tail = h.app->slot_conn[ac.slot]->tcp.f.tx_tail + 64;
 	app_poll(&h, &ac, true); /* the reply's TX, then one more in the same batch */
 	CHECK_EQ_U64(ac.tx_unacked, 64);
-	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_AT0,
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_HOME,
 					 .conn = ac.slot, .gen = ac.gen, .arg = 10 });
 	sh_pump(&h, 1);
 	CHECK(sh_event(&h, &ev));

@@ -968,9 +968,12 @@ static void test_adopt(void)
 	sh_pump(&h, 8);
 	drain_counts(&p, pa.slot, pa.gen, &prx, &packed);
 	CHECK_EQ_U64(prx, 3000);
+	/* At the receive ring's home byte (abi.h), where the first bytes go. */
+	uint32_t home = ss_shm_ring_home(pa.slot, RING);
+	CHECK(home != 0);
 	for (uint32_t i = 0; i < 3000; i++)
-		if (pa.rx[i] != sh_pat(i, 1)) {
-			CHECK(pa.rx[i] == sh_pat(i, 1));
+		if (pa.rx[(home + i) % RING] != sh_pat(i, 1)) {
+			CHECK(pa.rx[(home + i) % RING] == sh_pat(i, 1));
 			break;
 		}
 	CMD(&p, .op = SS_CMD_RX_DONE, .conn = pa.slot, .gen = pa.gen, .arg = 1000);
@@ -1002,12 +1005,16 @@ static void test_adopt(void)
 	INHERIT_OK(&h, &c2, 1, 2);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_inherits), 2);
 
-	/* What the parent's rings hold now. */
+	/* What the parent's rings hold now, with position p at byte p (the
+	 * receive ring's origin put position 0 at its home byte; the
+	 * transmit ring's is 0: no TX had SS_CMDF_TX_HOME). */
 	uint8_t *prx_snap = malloc(RING), *ptx_snap = malloc(RING);
-	memcpy(prx_snap, pa.rx, RING);
+	for (uint32_t b = 0; b < RING; b++)
+		prx_snap[b] = pa.rx[(home + b) % RING];
 	memcpy(ptx_snap, pa.tx, RING);
 
-	/* The child adopts it: its handle, the positions, identical rings. */
+	/* The child adopts it: its handle, the positions, the same bytes at
+	 * origin 0. */
 	CMD(&c, .op = SS_CMD_ADOPT, .conn = pa.slot, .gen = pa.gen, .ip = p.a->id, .cookie = 77);
 	sh_pump(&h, 4);
 	ev = EXPECT(&c, SS_EV_ADOPTED);

@@ -181,11 +181,11 @@ static void test_consume_refused(void)
 }
 
 /*
- * A send that started a new transmit origin (all acknowledged: byte 0,
- * shm/abi.h) but is not posted yet when the process forks: the sync word
- * carries only the position, so the bytes go back to where the service's
- * origin has them before the word is shared, and the TX goes unflagged.
- * While shared, sends do not start at byte 0.
+ * A send that started a new transmit origin (all acknowledged: the home
+ * byte, shm/abi.h) but is not posted yet when the process forks: the sync
+ * word carries only the position, so the bytes go back to where the
+ * service's origin has them before the word is shared, and the TX goes
+ * unflagged.  While shared, sends do not start at the home byte again.
  */
 static void test_share_undoes_origin(void)
 {
@@ -202,18 +202,23 @@ static void test_share_undoes_origin(void)
 		return;
 	}
 	c = accept_shared_slot(&x);
+	/* The transmit ring's home byte (shm/abi.h), where the first send
+	 * moves the origin (the service is told with SS_CMDF_TX_HOME). */
+	const uint32_t home = ss_shm_ring_home(SLOT, 4096);
+	CHECK(home != 0 && home + 400 <= 4096); /* no wrap below */
 	tx = x.f.region + fake_tx_off(&x.f, SLOT);
 	send_exact(c, 300);
 	CHECK(ss_flush(x.ctx) == 0);
 	cmd_next(&x, SS_CMD_TX, 300);
 	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, SLOT, GEN, 300, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 2), 1);
-	/* All acknowledged: this one is written at byte 0, not yet posted. */
+	/* All acknowledged: this one is written at the home byte again, not
+	 * yet posted. */
 	CHECK_EQ_U64(ss_send(c, data, 40), 40);
-	CHECK_MEM(tx, data, 40);
+	CHECK_MEM(tx + home, data, 40);
 	ss_conn_share(c);
-	/* Moved to byte 300, where position 300 is for the service. */
-	CHECK_MEM(tx + 300, data, 40);
+	/* Moved 300 bytes on, where position 300 is for the service. */
+	CHECK_MEM(tx + home + 300, data, 40);
 	CHECK_EQ_U64(*sync_word(&x, SLOT), ss_sync_word(GEN, SS_SYNC_ON, 340));
 	CHECK(ss_flush(x.ctx) == 0);
 	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
@@ -224,7 +229,7 @@ static void test_share_undoes_origin(void)
 	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, SLOT, GEN, 40, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 2), 1);
 	CHECK_EQ_U64(ss_send(c, data + 40, 20), 20);
-	CHECK_MEM(tx + 340, data + 40, 20);
+	CHECK_MEM(tx + home + 340, data + 40, 20);
 	CHECK(ss_flush(x.ctx) == 0);
 	CHECK(fake_cmd(&x.f, 0, &cmd) == 1);
 	CHECK_EQ_U64(cmd.flags, 0);

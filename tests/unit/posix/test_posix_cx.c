@@ -996,7 +996,7 @@ static void test_recv_done_deferred(int fd, uint32_t slot, uint32_t pos)
 	CHECK_EQ_U64(ssp_send(fd, buf, 64, 0), 64);
 	CHECK(fake_cmd(&fk, 1, &cmd) == 1);
 	CHECK_EQ_U64(cmd.op, SS_CMD_TX);
-	CHECK_EQ_U64(cmd.flags & ~SS_CMDF_TX_AT0, SS_CMDF_RX_DONE);
+	CHECK_EQ_U64(cmd.flags & ~SS_CMDF_TX_HOME, SS_CMDF_RX_DONE);
 	CHECK_EQ_U64(cmd.conn, slot);
 	CHECK_EQ_U64(cmd.arg, 64);
 	CHECK_EQ_U64(cmd.rx_done, 64);

@@ -40,6 +40,7 @@ struct h_seg {
 /* What the fake peer offers on its SYN or SYN-ACK, and the fixture setup. */
 struct h_cfg {
 	uint32_t rx_size, tx_size;
+	uint32_t rx_home, tx_home; /* struct ss_tcp_ring home bytes (0 by default) */
 	uint32_t iss, peer_iss;
 	bool ts, ws, sack, mss;
 	uint8_t peer_wscale;
@@ -207,8 +208,8 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	h->now = 1000000;
 	h->peer_tsval = 5000;
 	h->peer_nxt = cfg->peer_iss;
-	struct ss_tcp_ring rx = { .base = h->rxbuf, .size = cfg->rx_size };
-	struct ss_tcp_ring tx = { .base = h->txbuf, .size = cfg->tx_size };
+	struct ss_tcp_ring rx = { .base = h->rxbuf, .size = cfg->rx_size, .home = cfg->rx_home };
+	struct ss_tcp_ring tx = { .base = h->txbuf, .size = cfg->tx_size, .home = cfg->tx_home };
 
 	ss_tcp_conn_init(&h->c, &h->p, H_SRC_IP, 40000, H_DST_IP, 80, cfg->iss,
 			 cfg->ts_offset, rx, tx, h_emit, h);

@@ -85,43 +85,52 @@ static void test_established_rx_window_fill(void)
 }
 
 /* Ring origins (struct ss_tcp_ring): the receive ring starts again at
- * byte 0 when data comes with nothing unread and nothing out of order,
- * and only then; the transmit ring when the application says so
- * (ss_tcp_tx_restart) with everything acknowledged, and only then. */
-static void test_established_ring_origin(void)
+ * its home byte when data comes with nothing unread and nothing out of
+ * order, and only then; the transmit ring when the application says so
+ * (ss_tcp_tx_restart) with everything acknowledged, and only then.  With
+ * home bytes @rx_home and @tx_home (ring bytes below are relative to them,
+ * round the ring). */
+static void established_ring_origin(uint32_t rx_home, uint32_t tx_home)
 {
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
+	cfg.rx_home = rx_home;
+	cfg.tx_home = tx_home;
 	harness_established(&h, &cfg);
+	uint32_t rmask = cfg.rx_size - 1, tmask = cfg.tx_size - 1;
+	/* A new connection's origin is 0: the first data moves it (the ring
+	 * was empty), unless the home byte is 0. */
 	h_peer_send(&h, 1000);
-	CHECK_EQ_U64(h.c.rx.origin, 0);
+	CHECK_EQ_U64(h.c.rx.origin, (uint32_t)-rx_home);
+	CHECK(h_rx_matches(&h, rx_home, 0, 1000));
 	CHECK(ss_tcp_recv_done(&h.c, 1000) == 0);
-	/* Empty: the next 500 go to byte 0. */
+	/* Empty: the next 500 go to the home byte. */
 	h_peer_send(&h, 500);
-	CHECK_EQ_U64(h.c.rx.origin, 1000);
-	CHECK_EQ_U64(ss_tcp_rx_offset(&h.c, 1000), 0);
-	CHECK(h_rx_matches(&h, 0, 1000, 500));
-	/* 300 unread: the origin stays, the next 100 follow at byte 500. */
+	CHECK_EQ_U64(h.c.rx.origin, 1000 - rx_home);
+	CHECK_EQ_U64(ss_tcp_rx_offset(&h.c, 1000), rx_home);
+	CHECK(h_rx_matches(&h, rx_home, 1000, 500));
+	/* 300 unread: the origin stays, the next 100 follow 500 bytes on. */
 	CHECK(ss_tcp_recv_done(&h.c, 200) == 0);
 	h_peer_send(&h, 100);
-	CHECK_EQ_U64(h.c.rx.origin, 1000);
-	CHECK(h_rx_matches(&h, 500, 1500, 100));
+	CHECK_EQ_U64(h.c.rx.origin, 1000 - rx_home);
+	CHECK(h_rx_matches(&h, (rx_home + 500) & rmask, 1500, 100));
 	/* Empty but for data out of order: it stays too, so the interval
-	 * (at byte 2000 - 1000) is where the in-order data meets it. */
+	 * (1000 bytes on from position 1000) is where the in-order data
+	 * meets it. */
 	CHECK(ss_tcp_recv_done(&h.c, 400) == 0);
 	h_peer_data_at(&h, 2000, 300, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(h.c.f.ooo_len, 300);
 	h_peer_data_at(&h, 1600, 400, h.c.f.snd_max, 0);
 	h.peer_nxt += 700;
-	CHECK_EQ_U64(h.c.rx.origin, 1000);
+	CHECK_EQ_U64(h.c.rx.origin, 1000 - rx_home);
 	CHECK_EQ_U64(h.c.f.rx_tail, 2300);
-	CHECK(h_rx_matches(&h, 600, 1600, 700));
-	/* All read: the next bytes at 0 again. */
+	CHECK(h_rx_matches(&h, (rx_home + 600) & rmask, 1600, 700));
+	/* All read: the next bytes at the home byte again. */
 	CHECK(ss_tcp_recv_done(&h.c, 700) == 0);
 	h_peer_send(&h, 1200);
-	CHECK_EQ_U64(h.c.rx.origin, 2300);
-	CHECK(h_rx_matches(&h, 0, 2300, 1200));
+	CHECK_EQ_U64(h.c.rx.origin, 2300 - rx_home);
+	CHECK(h_rx_matches(&h, rx_home, 2300, 1200));
 	h_output(&h);
 	h_clear(&h);
 
@@ -135,16 +144,25 @@ static void test_established_ring_origin(void)
 	h_clear(&h);
 	h_peer_data_at(&h, h.peer_nxt - cfg.peer_iss - 1, 0, h.c.f.snd_max, 0);
 	CHECK_EQ_U64(ss_tcp_tx_queued(&h.c), 0);
-	/* All acknowledged: position 700 is byte 0 from now on. */
+	/* All acknowledged: position 700 is at the home byte from now on. */
 	CHECK(ss_tcp_tx_restart(&h.c) == 0);
-	CHECK_EQ_U64(h.c.tx.origin, 700);
+	CHECK_EQ_U64(h.c.tx.origin, 700 - tx_home);
 	CHECK(h_app_send(&h, 900) == 0);
-	CHECK_EQ_U64(h.txbuf[0], h_pat_ours(700));
+	CHECK_EQ_U64(h.txbuf[tx_home], h_pat_ours(700));
+	CHECK_EQ_U64(h.txbuf[(tx_home + 899) & tmask], h_pat_ours(1599));
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 1);
 	CHECK_EQ_U64(h.out[0].len, 900);
 	CHECK(h_seg_matches(&h, &h.out[0]));
 	harness_free(&h);
+}
+
+static void test_established_ring_origin(void)
+{
+	established_ring_origin(0, 0);
+	established_ring_origin(64 * 37, 64 * 21);
+	/* Near the end: the messages wrap round the ring. */
+	established_ring_origin(16384 - 64, 65536 - 128); /* h_cfg_default() sizes */
 }
 
 /* Out-of-order intervals kept (up to SS_TCP_OOO_MAX), merged, reported
