@@ -396,6 +396,42 @@ out:
 	fake_app_down(&x);
 }
 
+/* The home bytes (shm/abi.h ss_shm_ring_home()): a whole line inside the
+ * ring, 0 for slot 0 and for a size that is no power of two above a line;
+ * spread over the ring's lines (a fresh line for most of the first
+ * size / 64 slots, and no line holding more than twice its share of
+ * 16,384 slots). */
+static void test_ring_home(void)
+{
+	static uint16_t per_line[65536 / 64];
+
+	CHECK_EQ_U64(ss_shm_ring_home(0, 65536), 0);
+	CHECK_EQ_U64(ss_shm_ring_home(7, 0), 0);
+	CHECK_EQ_U64(ss_shm_ring_home(7, 64), 0);
+	CHECK_EQ_U64(ss_shm_ring_home(7, 3000), 0);
+	CHECK_EQ_U64(ss_shm_ring_home(1, 128), 64);
+	for (uint32_t size = 4096; size <= 65536; size *= 2) {
+		uint32_t lines = size / 64, fresh = 0, most = 0;
+		bool inside = true;
+
+		memset(per_line, 0, sizeof(per_line));
+		for (uint32_t slot = 0; slot < 16384; slot++) {
+			uint32_t h = ss_shm_ring_home(slot, size);
+			if (h >= size || h % 64 || h != ss_shm_ring_home(slot, size))
+				inside = false;
+			if (h >= size)
+				continue;
+			if (slot < lines && per_line[h / 64] == 0)
+				fresh++;
+			if (++per_line[h / 64] > most)
+				most = per_line[h / 64];
+		}
+		CHECK(inside);
+		CHECK(fresh * 10 >= lines * 8);
+		CHECK(most <= 2 * (16384 / lines));
+	}
+}
+
 /*
  * Ring origins (shm/abi.h): a send with everything acknowledged starts at
  * the transmit ring's home byte and its TX says so (SS_CMDF_TX_HOME),
@@ -835,6 +871,7 @@ int main(void)
 	test_rx_wrap();
 	test_tx_wrap();
 	test_rx_with_ack();
+	test_ring_home();
 	test_ring_origin();
 	test_atx_full();
 	test_atx_full_counts();
