@@ -156,6 +156,22 @@ static int parse_on_off(const char *key, const char *val, bool *out, char *err, 
 	return 0;
 }
 
+/* "off", "on" or @third for option @key, stored as @vals[0], [1] or [2];
+ * 0, or -1 with the message in @err. */
+static int parse_on_off_or(const char *key, const char *val, const char *third,
+			   const uint8_t vals[3], uint8_t *out, char *err, size_t errlen)
+{
+	if (strcmp(val, "off") == 0)
+		*out = vals[0];
+	else if (strcmp(val, "on") == 0)
+		*out = vals[1];
+	else if (strcmp(val, third) == 0)
+		*out = vals[2];
+	else
+		return fail(err, errlen, "%s: expected on, off or %s, got '%s'", key, third, val);
+	return 0;
+}
+
 static int parse_uint(const char *s, unsigned long min, unsigned long max,
 		      unsigned long *out)
 {
@@ -243,15 +259,10 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
 	} else if (strcmp(key, "shm-huge") == 0) {
-		if (strcmp(val, "on") == 0)
-			cfg->shm_huge = SS_SHM_HUGE_ON;
-		else if (strcmp(val, "off") == 0)
-			cfg->shm_huge = SS_SHM_HUGE_OFF;
-		else if (strcmp(val, "auto") == 0)
-			cfg->shm_huge = SS_SHM_HUGE_AUTO;
-		else
-			return fail(err, errlen, "%s: expected on, off or auto, got '%s'", key, val);
-		return 0;
+		return parse_on_off_or(key, val, "auto",
+				       (const uint8_t[3]){ SS_SHM_HUGE_OFF, SS_SHM_HUGE_ON,
+							   SS_SHM_HUGE_AUTO },
+				       &cfg->shm_huge, err, errlen);
 	} else if (strcmp(key, "rx-budget") == 0) {
 		if (parse_uint(val, 1, 65536, &n) != 0)
 			return fail(err, errlen, "rx-budget: expected 1..65536, got '%s'", val);
@@ -328,15 +339,10 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 				    val);
 		cfg->delack_us = (uint32_t)n;
 	} else if (strcmp(key, "syn-cookies") == 0) {
-		if (strcmp(val, "on") == 0)
-			cfg->syn_cookies = SS_SYN_COOKIES_ON;
-		else if (strcmp(val, "off") == 0)
-			cfg->syn_cookies = SS_SYN_COOKIES_OFF;
-		else if (strcmp(val, "always") == 0)
-			cfg->syn_cookies = SS_SYN_COOKIES_ALWAYS;
-		else
-			return fail(err, errlen, "syn-cookies: expected on, off or always, got '%s'",
-				    val);
+		return parse_on_off_or(key, val, "always",
+				       (const uint8_t[3]){ SS_SYN_COOKIES_OFF, SS_SYN_COOKIES_ON,
+							   SS_SYN_COOKIES_ALWAYS },
+				       &cfg->syn_cookies, err, errlen);
 	} else if (strcmp(key, "local-ports") == 0) {
 		char lo_s[8], hi_s[8];
 		const char *dash = strchr(val, '-');

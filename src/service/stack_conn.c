@@ -448,11 +448,9 @@ uint32_t stack_conn_ts_offset(const struct ss_stack *s, uint32_t iss)
 static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, uint32_t slot,
 		       uint16_t ctx, uint32_t rip, uint16_t rport, uint16_t lport, uint32_t iss)
 {
-	struct ss_tcp_ring rx = { .base = ss_app_rx_ring(a, slot), .size = a->rxbuf_size,
-				  .home = ss_shm_ring_home(slot, a->rxbuf_size) };
-	struct ss_tcp_ring tx = { .base = ss_app_tx_ring(a, slot), .size = a->txbuf_size,
-				  .home = ss_shm_ring_home(slot, a->txbuf_size) };
+	struct ss_tcp_ring rx, tx;
 
+	stack_slot_rings(a, slot, &rx, &tx);
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
 	ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,

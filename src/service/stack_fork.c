@@ -256,12 +256,8 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 	int64_t slot = ss_idpool_alloc(&a->slots);
 	if (slot < 0)
 		return -EMFILE;
-	struct ss_tcp_ring rx = { .base = ss_app_rx_ring(a, (uint32_t)slot),
-				  .size = a->rxbuf_size,
-				  .home = ss_shm_ring_home((uint32_t)slot, a->rxbuf_size) };
-	struct ss_tcp_ring tx = { .base = ss_app_tx_ring(a, (uint32_t)slot),
-				  .size = a->txbuf_size,
-				  .home = ss_shm_ring_home((uint32_t)slot, a->txbuf_size) };
+	struct ss_tcp_ring rx, tx;
+	stack_slot_rings(a, (uint32_t)slot, &rx, &tx);
 	/* Past the checks: from here on the move happens. */
 	stack_conn_sync_claim(s, sc);
 	if (ss_tcp_rings_move(&sc->tcp, rx, tx) != 0) {

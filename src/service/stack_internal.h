@@ -31,6 +31,16 @@ void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
 			   uint32_t slot, uint16_t ctx);
+/* The engine's view of slot @slot's rings in @a's region, with their home
+ * bytes (shm/abi.h ss_shm_ring_home()). */
+static inline void stack_slot_rings(const struct ss_app *a, uint32_t slot,
+				    struct ss_tcp_ring *rx, struct ss_tcp_ring *tx)
+{
+	*rx = (struct ss_tcp_ring){ .base = ss_app_rx_ring(a, slot), .size = a->rxbuf_size,
+				    .home = ss_shm_ring_home(slot, a->rxbuf_size) };
+	*tx = (struct ss_tcp_ring){ .base = ss_app_tx_ring(a, slot), .size = a->txbuf_size,
+				    .home = ss_shm_ring_home(slot, a->txbuf_size) };
+}
 /* stack_wake_slow_path - wakes the slow-path thread (reclaim_fd, app.h) for
  * @a: to reclaim it, or to populate its region further; @why for the log
  * if the eventfd write fails. */
