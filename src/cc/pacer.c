@@ -159,6 +159,7 @@ int ss_pacer_init(struct ss_pacer *p, const struct ss_pacer_params *prm, uint64_
 	p->n_queued = 0;
 	p->ovf_scans = 0;
 	p->ovf_looked = 0;
+	p->tick_holds = 0;
 	return 0;
 }
 
@@ -317,6 +318,7 @@ int ss_pacer_group_init(struct ss_pacer_group *g, uint64_t rate, uint64_t burst,
 	g->ent.is_group = 1;
 	link_init(&g->waitq);
 	g->n_wait = 0;
+	g->go_tick = PACER_NONE;
 	return ss_pacer_bucket_init(&g->tb, rate, burst, now_ns);
 }
 
@@ -391,14 +393,19 @@ static void pacer_group_arm(struct ss_pacer *p, struct ss_pacer_group *g, uint64
 		pacer_enqueue(p, &g->ent, u64_max(t, after + 1));
 }
 
-/* Flow @f's time has come; its group @g decides whether it goes now. */
+/* Flow @f's time has come; its group @g decides whether it goes now:
+ * nobody of the group waits, none went in this tick, the bucket allows. */
 static bool pacer_flow_gate(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t now_ns,
 			    uint64_t target)
 {
 	struct ss_pacer_group *g = f->group;
 
-	if (g->n_wait == 0 && ss_pacer_bucket_ready(&g->tb, now_ns))
+	if (g->n_wait == 0 && g->go_tick != target && ss_pacer_bucket_ready(&g->tb, now_ns)) {
+		g->go_tick = target;
 		return true;
+	}
+	if (g->n_wait == 0 && g->go_tick == target)
+		p->tick_holds++;
 	link_add_tail(&g->waitq, &f->ent.link);
 	f->ent.where = SS_PACER_GROUP_WAIT;
 	g->n_wait++;
@@ -413,11 +420,12 @@ static struct ss_pacer_flow *pacer_group_release(struct ss_pacer *p, struct ss_p
 {
 	struct ss_pacer_flow *f = NULL;
 
-	if (g->n_wait && ss_pacer_bucket_ready(&g->tb, now_ns)) {
+	if (g->n_wait && g->go_tick != target && ss_pacer_bucket_ready(&g->tb, now_ns)) {
 		f = ent_flow(link_ent(g->waitq.next));
 		link_del(&f->ent.link);
 		f->ent.where = SS_PACER_IDLE;
 		g->n_wait--;
+		g->go_tick = target;
 	}
 	if (g->n_wait)
 		pacer_group_arm(p, g, now_ns, target);

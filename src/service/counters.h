@@ -149,6 +149,7 @@
 	X(cc_paced_waits)                                                        \
 	X(cc_cap_waits)                                                          \
 	X(cc_pacer_releases)                                                     \
+	X(cc_pacer_tick_holds)                                                   \
 	X(tx_loopback)                                                           \
 	X(rx_loopback)                                                           \
 	X(drop_loopback_full)                                                    \

@@ -906,6 +906,7 @@ void stack_cc_run_intervals(struct ss_stack *s)
 void stack_cc_run_pacer(struct ss_stack *s)
 {
 	struct ss_pacer_flow *go[64];
+	uint64_t holds = s->pacer.tick_holds;
 	unsigned n;
 
 	do {
@@ -918,6 +919,8 @@ void stack_cc_run_pacer(struct ss_stack *s)
 			stack_conn_dirty(s, sc);
 		}
 	} while (n == 64);
+	if (s->pacer.tick_holds != holds)
+		ss_ctr_add(s->ctr, SS_CTR_cc_pacer_tick_holds, s->pacer.tick_holds - holds);
 }
 
 void stack_cc_conn_unowned(struct ss_stack *s, struct ss_sconn *sc)
