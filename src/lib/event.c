@@ -225,7 +225,8 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		}
 		/* The program reads it after this poll's other events: the
 		 * ring line (and its page walk) is on its way meanwhile. */
-		__builtin_prefetch(c->rx_buf + ((c->rx_tail - c->rx_origin) & mask), 0, 3);
+		__builtin_prefetch((const void *)((uintptr_t)c->rx_buf +
+						  ((c->rx_tail - c->rx_origin) & mask)), 0, 3);
 		c->rx_tail += e->arg;
 		if (c->state != CONN_OPEN || c->closing)
 			return 0;

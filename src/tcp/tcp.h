@@ -451,7 +451,9 @@ static inline __attribute__((always_inline)) void ss_tcp_rx_prefetch(const struc
 			       ? c->rx.home
 			       : ss_tcp_ring_off(&c->rx, c->f.rx_tail);
 
-	__builtin_prefetch(c->rx.base + off, 1, 3);
+	/* As an integer: a connection without rings yet has base NULL, and
+	 * NULL + off is undefined where a prefetch of it is harmless. */
+	__builtin_prefetch((const void *)((uintptr_t)c->rx.base + off), 1, 3);
 }
 
 /* Byte of the receive ring where stream position @pos is. */
