@@ -400,12 +400,14 @@ static bool pacer_flow_gate(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_
 {
 	struct ss_pacer_group *g = f->group;
 
-	if (g->n_wait == 0 && g->go_tick != target && ss_pacer_bucket_ready(&g->tb, now_ns)) {
-		g->go_tick = target;
-		return true;
+	if (g->n_wait == 0) {
+		if (g->go_tick == target) {
+			p->tick_holds++;
+		} else if (ss_pacer_bucket_ready(&g->tb, now_ns)) {
+			g->go_tick = target;
+			return true;
+		}
 	}
-	if (g->n_wait == 0 && g->go_tick == target)
-		p->tick_holds++;
 	link_add_tail(&g->waitq, &f->ent.link);
 	f->ent.where = SS_PACER_GROUP_WAIT;
 	g->n_wait++;

@@ -223,10 +223,11 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 				return -1;
 			c->rx_origin = c->rx_tail - e->arg3;
 		}
-		/* The program reads it after this poll's other events: the
-		 * ring line (and its page walk) is on its way meanwhile. */
-		__builtin_prefetch((const void *)((uintptr_t)c->rx_buf +
-						  ((c->rx_tail - c->rx_origin) & mask)), 0, 3);
+		/* Its first byte is at arg3 now (checked, or the origin moved
+		 * there).  The program reads it after this poll's other
+		 * events: the ring line (and its page walk) is on its way
+		 * meanwhile. */
+		__builtin_prefetch(c->rx_buf + e->arg3, 0, 3);
 		c->rx_tail += e->arg;
 		if (c->state != CONN_OPEN || c->closing)
 			return 0;

@@ -436,6 +436,13 @@ static inline uint32_t ss_tcp_ring_off(const struct ss_tcp_ring *r, uint32_t pos
 	return (pos - r->origin) & (r->size - 1);
 }
 
+/* Nothing unread and nothing out of order: the receive ring's origin moves
+ * with the next in-order byte, which goes to the home byte (rx_in_order()). */
+static inline bool ss_tcp_rx_restarts(const struct ss_tcp_conn *c)
+{
+	return c->f.rx_head == c->f.rx_tail && !c->f.ooo_len;
+}
+
 /*
  * Prefetch of the receive ring's line the next in-order byte goes to (the
  * home byte when nothing is unread or out of order, as rx_in_order()
@@ -447,9 +454,7 @@ static inline uint32_t ss_tcp_ring_off(const struct ss_tcp_ring *r, uint32_t pos
  */
 static inline __attribute__((always_inline)) void ss_tcp_rx_prefetch(const struct ss_tcp_conn *c)
 {
-	uint32_t off = c->f.rx_head == c->f.rx_tail && !c->f.ooo_len
-			       ? c->rx.home
-			       : ss_tcp_ring_off(&c->rx, c->f.rx_tail);
+	uint32_t off = ss_tcp_rx_restarts(c) ? c->rx.home : ss_tcp_ring_off(&c->rx, c->f.rx_tail);
 
 	/* As an integer: a connection without rings yet has base NULL, and
 	 * NULL + off is undefined where a prefetch of it is harmless. */

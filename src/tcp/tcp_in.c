@@ -14,7 +14,7 @@ rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 	/* Nothing unread and nothing out of order: start again at the home
 	 * byte (struct ss_tcp_ring; the application learns it from the RX
 	 * event, shm/abi.h). */
-	if (f->rx_head == f->rx_tail && !f->ooo_len)
+	if (ss_tcp_rx_restarts(c))
 		c->rx.origin = f->rx_tail - c->rx.home;
 	ss_tcp_ring_copy_in(&c->rx, f->rx_tail, data, len);
 	f->rx_tail += len;
