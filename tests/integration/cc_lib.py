@@ -109,8 +109,8 @@ CRITERIA = {
 # counters also show that --cc-app took effect (window updates, no rate
 # updates).
 # Host sharing for the flows through one bottleneck: the configuration that
-# meets the fairness criteria (docs/congestion.md; not the default,
-# which is per flow: cheaper per packet).
+# meets the fairness criteria (docs/congestion.md); it is the
+# default, named here so that the runs say what they measured.
 FLOWS_SERVICE_ARGS = ["--cc", "dctcp-rate", "--cc-step-mbit", "1", "--cc-share", "host"]
 COMPETE_CONFIGS = [("CUBIC (--cc cubic)", ["--cc", "cubic"]),
                    ("NewReno (--cc-app iperf3=newreno)", ["--cc-app", "iperf3=newreno"])]
