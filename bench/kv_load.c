@@ -63,9 +63,13 @@
  * first in "error" and exits 1.  Output: one JSON line:
  *   {"mode","conns","keys","rate_target","seconds","requests","rps","gets",
  *    "sets","hits","misses","mismatches","bad_replies","preload_s",
- *    "p50_us","p90_us","p99_us","max_us","late_max_us","connected",
- *    "error":null|"..."}
+ *    "p50_us","p90_us","p99_us","max_us","late_max_us","late_p50_us",
+ *    "late_p99_us","rtt_p50_us","rtt_p99_us","connected","error":null|"..."}
  * Latency: log-linear histogram (util.h, under 6.25 % error), max exact.
+ * Open loop also splits each measured request's latency into its parts:
+ * the client's own lateness in sending it (late_*: sent - due) and the
+ * round trip from the send (rtt_*: reply - sent); in closed loop both
+ * are 0 and the latency is the round trip.
  *
  * --print-cdf and --sample N print the Zipf table's values and the
  * generator's draws (for tests) and exit.
@@ -92,6 +96,7 @@ enum op { OP_GET, OP_SET };
 
 struct pend {
 	uint64_t t;             /* ns: sent (closed loop) or due (open loop) */
+	uint64_t sent;          /* ns: when it was written to the socket */
 	uint32_t key;
 	uint8_t op;
 	uint8_t measured;       /* inside the measured window */
@@ -113,6 +118,9 @@ struct kv_conn {
 
 static volatile sig_atomic_t stop;
 static uint64_t hist[LAT_BUCKETS];
+/* Open loop: the client's own lateness (sent - due) and the round trip
+ * from the send (reply - sent); latency from due is about their sum. */
+static uint64_t hist_late[LAT_BUCKETS], hist_rtt[LAT_BUCKETS];
 
 static uint32_t nkeys = 100000;
 static double zipf_s = 0.9, get_ratio = 0.9;
@@ -255,8 +263,9 @@ static int out_room(struct kv_conn *c, size_t n)
 	return 0;
 }
 
-/* Queue one request (t: its send or due time); 0 or an errno. */
-static int req_queue(struct kv_conn *c, enum op op, uint32_t key, uint64_t t, int in_window)
+/* Queue one request (t: its send or due time; sent: now); 0 or an errno. */
+static int req_queue(struct kv_conn *c, enum op op, uint32_t key, uint64_t t, uint64_t sent,
+		     int in_window)
 {
 	struct pend *p;
 	char *o;
@@ -281,6 +290,7 @@ static int req_queue(struct kv_conn *c, enum op op, uint32_t key, uint64_t t, in
 	}
 	p = &c->pend[c->p_tail++ & (PEND_CAP - 1)];
 	p->t = t;
+	p->sent = sent;
 	p->key = key;
 	p->op = (uint8_t)op;
 	p->measured = (uint8_t)in_window;
@@ -619,6 +629,8 @@ int main(int argc, char **argv)
 			t_measure = now;
 			t_end = now + seconds * 1000000000ull;
 			memset(hist, 0, sizeof(hist));
+			memset(hist_late, 0, sizeof(hist_late));
+			memset(hist_rtt, 0, sizeof(hist_rtt));
 			measured = gets = sets = lat_max = 0;
 			phase(phases, "measure");
 		}
@@ -646,7 +658,7 @@ int main(int argc, char **argv)
 				if (c->p_tail - c->p_head >= PEND_CAP)
 					break;  /* still due: sent later, late */
 				draw(&op, &key);
-				error = req_queue(c, op, key, due, in_window);
+				error = req_queue(c, op, key, due, now, in_window);
 				if (!error)
 					error = out_flush(c);
 				if (!error)
@@ -723,7 +735,7 @@ int main(int argc, char **argv)
 						while (d->next_preload < nkeys &&
 						       d->p_tail - d->p_head < PRELOAD_WINDOW && !error) {
 							error = req_queue(d, OP_SET, d->next_preload,
-									  now, 0);
+									  now, now, 0);
 							d->next_preload += (uint32_t)k;
 						}
 						if (!error)
@@ -796,7 +808,7 @@ int main(int argc, char **argv)
 					if (state == PRELOAD) {
 						preloaded++;
 						if (c->next_preload < nkeys) {
-							error = req_queue(c, OP_SET, c->next_preload, now, 0);
+							error = req_queue(c, OP_SET, c->next_preload, now, now, 0);
 							c->next_preload += (uint32_t)k;
 						}
 						continue;
@@ -805,6 +817,8 @@ int main(int argc, char **argv)
 						uint64_t lat = now - p->t;
 
 						lat_add(hist, lat);
+						lat_add(hist_late, p->sent - p->t);
+						lat_add(hist_rtt, now - p->sent);
 						if (lat > lat_max)
 							lat_max = lat;
 						if (p->op == OP_GET)
@@ -818,7 +832,7 @@ int main(int argc, char **argv)
 						uint32_t key;
 
 						draw(&op, &key);
-						error = req_queue(c, op, key, now, state == MEASURE);
+						error = req_queue(c, op, key, now, now, state == MEASURE);
 						measured += state == MEASURE;
 					}
 					if (error)
@@ -850,7 +864,7 @@ int main(int argc, char **argv)
 						uint32_t key;
 
 						draw(&op, &key);
-						error = req_queue(&cs[j], op, key, t_run, 0);
+						error = req_queue(&cs[j], op, key, t_run, t_run, 0);
 						if (!error)
 							error = out_flush(&cs[j]);
 						if (!error)
@@ -883,7 +897,8 @@ int main(int argc, char **argv)
 	       "\"gets\":%llu,\"sets\":%llu,\"hits\":%llu,\"misses\":%llu,\"mismatches\":%llu,"
 	       "\"bad_replies\":%llu,\"preloaded\":%llu,\"preload_s\":%.3f,\"all_ops\":%llu,"
 	       "\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
-	       "\"late_max_us\":%.2f,\"connected\":%llu,\"error\":",
+	       "\"late_max_us\":%.2f,\"late_p50_us\":%.2f,\"late_p99_us\":%.2f,"
+	       "\"rtt_p50_us\":%.2f,\"rtt_p99_us\":%.2f,\"connected\":%llu,\"error\":",
 	       rate > 0 ? "open" : "closed", (unsigned long)k, nkeys, zipf_s, get_ratio, rate, secs,
 	       (unsigned long long)done, secs > 0 ? (double)done / secs : 0.0,
 	       (unsigned long long)gets, (unsigned long long)sets, (unsigned long long)hits,
@@ -893,7 +908,10 @@ int main(int argc, char **argv)
 	       (double)lat_pct(hist, done, 0.50) / 1000.0,
 	       (double)lat_pct(hist, done, 0.90) / 1000.0,
 	       (double)lat_pct(hist, done, 0.99) / 1000.0, (double)lat_max / 1000.0,
-	       (double)late_max / 1000.0, (unsigned long long)opened);
+	       (double)late_max / 1000.0, (double)lat_pct(hist_late, done, 0.50) / 1000.0,
+	       (double)lat_pct(hist_late, done, 0.99) / 1000.0,
+	       (double)lat_pct(hist_rtt, done, 0.50) / 1000.0,
+	       (double)lat_pct(hist_rtt, done, 0.99) / 1000.0, (unsigned long long)opened);
 	if (failed) {
 		putchar('"');
 		for (const char *s = errbuf; *s; s++) {

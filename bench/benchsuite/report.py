@@ -76,8 +76,8 @@ def contended_note(value, s, l):
 
 def point_ratios(s, l):
     """The ratios recorded in the JSON for one point."""
-    keys = ("rps", "cps", "gbps", "p50_us", "p90_us", "p99_us", "max_us", "cpu_us_per_req",
-            "server_cpu_us_per_req", "cpu_s_per_gb")
+    keys = ("rps", "cps", "gbps", "p50_us", "p90_us", "p99_us", "max_us", "rtt_p50_us",
+            "rtt_p99_us", "cpu_us_per_req", "server_cpu_us_per_req", "cpu_s_per_gb")
     out = {k: ratio(get(s, k), get(l, k)) for k in keys}
     out["busy_cores"] = ratio(get(s, "cpu") and s["cpu"]["busy_cores"],
                               get(l, "cpu") and l["cpu"]["busy_cores"])
@@ -142,6 +142,13 @@ def bench_table(bench, points):
 
 KV_LAT_ROWS = (("p50 µs", "p50_us"), ("p90 µs", "p90_us"), ("p99 µs", "p99_us"),
                ("max µs", "max_us"))
+# Latency from due = the client's own lateness (sent - due) + the round
+# trip from the send (reply - sent), per request: the two apart say how
+# much of a percentile is the load generator's, which both stacks share.
+KV_LAT_PARTS = (("client lateness p50 µs (sent − due)", "late_p50_us"),
+                ("client lateness p99 µs", "late_p99_us"),
+                ("round trip p50 µs (reply − sent)", "rtt_p50_us"),
+                ("round trip p99 µs", "rtt_p99_us"))
 
 
 def kv_latency_table(lat):
@@ -153,7 +160,7 @@ def kv_latency_table(lat):
     if not ok(s) or not ok(l):
         rows += ["| %s | %s |" % (STACK_TITLES[n], _failed(r).replace("|", "/"))
                  for n, r in (("slipstream", s), ("linux", l)) if not ok(r)]
-    for title, key in (("ops/s achieved", "rps"),) + KV_LAT_ROWS + (
+    for title, key in (("ops/s achieved", "rps"),) + KV_LAT_ROWS + KV_LAT_PARTS + (
             ("CPU µs/op", "cpu_us_per_req"), ("server CPU µs/op", "server_cpu_us_per_req")):
         rows.append("| %s | %s | %s | %s |" % (title, fmt_num(get(s, key)), fmt_num(get(l, key)),
                                              fmt_ratio(ratio(get(s, key), get(l, key)))))

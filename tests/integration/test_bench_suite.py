@@ -193,8 +193,10 @@ def test_kv_latency_rate_is_a_share_of_the_lower_peak():
 
 
 def test_kv_latency_table():
-    s = _res(12000.0, p90_us=15.0, max_us=900.0)
-    l = _res(12000.0, p50_us=20.0, p90_us=30.0, p99_us=40.0, max_us=300.0)
+    s = _res(12000.0, p90_us=15.0, max_us=900.0, late_p50_us=2.0, late_p99_us=5.0,
+             rtt_p50_us=8.0, rtt_p99_us=16.0)
+    l = _res(12000.0, p50_us=20.0, p90_us=30.0, p99_us=40.0, max_us=300.0, late_p50_us=4.0,
+             late_p99_us=5.0, rtt_p50_us=16.0, rtt_p99_us=32.0)
     lat = {"rate": 12000.0, "fraction": 0.15, "params": {"conns": 64},
            "peaks": {"slipstream": 90000.0, "linux": 80000.0, "basis": "linux"},
            "slipstream": s, "linux": l}
@@ -203,6 +205,10 @@ def test_kv_latency_table():
     assert t[2] == "| ops/s achieved | 12,000 | 12,000 | 1.00 |"
     assert t[3:7] == ["| p50 µs | 10.0 | 20.0 | 0.50 |", "| p90 µs | 15.0 | 30.0 | 0.50 |",
                       "| p99 µs | 20.0 | 40.0 | 0.50 |", "| max µs | 900 | 300 | 3.00 |"]
+    assert t[7:11] == ["| client lateness p50 µs (sent − due) | 2.00 | 4.00 | 0.50 |",
+                       "| client lateness p99 µs | 5.00 | 5.00 | 1.00 |",
+                       "| round trip p50 µs (reply − sent) | 8.00 | 16.0 | 0.50 |",
+                       "| round trip p99 µs | 16.0 | 32.0 | 0.50 |"]
     assert t[-1] == "| CPU busy, cores (cpu0 + cpu1) | 1.50 (0.50 + 1.00) | " \
                     "1.50 (0.50 + 1.00) | |"
     text = report.kv_latency_text(lat)
@@ -214,6 +220,7 @@ def test_kv_latency_table():
     assert head.endswith("| CPU µs/op S / L (ratio) | server CPU µs/op S / L (ratio) |")
     ratios = report.point_ratios(s, l)
     assert ratios["p90_us"] == 0.5 and ratios["max_us"] == 3.0
+    assert ratios["rtt_p50_us"] == 0.5 and ratios["rtt_p99_us"] == 0.5
     # A failed side: its reason, and no figure or ratio for it.
     lat["slipstream"] = {"error": "client: conn 3: GET of key 7 missed (END without VALUE)"}
     t = report.kv_latency_table(lat).splitlines()
