@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char ss_config_usage[] =
+/* In parts: ISO C caps a string literal at 4095 bytes. */
+const char *const ss_config_usage[] = {
 	"usage: slipstreamd --ip ADDR/PREFIX [options] [-- DPDK-EAL-ARGS...]\n"
 	"  -c, --config FILE     read options from FILE (key = value lines)\n"
 	"  --ip ADDR/PREFIX      the service's IPv4 address, e.g. 198.18.0.1/24\n"
@@ -21,7 +22,12 @@ const char ss_config_usage[] =
 	"                        4096, the whole fill ring lent to the kernel)\n"
 	"  --tx-desc N           TX descriptors per queue (default 1024)\n"
 	"  --arp-entries N       ARP cache size, power of two (default 256)\n"
-	"  --idle-polls N        empty polls before a fast-path thread sleeps (default 64)\n"
+	,
+	"  --idle-polls N        the most empty polls before a fast-path thread sleeps\n"
+	"                        (default 64)\n"
+	"  --idle-adapt on|off   fewer empty polls while idle spells outlast them\n"
+	"                        (default off: always --idle-polls; see\n"
+	"                        docs/architecture.md before turning it on)\n"
 	"  --idle-yield on|off   give the CPU away (sched_yield) after each empty poll,\n"
 	"                        after light rounds, for a fast path that shares its\n"
 	"                        CPU with the application (default on)\n"
@@ -67,7 +73,9 @@ const char ss_config_usage[] =
 	"  --log-level LEVEL     err, warn, info or debug (default info)\n"
 	"  -h, --help            this text\n"
 	"EAL example: -- --no-huge --no-pci --no-shconf -l 0 "
-	"--vdev=net_af_xdp0,iface=veth0\n";
+	"--vdev=net_af_xdp0,iface=veth0\n",
+	NULL,
+};
 
 void ss_config_defaults(struct ss_config *cfg)
 {
@@ -79,6 +87,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
+	cfg->idle_adapt = false;
 	cfg->shm_huge = SS_SHM_HUGE_AUTO;
 	cfg->rx_budget = 128;
 	cfg->max_apps = 16;
@@ -256,6 +265,8 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		if (parse_uint(val, 1, 1000000, &n) != 0)
 			return fail(err, errlen, "idle-polls: expected 1..1000000, got '%s'", val);
 		cfg->idle_polls = (uint32_t)n;
+	} else if (strcmp(key, "idle-adapt") == 0) {
+		return parse_on_off(key, val, &cfg->idle_adapt, err, errlen);
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
 	} else if (strcmp(key, "shm-huge") == 0) {
@@ -476,7 +487,8 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
 	for (int i = 1; i < end; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			snprintf(err, errlen, "%s", ss_config_usage);
+			/* The text is ss_config_usage, which the caller prints. */
+			snprintf(err, errlen, "help");
 			return 1;
 		}
 		if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {

@@ -31,6 +31,7 @@ struct ss_config {
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
 	bool idle_yield;        /* sched_yield() after each empty poll */
+	bool idle_adapt;        /* fewer empty polls while idle spells outlast them */
 	uint8_t shm_huge;       /* SS_SHM_HUGE_*: huge pages for the shared regions (bigmem.h) */
 	uint32_t rx_budget;     /* RX frames per round (bursts of SS_FP_BURST) */
 	uint32_t max_apps;      /* applications attached at once */
@@ -62,7 +63,7 @@ void ss_config_defaults(struct ss_config *cfg);
 /*
  * Parses "slipstreamd [options] [-- EAL args]". A --config file is read
  * first wherever it appears; command-line options override it. Returns 0,
- * 1 if --help was asked for (usage written to @err), or -1 with a message
+ * 1 if --help was asked for (print ss_config_usage), or -1 with a message
  * in @err (NUL-terminated, at most @errlen bytes).
  */
 int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
@@ -85,6 +86,6 @@ int ss_parse_ipv4(const char *s, uint32_t *out);
 /* Formats a host-order address; @buf must hold 16 bytes. */
 const char *ss_format_ipv4(uint32_t ip, char *buf);
 
-extern const char ss_config_usage[];
+extern const char *const ss_config_usage[]; /* parts, NULL-terminated */
 
 #endif

@@ -31,6 +31,8 @@
 	X(arp_cache_evict)                                                    \
 	X(fp_wakeups)                                                         \
 	X(fp_sleeps)                                                          \
+	X(fp_idle_polls_grown)                                                \
+	X(fp_idle_polls_shrunk)                                               \
 	X(fp_rx_gap_100us)                                                    \
 	X(fp_rx_gap_1ms)                                                      \
 	X(fp_rx_gap_10ms)                                                     \

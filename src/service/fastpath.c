@@ -470,6 +470,7 @@ int ss_fastpath_run(void *arg)
 {
 	struct ss_fastpath *fp = arg;
 	uint32_t idle = 0;
+	uint64_t idle_since = 0; /* the first empty round of this idle spell */
 	bool light = false; /* the last round with frames had few (idle_yield) */
 
 	fp->gw_next_ns = now_ns();
@@ -521,15 +522,24 @@ int ss_fastpath_run(void *arg)
 			continue;
 		}
 		/* Adaptive polling: a few empty polls catch back-to-back work
-		 * cheaply; after that, block instead of spinning. */
-		if (++idle >= fp->idle_polls) {
+		 * cheaply; after that, block instead of spinning.  How many
+		 * follows how long the idle spells last (idle_poll.h). */
+		if (idle++ == 0)
+			idle_since = now;
+		if (idle >= fp->idle.limit) {
 			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
 				/* Wake-up on, then one more round before sleeping. */
 				if (!fp->armed && rx_wake_arm(fp, now)) {
 					fp->armed = true;
 					continue;
 				}
+				ss_idle_poll_spun(&fp->idle, idle, now - idle_since);
 				sleep_until_work(fp, now);
+				int adapt = fp->idle_adapt ? ss_idle_poll_woke(&fp->idle, now_ns() - now) : 0;
+				if (adapt > 0)
+					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_grown);
+				else if (adapt < 0)
+					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_shrunk);
 				if (fp->armed)
 					rx_wake_disarm(fp);
 				last = 0;

@@ -99,7 +99,8 @@ int main(int argc, char **argv)
 	ss_config_defaults(&cfg);
 	rc = ss_config_parse_args(&cfg, argc, argv, err, sizeof(err));
 	if (rc == 1) {
-		fputs(err, stdout);
+		for (const char *const *part = ss_config_usage; *part; part++)
+			fputs(*part, stdout);
 		return EXIT_SUCCESS;
 	}
 	if (rc != 0) {
@@ -158,7 +159,9 @@ int main(int argc, char **argv)
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;
 		fp->idle_polls = cfg.idle_polls;
+		ss_idle_poll_init(&fp->idle, cfg.idle_polls);
 		fp->idle_yield = cfg.idle_yield;
+		fp->idle_adapt = cfg.idle_adapt;
 		fp->rx_budget = cfg.rx_budget;
 		fp->stop = &stop_flag;
 		/* Non-IP frames (ARP) reach queue 0: its thread writes the cache. */

@@ -34,6 +34,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.rx_desc, 2048);
 	CHECK_EQ_U64(cfg.rx_budget, 128);
 	CHECK(cfg.idle_yield);
+	CHECK(!cfg.idle_adapt); /* the default */
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
 	CHECK_STR(cfg.eal_argv[0], "slipstreamd");
@@ -53,6 +54,9 @@ static void test_defaults_and_options(void)
 	CHECK(!cfg.tw_reuse);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-adapt", "on"), 0);
+	CHECK(cfg.idle_adapt);
+	CHECK(cfg.idle_yield);
 	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_AUTO); /* the default */
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "on"), 0);
 	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_ON);
@@ -87,7 +91,23 @@ static void test_defaults_and_options(void)
 	CHECK(cfg.eal_argv[3] == NULL);
 
 	CHECK_EQ_U64(PARSE("--help"), 1);
-	CHECK(strstr(err, "usage: slipstreamd") != NULL);
+	/* The text, in parts (main prints them): the whole of it. */
+	static char usage[16384];
+	size_t len = 0;
+	for (const char *const *part = ss_config_usage; *part; part++) {
+		size_t n = strlen(*part);
+		CHECK(len + n < sizeof(usage));
+		if (len + n < sizeof(usage)) {
+			memcpy(usage + len, *part, n + 1);
+			len += n;
+		}
+	}
+	CHECK(strncmp(usage, "usage: slipstreamd", 18) == 0);
+	CHECK(len > 4096); /* more than one literal may hold */
+	const char *opts[] = { "--idle-polls N", "--idle-adapt on|off", "--idle-yield on|off",
+			       "--log-level LEVEL", "EAL example:" };
+	for (unsigned i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		CHECK(strstr(usage, opts[i]) != NULL);
 }
 
 static void test_errors(void)
@@ -120,6 +140,7 @@ static void test_errors(void)
 		{ "--max-orphan-mem", "64M", "max-orphan-mem: expected 0..1099511627776, got '64M'" },
 		{ "--syn-cookies", "yes", "syn-cookies: expected on, off or always, got 'yes'" },
 		{ "--idle-yield", "1", "idle-yield: expected on or off, got '1'" },
+		{ "--idle-adapt", "yes", "idle-adapt: expected on or off, got 'yes'" },
 		{ "--shm-huge", "advise", "shm-huge: expected on, off or auto, got 'advise'" },
 		{ "--tw-reuse", "yes", "tw-reuse: expected on or off, got 'yes'" },
 		{ "--local-ports", "5000", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5000'" },

@@ -1,0 +1,48 @@
+/* idle_poll.c - the fast path's adaptive number of empty polls before a sleep (see idle_poll.h). */
+#include "service/idle_poll.h"
+
+/* Above this share of covered spells the window pays; below the other
+ * mark it does not; in between the limit stays (hysteresis). */
+#define SCORE_UP (SS_IDLE_POLL_SCORE_ONE * 5 / 8)
+#define SCORE_DOWN (SS_IDLE_POLL_SCORE_ONE * 3 / 8)
+
+static uint32_t floor_of(const struct ss_idle_poll *ip)
+{
+	return ip->max < SS_IDLE_POLL_MIN ? ip->max : SS_IDLE_POLL_MIN;
+}
+
+void ss_idle_poll_init(struct ss_idle_poll *ip, uint32_t max)
+{
+	ip->max = max ? max : 1;
+	ip->limit = ip->max;
+	ip->score = SS_IDLE_POLL_SCORE_ONE;
+	ip->poll_ns = 0;
+	ip->spin_ns = 0;
+}
+
+void ss_idle_poll_spun(struct ss_idle_poll *ip, uint32_t polls, uint64_t spin_ns)
+{
+	ip->poll_ns = spin_ns / (polls ? polls : 1);
+	ip->spin_ns = spin_ns;
+}
+
+int ss_idle_poll_woke(struct ss_idle_poll *ip, uint64_t slept_ns)
+{
+	uint64_t spell = ip->spin_ns + slept_ns;
+	uint32_t covered = spell <= ip->poll_ns * ip->max ? SS_IDLE_POLL_SCORE_ONE : 0;
+
+	/* score += (covered - score) / 8, rounded so that it reaches both ends. */
+	if (covered > ip->score)
+		ip->score += (covered - ip->score + 7) / 8;
+	else
+		ip->score -= (ip->score - covered + 7) / 8;
+	if (ip->limit != ip->max && ip->score >= SCORE_UP) {
+		ip->limit = ip->max;
+		return 1;
+	}
+	if (ip->limit == ip->max && ip->max > floor_of(ip) && ip->score < SCORE_DOWN) {
+		ip->limit = floor_of(ip);
+		return -1;
+	}
+	return 0;
+}
