@@ -231,3 +231,24 @@ def test_restart_after_sigkill(stop_testbed, service_factory):
                        interval=0.1, wait=2)
     assert rx == 3, out
     assert svc2.alive()
+
+
+@pytest.mark.parametrize("adapt", [False, True], ids=["default", "idle-adapt"])
+def test_idle_polls_adapt(stop_testbed, service_factory, adapt):
+    """Pings 20 ms apart are idle spells far longer than 64 empty polls
+    last.  With --idle-adapt on, the polls end at the floor (each rise
+    after a drop: shrunk == grown + 1) and every ping is still answered;
+    by default (off) the number of polls never moves."""
+    svc = service_factory.start(stop_testbed,
+                                extra_args=["--idle-adapt", "on"] if adapt else None)
+    ns, ip = stop_testbed.peer(1).ns, stop_testbed.service_ip
+    tx, rx, out = ping(stop_testbed, ns, ip, 1, wait=2)       # ARP out of the way
+    assert rx == 1, out
+    tx, rx, out = ping(stop_testbed, ns, ip, 30, interval=0.02, wait=2)
+    assert (tx, rx) == (30, 30), out
+    c = svc.stats()
+    if adapt:
+        assert c["fp_idle_polls_shrunk"] >= 1, c
+        assert c["fp_idle_polls_shrunk"] == c["fp_idle_polls_grown"] + 1, c
+    else:
+        assert c["fp_idle_polls_shrunk"] == 0 and c["fp_idle_polls_grown"] == 0, c
