@@ -29,7 +29,7 @@ struct ss_config {
 	uint16_t rx_desc;       /* descriptors per RX queue */
 	uint16_t tx_desc;       /* descriptors per TX queue */
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
-	uint32_t idle_polls;    /* empty polls before a fast-path thread sleeps */
+	uint32_t idle_polls;    /* the most empty polls before a fast-path thread sleeps */
 	bool idle_yield;        /* sched_yield() after each empty poll */
 	bool idle_adapt;        /* fewer empty polls while idle spells outlast them */
 	uint8_t shm_huge;       /* SS_SHM_HUGE_*: huge pages for the shared regions (bigmem.h) */

@@ -52,10 +52,9 @@ struct ss_fastpath {
 	int memif_rx_fd, memif_tx_fd;
 	int memif_rx_src, memif_tx_src;  /* the PMD's fds they duplicate */
 	bool memif_unmasked;    /* armed: our RX ring's MASK_INT flag is clear */
-	uint32_t idle_polls;    /* the most empty polls before sleeping */
-	struct ss_idle_poll idle; /* how many now (idle_poll.h) */
+	struct ss_idle_poll idle; /* empty polls before sleeping (idle_poll.h) */
 	bool idle_yield;        /* sched_yield() after each empty poll */
-	bool idle_adapt;        /* adapt idle.limit (else always idle_polls) */
+	bool idle_adapt;        /* adapt idle.limit (else always idle.max) */
 	uint32_t rx_budget;     /* RX frames per round, in bursts of SS_FP_BURST */
 
 	/* Gateway resolution (thread 0 only): ARP until a reply is cached. */

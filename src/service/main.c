@@ -158,7 +158,6 @@ int main(int argc, char **argv)
 		fp->wait_fd = nic.wait_fd[nfp];
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;
-		fp->idle_polls = cfg.idle_polls;
 		ss_idle_poll_init(&fp->idle, cfg.idle_polls);
 		fp->idle_yield = cfg.idle_yield;
 		fp->idle_adapt = cfg.idle_adapt;
