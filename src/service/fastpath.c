@@ -533,9 +533,11 @@ int ss_fastpath_run(void *arg)
 					fp->armed = true;
 					continue;
 				}
-				ss_idle_poll_spun(&fp->idle, idle, now - idle_since);
 				sleep_until_work(fp, now);
-				int adapt = fp->idle_adapt ? ss_idle_poll_woke(&fp->idle, now_ns() - now) : 0;
+				int adapt = fp->idle_adapt ? ss_idle_poll_spell(&fp->idle, idle,
+										now - idle_since,
+										now_ns() - now)
+							   : 0;
 				if (adapt > 0)
 					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_grown);
 				else if (adapt < 0)

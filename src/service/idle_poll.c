@@ -16,20 +16,14 @@ void ss_idle_poll_init(struct ss_idle_poll *ip, uint32_t max)
 	ip->max = max ? max : 1;
 	ip->limit = ip->max;
 	ip->score = SS_IDLE_POLL_SCORE_ONE;
-	ip->poll_ns = 0;
-	ip->spin_ns = 0;
 }
 
-void ss_idle_poll_spun(struct ss_idle_poll *ip, uint32_t polls, uint64_t spin_ns)
+int ss_idle_poll_spell(struct ss_idle_poll *ip, uint32_t polls, uint64_t spin_ns,
+		       uint64_t slept_ns)
 {
-	ip->poll_ns = spin_ns / (polls ? polls : 1);
-	ip->spin_ns = spin_ns;
-}
-
-int ss_idle_poll_woke(struct ss_idle_poll *ip, uint64_t slept_ns)
-{
-	uint64_t spell = ip->spin_ns + slept_ns;
-	uint32_t covered = spell <= ip->poll_ns * ip->max ? SS_IDLE_POLL_SCORE_ONE : 0;
+	/* The window: max polls at what these took each. */
+	uint64_t window = spin_ns / (polls ? polls : 1) * ip->max;
+	uint32_t covered = spin_ns + slept_ns <= window ? SS_IDLE_POLL_SCORE_ONE : 0;
 
 	/* score += (covered - score) / 8, rounded so that it reaches both ends. */
 	if (covered > ip->score)

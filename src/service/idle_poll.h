@@ -32,19 +32,16 @@ struct ss_idle_poll {
 	uint32_t limit;   /* empty polls before the next sleep: max or the floor */
 	uint32_t score;   /* 0..SS_IDLE_POLL_SCORE_ONE: the share of recent
 			   * spells that a full window would have covered */
-	uint64_t poll_ns; /* what one empty poll took, at the last sleep */
-	uint64_t spin_ns; /* what the polls before the current sleep took */
 };
 
 /* Starts at @max polls (at least 1) with a full score; the floor is
  * SS_IDLE_POLL_MIN, or max if that is smaller. */
 void ss_idle_poll_init(struct ss_idle_poll *ip, uint32_t max);
 
-/* Before a sleep: @polls empty polls (>= 1) took @spin_ns. */
-void ss_idle_poll_spun(struct ss_idle_poll *ip, uint32_t polls, uint64_t spin_ns);
-
-/* After it: the sleep lasted @slept_ns.  Returns 1 if the limit went up to
+/* After a sleep: the spell's @polls empty polls (0 counts as 1) took
+ * @spin_ns, then the sleep @slept_ns.  Returns 1 if the limit went up to
  * max, -1 if it went down to the floor, 0 if it stayed. */
-int ss_idle_poll_woke(struct ss_idle_poll *ip, uint64_t slept_ns);
+int ss_idle_poll_spell(struct ss_idle_poll *ip, uint32_t polls, uint64_t spin_ns,
+		       uint64_t slept_ns);
 
 #endif

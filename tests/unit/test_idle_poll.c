@@ -7,8 +7,7 @@
  * @slept_ns; returns what the limit did. */
 static int spell(struct ss_idle_poll *ip, uint32_t polls, uint64_t poll_ns, uint64_t slept_ns)
 {
-	ss_idle_poll_spun(ip, polls, polls * poll_ns);
-	return ss_idle_poll_woke(ip, slept_ns);
+	return ss_idle_poll_spell(ip, polls, polls * poll_ns, slept_ns);
 }
 
 /* Spells of @gap_ns each (polls of 800 ns, as many as the limit) until the
@@ -118,8 +117,14 @@ static void test_bounds(void)
 	CHECK(spells_until_change(&ip, 0, 100) > 0);
 	CHECK_EQ_U64(ip.limit, 3);
 
-	ss_idle_poll_spun(&ip, 0, 5000);
-	CHECK_EQ_U64(ip.poll_ns, 5000);
+	/* polls 0 counts as 1 poll of 5 us: a 15 us window covers 15 us, not
+	 * 15 us + 1 ns: the score moves, the limit does not (one spell). */
+	uint32_t score = ip.score;
+	CHECK(ss_idle_poll_spell(&ip, 0, 5000, 10000) == 0);
+	CHECK(ip.score > score || ip.score == SS_IDLE_POLL_SCORE_ONE);
+	score = ip.score;
+	CHECK(ss_idle_poll_spell(&ip, 0, 5000, 10001) == 0);
+	CHECK(ip.score < score);
 }
 
 int main(void)
