@@ -57,6 +57,12 @@
  * --phases prints "phase measure" / "phase end" on stderr when the window
  * starts and ends.
  *
+ * --spin: from the warm-up on, poll (epoll with a zero timeout) instead of
+ * blocking until the next due time or reply.  The client then takes its
+ * whole CPU, and in exchange is neither late by a timer wake-up of its own
+ * (halted) CPU nor slow to see a reply: what the latency shows is the
+ * server's side and the path to it.
+ *
  * Any GET miss ("END" alone), wrong value, reply other than the expected
  * one (SERVER_ERROR, ERROR, ...), closed connection, or a stall (replies
  * owed and none for --stall s) is an error: the client stops, reports the
@@ -413,7 +419,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: kv_load --connect IP:PORT [--conns C] [--rate R] [--seconds T]\n"
 		"               [--warmup S] [--ops N] [--keys N] [--zipf S] [--get-ratio G]\n"
-		"               [--seed X] [--stall S] [--connect-seconds S] [--phases]\n"
+		"               [--seed X] [--stall S] [--connect-seconds S] [--phases] [--spin]\n"
 		"       kv_load --print-cdf [--keys N] [--zipf S]\n"
 		"       kv_load --sample N [--keys N] [--zipf S] [--get-ratio G] [--seed X]\n");
 	exit(2);
@@ -474,6 +480,7 @@ int main(int argc, char **argv)
 		{ "stall", required_argument, NULL, 'S' },
 		{ "connect-seconds", required_argument, NULL, 'c' },
 		{ "phases", no_argument, NULL, 'P' },
+		{ "spin", no_argument, NULL, 'B' },
 		{ "print-cdf", no_argument, NULL, 'D' },
 		{ "sample", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
@@ -486,7 +493,7 @@ int main(int argc, char **argv)
 	uint64_t k = 16, seconds = 10, warmup = 1, max_ops = UINT64_MAX, connect_limit = 10;
 	uint64_t stall_s = 5, nsample = 0, v;
 	double rate = 0, stall_ns;
-	int ep, error = 0, opt, have_peer = 0, phases = 0, print_cdf = 0;
+	int ep, error = 0, opt, have_peer = 0, phases = 0, print_cdf = 0, spin = 0;
 	uint64_t t_begin, t_preload = 0, t_run = 0, t_measure = 0, t_end = 0, t_last = 0;
 	uint64_t opened = 0, issued = 0, late_max = 0, rr = 0;
 	enum { CONNECTING, PRELOAD, WARMUP, MEASURE, DRAIN } state = CONNECTING;
@@ -545,6 +552,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			phases = 1;
+			break;
+		case 'B':
+			spin = 1;
 			break;
 		case 'D':
 			print_cdf = 1;
@@ -701,6 +711,8 @@ int main(int argc, char **argv)
 		if (state == WARMUP && t_run + warmup * 1000000000ull < wake)
 			wake = t_run + warmup * 1000000000ull;
 		now = now_ns();
+		if (spin && state >= WARMUP)
+			wake = now;     /* --spin: poll, never block */
 		ts.tv_sec = wake > now ? (time_t)((wake - now) / 1000000000ull) : 0;
 		ts.tv_nsec = wake > now ? (long)((wake - now) % 1000000000ull) : 0;
 		n = epoll_pwait2(ep, evs, EV_BATCH, &ts, NULL);

@@ -138,7 +138,7 @@ class Run:
                              napi=args.napi, service_args=args.service_args,
                              client_qdisc=args.client_qdisc, veth_sysfs=args.veth_sysfs,
                              vdev_args=args.vdev_args, rx_backlog=args.rx_backlog,
-                             both_link=args.both_link),
+                             both_link=args.both_link, kv_pace=args.kv_pace),
             "setups": {}, "benchmarks": [], "failed": [], "warnings": [],
         }
 
@@ -365,7 +365,8 @@ class Run:
         lower of the two stacks' peaks (the closed-loop points just run),
         the same offered load on both stacks."""
         rate, basis = points.kv_latency_rate(entry["points"])
-        params = dict(bench.fixed, conns=points.KV_LAT_CONNS, rate=rate)
+        params = dict(bench.fixed, conns=points.KV_LAT_CONNS, rate=rate,
+                      pace=self.args.kv_pace)
         lat = {"fraction": points.KV_LAT_FRACTION, "rate": rate, "params": params,
                "peaks": basis if rate else None}
         entry["latency"] = lat
@@ -486,6 +487,10 @@ def main():
                     help="where the kernel receives for a service's veth (XDP + AF_XDP "
                     "copy): a NAPI thread pinned to the service's CPU (default), or "
                     "softirq on the sending CPU")
+    ap.add_argument("--kv-pace", choices=("spin", "sleep"), default="spin",
+                    help="how kv_load waits for the latency point's next due time and "
+                    "replies, both stacks: poll without blocking on the client's own CPU "
+                    "(default), or block in epoll_pwait2 with a timer")
     args = ap.parse_args()
     if args.render:
         return render(args.render, args.out or str(Path(args.render).parent), args.no_plots)

@@ -168,6 +168,13 @@ def kv_latency_table(lat):
     return "\n".join(rows)
 
 
+# How the client waited (bench/suite.py --kv-pace); runs before the option
+# slept.
+KV_PACE_TEXT = {"spin": "the client polls on its own CPU (never late by a wake-up of it)",
+                "sleep": "the client blocks between due times and replies (its timer "
+                         "wake-ups make it late)"}
+
+
 def kv_latency_text(lat):
     """The words above the latency table: how its rate was chosen."""
     pk = lat.get("peaks") or {}
@@ -176,10 +183,11 @@ def kv_latency_text(lat):
     return ("Latency, open loop: requests due on a fixed schedule at %s ops/s over %s "
             "connections, each one's latency counted from when it was due (no coordinated "
             "omission), %d%% of the lower peak (%s: Slipstream %s, Linux %s ops/s), the same "
-            "offered load on both stacks%s." % (
+            "offered load on both stacks; %s%s." % (
                 fmt_num(lat["rate"]), lat["params"]["conns"], round(100 * lat["fraction"]),
                 STACK_TITLES.get(pk.get("basis"), "?"), fmt_num(pk.get("slipstream")),
-                fmt_num(pk.get("linux")),
+                fmt_num(pk.get("linux")), KV_PACE_TEXT.get(lat["params"].get("pace"),
+                                                           KV_PACE_TEXT["sleep"]),
                 "; * contended (other processes took %.1f / %.1f CPU-s)" % (
                     (lat.get("slipstream") or {}).get("foreign_cpu_s") or 0,
                     (lat.get("linux") or {}).get("foreign_cpu_s") or 0)

@@ -55,6 +55,8 @@ def client_argv(build, bench, params, settings, server_ip, port):
                 "--stall", KV_STALL_S] + common
         if params.get("rate"):
             argv += ["--rate", "%.0f" % params["rate"]]
+            if params.get("pace") == "spin":
+                argv += ["--spin"]
         return [str(a) for a in argv]
     if bench.workload in STREAM_WORKLOADS:
         mode = "send" if params["mode"] == "recv" else "recv"

@@ -164,6 +164,13 @@ def test_kv_bench_and_client_argv():
         "--warmup", "2", "--connect-seconds", "20", "--phases"]
     argv = runner.client_argv("/b", kv, dict(params, rate=12345.6), st, "198.18.0.1", 11211)
     assert argv[-2:] == ["--rate", "12346"]
+    # The latency point's pace (bench/suite.py --kv-pace): spin polls.
+    argv = runner.client_argv("/b", kv, dict(params, rate=9000, pace="spin"), st,
+                              "198.18.0.1", 11211)
+    assert argv[-3:] == ["--rate", "9000", "--spin"]
+    argv = runner.client_argv("/b", kv, dict(params, rate=9000, pace="sleep"), st,
+                              "198.18.0.1", 11211)
+    assert argv[-2:] == ["--rate", "9000"]
     mc = runner.memcached_argv(11211)
     assert mc[0] == "/usr/bin/memcached"
     for flag, val in (("-t", "1"), ("-U", "0"), ("-p", "11211"), ("-l", "0.0.0.0")):
@@ -214,6 +221,10 @@ def test_kv_latency_table():
     text = report.kv_latency_text(lat)
     assert "12,000 ops/s over 64 connections" in text
     assert "15% of the lower peak (Linux: Slipstream 90,000, Linux 80,000 ops/s)" in text
+    assert "the client blocks between due times" in text     # no pace recorded
+    lat["params"]["pace"] = "spin"
+    assert "; the client polls on its own CPU" in report.kv_latency_text(lat)
+    del lat["params"]["pace"]
     head = report.bench_table({"workload": "kv", "setup": "server", "param_title": "connections"},
                               [{"value": 64, "slipstream": s, "linux": l}]).splitlines()[0]
     assert head.startswith("| connections | ops/s Slipstream | ops/s Linux | ratio |")

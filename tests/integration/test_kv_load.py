@@ -7,6 +7,7 @@ pass when it is right."""
 
 import json
 import os
+import resource
 import socket
 import socketserver
 import subprocess
@@ -260,6 +261,36 @@ def test_open_loop_rate_and_phases(kv_load):
     assert 0 < d["rtt_p50_us"] <= d["rtt_p99_us"] <= d["max_us"] * 1.07
     assert d["rtt_p50_us"] <= d["p50_us"] * 1.07 and d["late_p50_us"] <= d["p50_us"] * 1.07
     assert d["rtt_p99_us"] <= d["p99_us"] * 1.07 and d["late_p99_us"] <= d["p99_us"] * 1.07
+
+
+def children_nvcsw():
+    """Voluntary context switches of this process's reaped children."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_nvcsw
+
+
+@pytest.mark.parametrize("spin", [False, True], ids=["sleep", "spin"])
+def test_open_loop_spin_never_blocks(kv_load, spin):
+    """--spin: from the warm-up on, the client polls instead of blocking
+    until its next due time or reply, so the measured window holds no
+    voluntary context switch (only the connect and preload phases block);
+    without it, each of the 4,000 due times is a wake-up.  The run checks
+    every value and keeps the rate either way."""
+    srv = FakeMemcached()
+    try:
+        before = children_nvcsw()
+        rc, d, _ = run([kv_load, "--connect", srv.addr, "--keys", 2000, "--conns", 4,
+                        "--seconds", 2, "--warmup", 0, "--stall", 3, "--rate", 2000]
+                       + (["--spin"] if spin else []))
+        switches = children_nvcsw() - before
+    finally:
+        srv.shutdown()
+    assert rc == 0 and d["error"] is None and d["mode"] == "open", d
+    assert d["misses"] == 0 and d["mismatches"] == 0 and d["hits"] >= d["gets"] > 0
+    assert abs(d["requests"] - 2000 * d["seconds"]) <= 2
+    if spin:
+        assert switches < 400, switches
+    else:
+        assert switches > 2000, switches
 
 
 def test_open_loop_round_trip_apart_from_lateness(kv_load):
