@@ -21,6 +21,7 @@ under test):
            bench/kv_load: 100,000 32-byte keys, 64-byte values, Zipf 0.9,
            90% GET; peak (closed loop) at 16 / 64 / 256 connections, then
            latency p50/p90/p99/max in open loop at 15% of the lower peak
+           (the client polls on CPU 0 instead of sleeping: --kv-pace)
   pipe-*   pipelined RPC (server-side only), 100 connections: a receive-only
            (pipe-recv*) or send-only (pipe-send*) server, 32 / 64 / 256 /
            1024 / 2048-byte messages, 250 or 1000 cycles of work per message
