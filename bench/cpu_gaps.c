@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t count[NB] = { 0 }, lost = 0, wait20 = 0, max = 0, reads = 0, ngap = 0;
+	uint64_t count[NB] = { 0 }, lost = 0, max = 0, reads = 0, ngap = 0;
 	uint32_t *gaps;
 	long cpu = -1;
 	double seconds = 3;
@@ -148,8 +148,6 @@ int main(int argc, char **argv)
 			b--;
 		count[b]++;
 		lost += gap;
-		if (gap > 20000)
-			wait20 += gap - 20000;
 		if (gap > max)
 			max = gap;
 		if (ngap < GAPS_MAX)
@@ -164,7 +162,8 @@ int main(int argc, char **argv)
 		printf("%s\"%s\":%llu", b ? "," : "", bound_name[b], (unsigned long long)count[b]);
 	printf("},\"lost_pct\":%.3f,\"max_us\":%.1f,\"p_wait_20us_pct\":%.3f,"
 	       "\"wait_p99_us\":%.1f,\"wait_p999_us\":%.1f}\n",
-	       100.0 * (double)lost / span, (double)max / 1000.0, 100.0 * (double)wait20 / span,
+	       100.0 * (double)lost / span, (double)max / 1000.0,
+	       100.0 * wait_share(gaps, ngap, 20000, span),
 	       wait_pct(gaps, ngap, 0.01, span, (double)max) / 1000.0,
 	       wait_pct(gaps, ngap, 0.001, span, (double)max) / 1000.0);
 	free(gaps);
