@@ -49,6 +49,9 @@ const char *const ss_config_usage[] = {
 	"                        ip_local_port_range (default 32768-60999)\n"
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
+	"  --delack-max-us N     the longer hold of a connection whose replies came after\n"
+	"                        its ACK went alone (default 32000; at most --delack-us:\n"
+	"                        no longer hold)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
 	"  --tw-reuse on|off     connect() may take a 4-tuple in TIME_WAIT for 1 s or\n"
 	"                        more if it had timestamps (Linux's tcp_tw_reuse = 1;\n"
@@ -99,6 +102,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_orphan_mem = 256ull << 20;
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
+	cfg->delack_max_us = 32000;
 	cfg->ecn = true;
 	cfg->tw_reuse = true;
 	cfg->syn_cookies = SS_SYN_COOKIES_ON;
@@ -349,6 +353,11 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 			return fail(err, errlen, "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",
 				    val);
 		cfg->delack_us = (uint32_t)n;
+	} else if (strcmp(key, "delack-max-us") == 0) {
+		if (parse_uint(val, 0, 500000, &n) != 0)
+			return fail(err, errlen, "delack-max-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '%s'",
+				    val);
+		cfg->delack_max_us = (uint32_t)n;
 	} else if (strcmp(key, "syn-cookies") == 0) {
 		return parse_on_off_or(key, val, "always",
 				       (const uint8_t[3]){ SS_SYN_COOKIES_OFF, SS_SYN_COOKIES_ON,

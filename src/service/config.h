@@ -43,6 +43,7 @@ struct ss_config {
 	uint64_t max_orphan_mem; /* unsent data kept for apps that exited */
 	uint32_t time_wait_ms;
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
+	uint32_t delack_max_us; /* the longer hold (tcp.h); <= delack_us: none */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
 	uint8_t syn_cookies;    /* SS_SYN_COOKIES_* (stack.h) */
 	bool tw_reuse;          /* connect() may take a 4-tuple in TIME_WAIT (stack.h) */
@@ -74,7 +75,7 @@ int ss_config_parse_args(struct ss_config *cfg, int argc, char **argv,
  * lines ignored. Keys are the long option names (ip, gateway, ctl, cores,
  * port, rx-desc, tx-desc, arp-entries, idle-polls, rx-budget, max-apps, max-flows,
  * max-app-conns, max-buf, max-listeners, max-app-mem, max-orphan-mem, time-wait-ms, local-ports,
- * delack-us, ecn,
+ * delack-us, delack-max-us, ecn,
  * cc, cc-app, app-rate-cap, cc-interval-rtts, log-level) plus "dpdk",
  * whose value is split on whitespace into EAL arguments.
  */

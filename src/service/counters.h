@@ -137,6 +137,9 @@
 	X(tcp_ce_segs)                                                           \
 	X(tcp_ecn_reductions)                                                    \
 	X(tcp_ecn_echoes)                                                        \
+	X(tcp_delack_acks)                                                       \
+	X(tcp_delack_longer)                                                     \
+	X(tcp_delack_shorter)                                                    \
 	X(cc_intervals)                                                          \
 	X(cc_rate_updates)                                                       \
 	X(cc_window_updates)                                                     \

@@ -193,6 +193,7 @@ int main(int argc, char **argv)
 	ss_tcp_params_default(&tp);
 	tp.time_wait_us = cfg.time_wait_ms * 1000u;
 	tp.delack_us = cfg.delack_us;
+	tp.delack_max_us = cfg.delack_max_us;
 	tp.ecn = cfg.ecn;
 	struct ss_stack_limits slim = {
 		.max_flows = cfg.max_flows, .max_listeners = cfg.max_listeners,

@@ -109,7 +109,7 @@ struct ss_sconn {
 	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
 	uint8_t peer_mac[6];
 	struct ss_timer timer;   /* on the stack's wheel: every deadline but ... */
-	struct ss_timer delack;  /* ... the delayed ACK's, on s->delack_q (a
+	struct ss_timer delack;  /* ... the delayed ACK's, on an s->delack_q (a
 				  * list node: armed, deadline_us) */
 	struct ss_sconn_cc cc;
 	struct ss_tcp_conn tcp __attribute__((aligned(64))); /* engine state; its hot part first */
@@ -225,10 +225,12 @@ struct ss_stack {
 	bool app_broken;         /* an app broke its rings since the last apps_sync() */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
-	/* Delayed ACKs due, in deadline order: each is set to now + delack_us,
-	 * so appending keeps the order (stack_conn.c); a reply usually takes
-	 * the ACK first and the entry goes without ever touching the wheel. */
-	struct ss_timer delack_q; /* list sentinel */
+	/* Delayed ACKs due, in deadline order, one queue per hold: [0] the
+	 * connections at now + delack_us, [1] those at now + delack_max_us
+	 * (tcp.h, the delayed-ACK rule), so appending keeps each in order
+	 * (stack_conn.c); a reply usually takes the ACK first and the entry
+	 * goes without ever touching the wheel. */
+	struct ss_timer delack_q[2]; /* list sentinels */
 	uint64_t now_us;
 	void *seg_handle;        /* the frame conn_seg_buf() gave the engine, until it is sent */
 	uint16_t ip_id;

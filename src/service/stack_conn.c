@@ -178,12 +178,17 @@ static void delack_unlink(struct ss_sconn *sc)
 	t->armed = 0;
 }
 
-/* Queued in deadline order: at the tail, unless the clock went back. */
+/* Queued in deadline order on its hold's queue: at the tail, unless the
+ * clock went back. */
 static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadline_us)
 {
-	struct ss_timer *t = &sc->delack, *after = s->delack_q.prev;
+	struct ss_timer *q = &s->delack_q[0], *t = &sc->delack, *after;
 
-	while (after != &s->delack_q && after->deadline_us > deadline_us)
+	if (__builtin_expect(sc->tcp.delack_hold_us != s->params.delack_us, 0))
+		q = &s->delack_q[1];
+	after = q->prev;
+
+	while (after != q && after->deadline_us > deadline_us)
 		after = after->prev;
 	t->deadline_us = deadline_us;
 	t->armed = 1;
@@ -193,18 +198,20 @@ static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadl
 	after->next = t;
 }
 
-/* Delayed ACKs whose time has come (the head is due: stack_timers_run()). */
+/* Delayed ACKs whose time has come (a head is due: stack_timers_run()). */
 void stack_delack_run(struct ss_stack *s)
 {
-	struct ss_timer *t;
+	for (unsigned i = 0; i < 2; i++) {
+		struct ss_timer *q = &s->delack_q[i], *t;
 
-	while ((t = s->delack_q.next)->deadline_us <= s->now_us) { /* the sentinel stops it */
-		struct ss_sconn *sc = (struct ss_sconn *)(void *)((uint8_t *)t -
-								   offsetof(struct ss_sconn, delack));
+		while ((t = q->next)->deadline_us <= s->now_us) { /* the sentinel stops it */
+			struct ss_sconn *sc = (struct ss_sconn *)(void *)((uint8_t *)t -
+									   offsetof(struct ss_sconn, delack));
 
-		delack_unlink(sc);
-		ss_tcp_timer(&sc->tcp, s->now_us);
-		stack_conn_dirty(s, sc);
+			delack_unlink(sc);
+			ss_tcp_timer(&sc->tcp, s->now_us);
+			stack_conn_dirty(s, sc);
+		}
 	}
 }
 
@@ -288,8 +295,10 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		ss_timer_init(&s->conns[i].timer);
 		ss_timer_init(&s->conns[i].delack);
 	}
-	s->delack_q.next = s->delack_q.prev = &s->delack_q;
-	s->delack_q.deadline_us = UINT64_MAX; /* the sentinel is never due */
+	for (unsigned i = 0; i < 2; i++) {
+		s->delack_q[i].next = s->delack_q[i].prev = &s->delack_q[i];
+		s->delack_q[i].deadline_us = UINT64_MAX; /* a sentinel is never due */
+	}
 	return 0;
 fail:
 	ss_stack_fini(s);
@@ -1054,7 +1063,29 @@ static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
 	DRAIN(ce_segs, tcp_ce_segs)
 	DRAIN(ecn_reductions, tcp_ecn_reductions)
 	DRAIN(ecn_echoes, tcp_ecn_echoes)
+	DRAIN(delack_acks, tcp_delack_acks)
+	DRAIN(delack_longer, tcp_delack_longer)
+	DRAIN(delack_shorter, tcp_delack_shorter)
 #undef DRAIN
+}
+
+/* conn_collect()'s events of a connection's start and end: a listener's
+ * half-open count, and the counters. */
+static __attribute__((noinline, cold)) void conn_collect_rare(struct ss_stack *s,
+							      struct ss_sconn *sc, uint8_t ev)
+{
+	if ((ev & SS_TCP_EV_CONNECTED) && sc->listener) {
+		struct ss_listener *l = &s->listeners[sc->listener - 1];
+		if (l->n_syn)
+			l->n_syn--;
+		sc->listener = 0;
+	}
+	if (ev & SS_TCP_EV_CLOSED)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_closed);
+	if (ev & SS_TCP_EV_RESET)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_rcvd);
+	if ((ev & SS_TCP_EV_ERROR) && sc->tcp.error == ETIMEDOUT)
+		ss_ctr_inc(s->ctr, SS_CTR_tcp_timeout);
 }
 
 /* Moves the engine's events to the connection's pending set. */
@@ -1070,23 +1101,14 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 	}
 	if (!ev)
 		return;
-	if ((ev & SS_TCP_EV_CONNECTED) && sc->listener) {
-		struct ss_listener *l = &s->listeners[sc->listener - 1];
-		if (l->n_syn)
-			l->n_syn--;
-		sc->listener = 0;
-	}
+	if (__builtin_expect(ev & (SS_TCP_EV_CONNECTED | SS_TCP_EV_CLOSED | SS_TCP_EV_RESET |
+				   SS_TCP_EV_ERROR), 0))
+		conn_collect_rare(s, sc, ev);
 	if (sc->app && !(sc->flags & SC_APP_CLOSED)) {
 		sc->ev_pending |= ev;
 		sc->rx_pending += c->rx_new;
 		sc->acked_pending += c->tx_acked;
 	}
-	if (ev & SS_TCP_EV_CLOSED)
-		ss_ctr_inc(s->ctr, SS_CTR_tcp_conn_closed);
-	if (ev & SS_TCP_EV_RESET)
-		ss_ctr_inc(s->ctr, SS_CTR_tcp_reset_rcvd);
-	if ((ev & SS_TCP_EV_ERROR) && c->error == ETIMEDOUT)
-		ss_ctr_inc(s->ctr, SS_CTR_tcp_timeout);
 	c->events = 0;
 	c->rx_new = 0;
 	c->tx_acked = 0;
@@ -1164,8 +1186,9 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 		return 0; /* looped-back frames wait: no sleeping */
 	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
 
-	if (s->delack_q.next->deadline_us < t) /* the sentinel's is UINT64_MAX */
-		t = s->delack_q.next->deadline_us;
+	for (unsigned i = 0; i < 2; i++)
+		if (s->delack_q[i].next->deadline_us < t) /* a sentinel's is UINT64_MAX */
+			t = s->delack_q[i].next->deadline_us;
 	return c < t ? c : t;
 }
 

@@ -51,6 +51,7 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	c->rx = rx;
 	c->tx = tx;
 	c->params = p;
+	c->delack_hold_us = p->delack_us;
 	c->emit = emit;
 	c->emit_arg = emit_arg;
 

@@ -130,6 +130,12 @@ struct ss_tcp_flow {
 #define SS_TCPF_FIN_SENT 0x40   /* our FIN has been sent (seq snd_max - 1) */
 #define SS_TCPF_PEER_FIN 0x80   /* peer's FIN received in order */
 
+/* conn->ack_pending: what the delayed-ACK rule (ss_tcp_output()) knows. */
+#define SS_TCP_ACKP_OWED 0x01   /* in-order data not yet acknowledged */
+#define SS_TCP_ACKP_LATE 0x02   /* the last ACK went alone at its deadline and
+				 * no data came since: a reply now tells how
+				 * long the hold should have been */
+
 /* Engine limits and defaults, fixed per service. */
 struct ss_tcp_params {
 	uint16_t mss;              /* our MSS to announce and use at most (1460) */
@@ -144,6 +150,10 @@ struct ss_tcp_params {
 				    * else hold the ACK of less than two full
 				    * segments up to this long so the reply carries
 				    * it (RFC 1122 §4.2.3.2; RFC 9293 §3.8.6.3) */
+	uint32_t delack_max_us;    /* above delack_us: the longer hold of a
+				    * connection whose reply came after its ACK
+				    * went alone (conn->delack_hold_us); else none.
+				    * A connection takes both at ss_tcp_conn_init() */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
 	uint32_t tlp_min_us;       /* tail loss probe floor (10000); 0 disables probes */
 	uint8_t ecn;               /* 1: negotiate ECN (RFC 3168) on SYN / SYN-ACK */
@@ -245,6 +255,9 @@ struct ss_tcp_conn_stats {
 	uint64_t ecn_echoes;                  /* ECE episodes answered with CWR (WINDOW/RATE
 					       * modes: the reduction is the loop's) */
 	uint64_t budget_stops;                /* ss_tcp_output() stopped at tx_budget */
+	uint64_t delack_acks;                 /* ACKs sent alone at the delayed-ACK deadline */
+	uint64_t delack_longer;               /* holds raised to delack_max_us */
+	uint64_t delack_shorter;              /* ... and back to delack_us */
 };
 
 /*
@@ -277,7 +290,7 @@ struct ss_tcp_conn {
 	uint16_t local_port, remote_port;
 	uint8_t karn;           /* ... not yet acknowledged: TSecr gives the RTT */
 	uint8_t events;         /* SS_TCP_EV_*, cleared by the caller */
-	uint8_t ack_pending;    /* in-order data not yet acknowledged */
+	uint8_t ack_pending;    /* SS_TCP_ACKP_* */
 	uint8_t tlp_sent;       /* a probe is out since the last ACK advance */
 	uint8_t retries;        /* consecutive RTO/SYN retransmissions */
 	uint8_t ecn_ok;         /* ECN negotiated (RFC 3168 §6.1.1) */
@@ -298,6 +311,9 @@ struct ss_tcp_conn {
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
+	uint32_t delack_hold_us;      /* params' delack_us, or delack_max_us while
+				       * this connection holds its ACKs longer
+				       * (the delayed-ACK rule above ss_tcp_output()) */
 	struct ss_tcp_ring rx, tx;
 	const struct ss_tcp_params *params;
 	ss_tcp_emit_fn emit;
@@ -329,6 +345,8 @@ struct ss_tcp_conn {
 	uint32_t challenge_count;
 	uint64_t last_oow_ack_us;     /* last ACK to a dataless unacceptable segment */
 	bool oow_ack_sent;
+	uint64_t delack_late_us;      /* with SS_TCP_ACKP_LATE: when the data the
+				       * lone ACK answered arrived */
 };
 
 /*
@@ -390,6 +408,17 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
  * not SS_TCP_BUDGET_UNLIMITED) sends data only while tx_budget is above
  * 0, spends it, and sets budget_hit when it stopped there with data the
  * windows would let go.  Returns segments emitted.
+ *
+ * The delayed ACK (params->delack_us > 0): in-order data of less than two
+ * full segments is acknowledged by the next segment that goes (the
+ * reply), or alone once the hold has passed: delack_us, or delack_max_us
+ * for a connection whose replies come later than that.  A connection
+ * moves to the longer hold when a reply went out after its ACK had left
+ * alone with no data arriving in between (SS_TCP_ACKP_LATE), within
+ * delack_max_us of the data (a server that answers in a few milliseconds
+ * under load: its ACKs now ride on the replies); it goes back when the
+ * longer hold passes without a reply (a peer waiting for the ACK to send
+ * more, as Nagle's algorithm does, waits that long once).
  */
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us);
 

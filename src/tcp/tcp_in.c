@@ -23,9 +23,10 @@ rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 		len += tcp_ooo_absorb(c); /* the hole is filled: out of line */
 	c->rx_new += len;
 	c->events |= SS_TCP_EV_RX;
-	/* ss_tcp_output() decides: ACK now, or hold it for the reply. */
-	if (c->params->delack_us)
-		c->ack_pending = 1;
+	/* ss_tcp_output() decides: ACK now, or hold it for the reply (data
+	 * came: a lone ACK before it is no longer LATE). */
+	if (c->delack_hold_us)
+		c->ack_pending = SS_TCP_ACKP_OWED;
 	else
 		f->flags |= SS_TCPF_ACK_NOW;
 	return len;

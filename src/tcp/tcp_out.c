@@ -332,14 +332,14 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
 	    (f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_ACK_NOW)) ||
 	    (f->snd_max != f->snd_una && !c->rto_deadline_us))
 		return false;
-	if (c->ack_pending) {
+	if (c->ack_pending & SS_TCP_ACKP_OWED) {
 		/* The delayed ACK: neither two full segments unacknowledged
 		 * nor its deadline passed. */
 		if (f->rcv_nxt - c->last_ack_sent >= 2u * f->mss ||
 		    (c->delack_deadline_us && now_us >= c->delack_deadline_us))
 			return false;
 		if (!c->delack_deadline_us)
-			c->delack_deadline_us = now_us + c->params->delack_us;
+			c->delack_deadline_us = now_us + c->delack_hold_us;
 	}
 	c->budget_hit = 0;
 	return true;
@@ -479,7 +479,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		if (flags & SS_TCP_FIN)
 			f->flags |= SS_TCPF_FIN_SENT;
 	}
-	if (c->ack_pending && !(f->flags & SS_TCPF_ACK_NOW)) {
+	if ((c->ack_pending & SS_TCP_ACKP_OWED) && !(f->flags & SS_TCPF_ACK_NOW)) {
 		/* RFC 1122 §4.2.3.2: ACK at least every second full-sized
 		 * segment; less than that waits up to delack_us for data to
 		 * ride on (a request's reply), then goes alone. */
@@ -487,7 +487,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		    (c->delack_deadline_us && now_us >= c->delack_deadline_us))
 			f->flags |= SS_TCPF_ACK_NOW;
 		else if (!c->delack_deadline_us)
-			c->delack_deadline_us = now_us + c->params->delack_us;
+			c->delack_deadline_us = now_us + c->delack_hold_us;
 	}
 	if ((f->flags & SS_TCPF_ACK_NOW) && tcp_send_ack(c, now_us) == 0)
 		n++;
@@ -510,13 +510,37 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 	return n;
 }
 
+/*
+ * Data is about to go after this connection's ACK went alone at its
+ * deadline, with no data arriving since (SS_TCP_ACKP_LATE): the reply came
+ * late.  Within delack_max_us of the data it answers, the longer hold
+ * would have let it carry that ACK, so the connection takes it.
+ */
+static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *c,
+							    uint64_t now_us)
+{
+	const struct ss_tcp_params *p = c->params;
+
+	if (c->f.snd_nxt == tcp_data_end(c))
+		return; /* nothing to send: not the reply yet */
+	c->ack_pending &= (uint8_t)~SS_TCP_ACKP_LATE;
+	if (now_us - c->delack_late_us <= p->delack_max_us && c->delack_hold_us < p->delack_max_us) {
+		c->delack_hold_us = p->delack_max_us;
+		tcp_st(c)->delack_longer++;
+	}
+}
+
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 {
+	if (__builtin_expect(c->ack_pending & SS_TCP_ACKP_LATE, 0))
+		tcp_delack_late(c, now_us);
 	return tcp_output(c, now_us, true);
 }
 
 unsigned tcp_output_general(struct ss_tcp_conn *c, uint64_t now_us)
 {
+	if (c->ack_pending & SS_TCP_ACKP_LATE)
+		tcp_delack_late(c, now_us);
 	return tcp_output(c, now_us, false);
 }
 

@@ -83,14 +83,41 @@ static void tcp_timer_persist(struct ss_tcp_conn *c, uint64_t now_us)
 	c->persist_deadline_us = now_us + t;
 }
 
+/*
+ * The delayed ACK's hold (deadline @dl) passed with no reply: the ACK goes
+ * alone.  After the usual hold, a reply that follows with no data in
+ * between may lengthen the connection's hold (SS_TCP_ACKP_LATE, see
+ * tcp_delack_late() in tcp_out.c); after the longer one, the connection
+ * goes back to the usual hold: its peer may be waiting for this ACK to
+ * send more.
+ */
+static void tcp_delack_fire(struct ss_tcp_conn *c, uint64_t dl, uint64_t now_us)
+{
+	const struct ss_tcp_params *p = c->params;
+	uint64_t since = dl - c->delack_hold_us; /* the data's arrival */
+
+	c->f.flags |= SS_TCPF_ACK_NOW;
+	ss_tcp_output(c, now_us);
+	if (c->ack_pending & SS_TCP_ACKP_OWED)
+		return; /* not sent (no buffer): ACK_NOW stays for the next output */
+	tcp_st(c)->delack_acks++;
+	if (c->delack_hold_us > p->delack_us) {
+		c->delack_hold_us = p->delack_us;
+		tcp_st(c)->delack_shorter++;
+	} else if (p->delack_max_us > p->delack_us) {
+		c->ack_pending = SS_TCP_ACKP_LATE;
+		c->delack_late_us = since;
+	}
+}
+
 void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us)
 {
-	if (c->delack_deadline_us && now_us >= c->delack_deadline_us) {
+	uint64_t dl = c->delack_deadline_us;
+
+	if (dl && now_us >= dl) {
 		c->delack_deadline_us = 0;
-		if (c->ack_pending && c->f.state != SS_TCPS_CLOSED) {
-			c->f.flags |= SS_TCPF_ACK_NOW;
-			ss_tcp_output(c, now_us);
-		}
+		if ((c->ack_pending & SS_TCP_ACKP_OWED) && c->f.state != SS_TCPS_CLOSED)
+			tcp_delack_fire(c, dl, now_us);
 	}
 	if (c->tw_deadline_us && now_us >= c->tw_deadline_us) {
 		c->tw_deadline_us = 0;

@@ -49,6 +49,11 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_OFF);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "always"), 0);
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
+	CHECK_EQ_U64(cfg.delack_us, 1000); /* the defaults */
+	CHECK_EQ_U64(cfg.delack_max_us, 32000);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--delack-us", "0", "--delack-max-us", "500000"), 0);
+	CHECK_EQ_U64(cfg.delack_us, 0);
+	CHECK_EQ_U64(cfg.delack_max_us, 500000);
 	CHECK(cfg.tw_reuse); /* the default */
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--tw-reuse", "off"), 0);
 	CHECK(!cfg.tw_reuse);
@@ -143,6 +148,9 @@ static void test_errors(void)
 		{ "--idle-adapt", "yes", "idle-adapt: expected on or off, got 'yes'" },
 		{ "--shm-huge", "advise", "shm-huge: expected on, off or auto, got 'advise'" },
 		{ "--tw-reuse", "yes", "tw-reuse: expected on or off, got 'yes'" },
+		{ "--delack-us", "500001", "delack-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '500001'" },
+		{ "--delack-max-us", "500001", "delack-max-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '500001'" },
+		{ "--delack-max-us", "-1", "delack-max-us: expected 0..500000 (RFC 1122: at most 0.5 s), got '-1'" },
 		{ "--local-ports", "5000", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '5000'" },
 		{ "--local-ports", "0-10", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '0-10'" },
 		{ "--local-ports", "10-5", "local-ports: expected LO-HI with 1 <= LO <= HI <= 65535, got '10-5'" },

@@ -702,7 +702,8 @@ static void test_delayed_ack(void)
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
 	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
 	CHECK_EQ_U64(ac.echoed, 200);
-	CHECK_EQ_U64(h.st.delack_q.next, &h.st.delack_q); /* nothing left queued */
+	CHECK_EQ_U64(h.st.delack_q[0].next, &h.st.delack_q[0]); /* nothing left queued */
+	CHECK_EQ_U64(h.st.delack_q[1].next, &h.st.delack_q[1]);
 
 	/* Several connections: their delayed ACKs go in deadline order. */
 	struct sh_peer_conn *q[3];
@@ -738,6 +739,96 @@ static void test_delayed_ack(void)
 			CHECK(q[i - 1]->c.f.snd_una != q[i - 1]->c.f.snd_max);
 	}
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 3);
+	sh_fini(&h);
+}
+
+/*
+ * The longer hold (delack_max_us): a connection whose reply came 3 ms
+ * after its request, after the ACK had gone alone at 1 ms, holds its next
+ * ACKs up to 32 ms, on the stack's second queue, so replies 3 ms late
+ * carry them (one segment a request); a request with no reply within 32 ms
+ * gets its ACK alone then, and the connection is back at 1 ms.  The
+ * counters say each step.
+ */
+static void test_delayed_ack_longer(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.st.params.delack_us = 1000;
+	h.st.params.delack_max_us = 32000;
+	test_listen(&h, 7);
+	struct app_conn ac = { 0 };
+	struct sh_peer_conn *p = peer_connected(&h, 40001, &ac);
+	CHECK(sh_peer_write(p, 0, 10, 3) == 0); /* past the first, at-once ACK */
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, true);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ac.echoed, 10);
+
+	/* A request; its ACK alone at 1 ms; the reply at 3 ms. */
+	uint64_t segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	uint64_t off = 10;
+	CHECK(sh_peer_write(p, off, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	uint64_t t0 = h.now_us;
+	CHECK_EQ_U64(ss_stack_next_deadline(&h.st), t0 + 1000);
+	h.now_us = t0 + 1000;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 1);
+	h.now_us = t0 + 3000;
+	app_poll(&h, &ac, true);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 2);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_longer), 1);
+	off += 10;
+
+	/* Twenty requests answered 3 ms late: one segment each, their ACKs
+	 * held on the second queue until the reply took them. */
+	segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	for (int r = 0; r < 20; r++) {
+		CHECK(sh_peer_write(p, off, 10, 3) == 0);
+		ss_tcp_output(&p->c, h.now_us);
+		sh_pump(&h, 8);
+		CHECK_EQ_U64(h.st.delack_q[1].next->deadline_us, h.now_us + 32000);
+		CHECK(h.st.delack_q[0].next == &h.st.delack_q[0]);
+		CHECK(h.st.delack_q[1].next != &h.st.delack_q[1]);
+		h.now_us += 3000;
+		sh_pump(&h, 8);
+		app_poll(&h, &ac, true);
+		sh_pump(&h, 8);
+		off += 10;
+		h.now_us += 1000;
+		sh_pump(&h, 8);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 1);
+	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
+	CHECK_EQ_U64(ac.echoed, off);
+	CHECK(h.st.delack_q[1].next == &h.st.delack_q[1]);
+
+	/* No reply: the ACK goes alone at 32 ms, and the hold is 1 ms again. */
+	CHECK(sh_peer_write(p, off, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	uint64_t t1 = h.now_us;
+	h.now_us = t1 + 31999;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
+	h.now_us = t1 + 32000;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 21);
+	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 2);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_shorter), 1);
+	off += 10;
+	CHECK(sh_peer_write(p, off, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ss_stack_next_deadline(&h.st), h.now_us + 1000);
+	CHECK(h.st.delack_q[0].next != &h.st.delack_q[0]);
 	sh_fini(&h);
 }
 
@@ -988,6 +1079,7 @@ static void conn_tests(void)
 	test_passive_echo(true);
 	test_syn_cookies();
 	test_delayed_ack();
+	test_delayed_ack_longer();
 	test_active_close_first();
 	test_peer_reset();
 	test_connect_refused();

@@ -50,6 +50,7 @@ struct h_cfg {
 	uint32_t ts_offset;
 	uint32_t rto_min_us; /* params.rto_min_us when nonzero */
 	uint32_t tlp_min_us; /* params.tlp_min_us (0: no tail loss probes) */
+	uint32_t delack_us, delack_max_us; /* params' (0: ACK every burst) */
 };
 
 struct harness {
@@ -203,6 +204,8 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	if (cfg->rto_min_us)
 		h->p.rto_min_us = cfg->rto_min_us;
 	h->p.tlp_min_us = cfg->tlp_min_us;
+	h->p.delack_us = cfg->delack_us;
+	h->p.delack_max_us = cfg->delack_max_us;
 	h->rxbuf = calloc(1, cfg->rx_size);
 	h->txbuf = calloc(1, cfg->tx_size);
 	h->now = 1000000;

@@ -6,11 +6,12 @@
 static struct harness h;
 
 /* Active open with ECN on and timestamps; ESTABLISHED, nothing captured. */
-static void established(void)
+static void established_delack(uint32_t delack_us)
 {
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
+	cfg.delack_us = delack_us;
 	harness_init(&h, &cfg);
 	h.p.ecn = 1;
 	CHECK(ss_tcp_connect(&h.c, h.now) == 0);
@@ -23,6 +24,11 @@ static void established(void)
 	CHECK_EQ_U64(h.c.f.state, SS_TCPS_ESTABLISHED);
 	CHECK_EQ_U64(h.c.ecn_ok, 1);
 	h_clear(&h);
+}
+
+static void established(void)
+{
+	established_delack(0);
 }
 
 static uint32_t una0(void)
@@ -198,9 +204,9 @@ static void peer_data_ce(uint32_t len, bool ce)
  * ECE before a marked segment is taken. */
 static void test_dctcp_echo(void)
 {
-	established();
+	/* ACKs held, so the state change must force one. */
+	established_delack(40000);
 	ss_tcp_cc_set(&h.c, SS_TCP_CC_RATE, 1u << 30, true);
-	h.p.delack_us = 40000; /* hold ACKs, so the state change must force one */
 	peer_data_ce(500, false);
 	CHECK_EQ_U64(h.nout, 0);
 	peer_data_ce(600, true);

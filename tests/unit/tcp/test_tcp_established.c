@@ -1180,8 +1180,8 @@ static void test_established_delayed_ack(void)
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
+	cfg.delack_us = 1000;
 	harness_established(&h, &cfg);
-	h.p.delack_us = 1000;
 	h_clear(&h);
 	/* 64-byte request: no ACK yet, a deadline instead. */
 	h_peer_send(&h, 64);
@@ -1213,6 +1213,146 @@ static void test_established_delayed_ack(void)
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 1);
 	CHECK_EQ_U64(h.out[0].hdr.ack, cfg.peer_iss + 1 + 164 + 2 * MSS_TS);
+}
+
+/* The delayed ACK's hold adapts (tcp.h, above ss_tcp_output()): a reply
+ * that came after its ACK went alone, with no data in between and within
+ * delack_max_us, moves the connection to the longer hold; the longer hold
+ * passing with no reply moves it back.  More data before the reply (a
+ * peer that waited for the ACK), a reply later than delack_max_us, a
+ * delack_max_us at most delack_us, or an ACK that could not be sent leave
+ * the hold as it is. */
+static void delack_request(uint32_t len)
+{
+	h_clear(&h);
+	h_peer_send(&h, len);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 0);
+}
+
+static void delack_reply(uint32_t len, unsigned want_segs)
+{
+	h_clear(&h);
+	CHECK(h_app_send(&h, len) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, want_segs);
+	CHECK_EQ_U64(h.out[want_segs - 1].len, len);
+	CHECK_EQ_U64(h.out[want_segs - 1].hdr.ack, h.peer_nxt);
+	h_peer_ack(&h, h.c.f.snd_max, 65535);
+}
+
+/* The hold's deadline passes: the ACK goes alone. */
+static void delack_fire_alone(void)
+{
+	h_clear(&h);
+	h.now = h.c.delack_deadline_us;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h.out[0].hdr.ack, h.peer_nxt);
+}
+
+static void test_established_delack_adapt(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.delack_us = 1000;
+	cfg.delack_max_us = 32000;
+	harness_established(&h, &cfg);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+
+	/* A reply 3 ms after its request: the ACK went alone at 1 ms. */
+	uint64_t t0 = h.now;
+	delack_request(64);
+	CHECK_EQ_U64(h.c.delack_deadline_us, t0 + 1000);
+	delack_fire_alone();
+	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_LATE);
+	CHECK_EQ_U64(h.c.st.delack_acks, 1);
+	h.now = t0 + 3000;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+	CHECK_EQ_U64(h.c.delack_hold_us, 32000);
+	CHECK_EQ_U64(h.c.st.delack_longer, 1);
+
+	/* The longer hold: the next reply, 3 ms late again, carries the ACK. */
+	h.now += 5000;
+	uint64_t t1 = h.now;
+	delack_request(64);
+	CHECK_EQ_U64(h.c.delack_deadline_us, t1 + 32000);
+	h.now = t1 + 3000;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.delack_deadline_us, 0);
+	CHECK_EQ_U64(h.c.st.delack_acks, 1);
+
+	/* No reply within the longer hold: the ACK goes alone at 32 ms, and
+	 * the connection is back at 1 ms (not LATE: a reply now would have
+	 * missed the longer hold too). */
+	h.now += 5000;
+	uint64_t t2 = h.now;
+	delack_request(100);
+	delack_fire_alone();
+	CHECK_EQ_U64(h.now, t2 + 32000);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+	CHECK_EQ_U64(h.c.st.delack_shorter, 1);
+	CHECK_EQ_U64(h.c.st.delack_acks, 2);
+
+	/* The peer sends more before the reply (it waited for the ACK, as
+	 * Nagle's algorithm does): the reply tells nothing; the hold stays. */
+	h.now += 5000;
+	delack_request(10);
+	delack_fire_alone();
+	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_LATE);
+	h.now += 500;
+	delack_request(10);
+	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_OWED);
+	h.now += 500;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(h.c.st.delack_longer, 1);
+
+	/* A reply later than delack_max_us: the longer hold would not have
+	 * caught it; the hold stays. */
+	h.now += 5000;
+	uint64_t t3 = h.now;
+	delack_request(64);
+	delack_fire_alone();
+	h.now = t3 + 32001;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+
+	/* The ACK cannot go (no buffer): nothing is learnt, ACK_NOW stays,
+	 * and the next output sends it. */
+	h.now += 5000;
+	delack_request(64);
+	h.emit_fail = 1;
+	h.now = h.c.delack_deadline_us;
+	h_clear(&h);
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_OWED);
+	CHECK(h.c.f.flags & SS_TCPF_ACK_NOW);
+	CHECK_EQ_U64(h.c.st.delack_acks, 4);
+	h.emit_fail = 0;
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+
+	/* delack_max_us at most delack_us: no longer hold, never LATE. */
+	h_cfg_default(&cfg);
+	cfg.delack_us = 1000;
+	cfg.delack_max_us = 1000;
+	harness_established(&h, &cfg);
+	delack_request(64);
+	delack_fire_alone();
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+	h.now += 2000;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(h.c.st.delack_longer, 0);
 }
 
 /* The reference: the earliest of two deadlines, 0 meaning none. */
@@ -1285,5 +1425,6 @@ int main(void)
 	test_established_sack_recovery_many_holes();
 	test_established_tail_loss_probe();
 	test_established_delayed_ack();
+	test_established_delack_adapt();
 	return check_done("test_tcp_established");
 }
