@@ -368,11 +368,34 @@ static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end
 	       ss_seq_leq(end, f->snd_una + wnd);
 }
 
+/*
+ * Data is about to go after this connection's ACK went alone at its
+ * deadline, with no data arriving since (SS_TCP_ACKP_LATE): the reply came
+ * late.  Within delack_max_us of the data it answers, the longer hold
+ * would have let it carry that ACK, so the connection takes it.
+ */
+static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *c,
+							    uint64_t now_us)
+{
+	const struct ss_tcp_params *p = c->params;
+
+	if (c->f.snd_nxt == tcp_data_end(c))
+		return; /* nothing to send: not the reply yet */
+	c->ack_pending &= (uint8_t)~SS_TCP_ACKP_LATE;
+	if (now_us - c->delack_late_us <= p->delack_max_us && c->delack_hold_us < p->delack_max_us) {
+		c->delack_hold_us = p->delack_max_us;
+		tcp_st(c)->delack_longer++;
+	}
+}
+
 static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool one)
 {
 	struct ss_tcp_flow *f = &c->f;
 	unsigned n = 0;
 	bool failed = false;
+
+	if (__builtin_expect(c->ack_pending & SS_TCP_ACKP_LATE, 0))
+		tcp_delack_late(c, now_us);
 
 	if (f->state == SS_TCPS_CLOSED || f->state == SS_TCPS_SYN_SENT ||
 	    f->state == SS_TCPS_SYN_RCVD) {
@@ -510,37 +533,13 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 	return n;
 }
 
-/*
- * Data is about to go after this connection's ACK went alone at its
- * deadline, with no data arriving since (SS_TCP_ACKP_LATE): the reply came
- * late.  Within delack_max_us of the data it answers, the longer hold
- * would have let it carry that ACK, so the connection takes it.
- */
-static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *c,
-							    uint64_t now_us)
-{
-	const struct ss_tcp_params *p = c->params;
-
-	if (c->f.snd_nxt == tcp_data_end(c))
-		return; /* nothing to send: not the reply yet */
-	c->ack_pending &= (uint8_t)~SS_TCP_ACKP_LATE;
-	if (now_us - c->delack_late_us <= p->delack_max_us && c->delack_hold_us < p->delack_max_us) {
-		c->delack_hold_us = p->delack_max_us;
-		tcp_st(c)->delack_longer++;
-	}
-}
-
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us)
 {
-	if (__builtin_expect(c->ack_pending & SS_TCP_ACKP_LATE, 0))
-		tcp_delack_late(c, now_us);
 	return tcp_output(c, now_us, true);
 }
 
 unsigned tcp_output_general(struct ss_tcp_conn *c, uint64_t now_us)
 {
-	if (c->ack_pending & SS_TCP_ACKP_LATE)
-		tcp_delack_late(c, now_us);
 	return tcp_output(c, now_us, false);
 }
 
