@@ -49,8 +49,9 @@ const char *const ss_config_usage[] = {
 	"                        ip_local_port_range (default 32768-60999)\n"
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
-	"  --delack-max-us N     the longer hold of a connection whose replies came after\n"
-	"                        its ACK went alone (default 32000; at most --delack-us:\n"
+	"  --delack-max-us N     the longest hold of a connection whose replies came after\n"
+	"                        its ACK went alone: holds step up by four times from\n"
+	"                        --delack-us to N (default 128000; at most --delack-us:\n"
 	"                        no longer hold)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
 	"  --tw-reuse on|off     connect() may take a 4-tuple in TIME_WAIT for 1 s or\n"
@@ -102,7 +103,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->max_orphan_mem = 256ull << 20;
 	cfg->time_wait_ms = 60000;
 	cfg->delack_us = 1000;
-	cfg->delack_max_us = 32000;
+	cfg->delack_max_us = 128000;
 	cfg->ecn = true;
 	cfg->tw_reuse = true;
 	cfg->syn_cookies = SS_SYN_COOKIES_ON;

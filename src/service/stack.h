@@ -225,12 +225,12 @@ struct ss_stack {
 	bool app_broken;         /* an app broke its rings since the last apps_sync() */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
-	/* Delayed ACKs due, in deadline order, one queue per hold: [0] the
-	 * connections at now + delack_us, [1] those at now + delack_max_us
-	 * (tcp.h, the delayed-ACK rule), so appending keeps each in order
-	 * (stack_conn.c); a reply usually takes the ACK first and the entry
-	 * goes without ever touching the wheel. */
-	struct ss_timer delack_q[2]; /* list sentinels */
+	/* Delayed ACKs due, in deadline order, one queue per hold: [k] the
+	 * connections at now + ss_tcp_delack_step_us(k) (tcp.h, the
+	 * delayed-ACK rule), so appending keeps each in order (stack_conn.c);
+	 * a reply usually takes the ACK first and the entry goes without ever
+	 * touching the wheel. */
+	struct ss_timer delack_q[SS_TCP_DELACK_STEPS]; /* list sentinels */
 	uint64_t now_us;
 	void *seg_handle;        /* the frame conn_seg_buf() gave the engine, until it is sent */
 	uint16_t ip_id;

@@ -185,7 +185,7 @@ static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadl
 	struct ss_timer *q = &s->delack_q[0], *t = &sc->delack, *after;
 
 	if (__builtin_expect(sc->tcp.delack_hold_us != s->params.delack_us, 0))
-		q = &s->delack_q[1];
+		q = &s->delack_q[ss_tcp_delack_step(&s->params, sc->tcp.delack_hold_us)];
 	after = q->prev;
 
 	while (after != q && after->deadline_us > deadline_us)
@@ -201,7 +201,7 @@ static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadl
 /* Delayed ACKs whose time has come (a head is due: stack_timers_run()). */
 void stack_delack_run(struct ss_stack *s)
 {
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++) {
 		struct ss_timer *q = &s->delack_q[i], *t;
 
 		while ((t = q->next)->deadline_us <= s->now_us) { /* the sentinel stops it */
@@ -295,7 +295,7 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		ss_timer_init(&s->conns[i].timer);
 		ss_timer_init(&s->conns[i].delack);
 	}
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++) {
 		s->delack_q[i].next = s->delack_q[i].prev = &s->delack_q[i];
 		s->delack_q[i].deadline_us = UINT64_MAX; /* a sentinel is never due */
 	}
@@ -1186,7 +1186,7 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 		return 0; /* looped-back frames wait: no sleeping */
 	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
 
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++)
 		if (s->delack_q[i].next->deadline_us < t) /* a sentinel's is UINT64_MAX */
 			t = s->delack_q[i].next->deadline_us;
 	return c < t ? c : t;

@@ -267,9 +267,11 @@ static inline void stack_timers_run(struct ss_stack *s)
 {
 	if (ss_timer_wheel_due(&s->wheel, s->now_us))
 		stack_conn_timers_run(s);
-	if (s->delack_q[0].next->deadline_us <= s->now_us || /* a sentinel's: UINT64_MAX */
-	    s->delack_q[1].next->deadline_us <= s->now_us)
-		stack_delack_run(s);
+	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++)
+		if (s->delack_q[i].next->deadline_us <= s->now_us) { /* a sentinel's: UINT64_MAX */
+			stack_delack_run(s);
+			break;
+		}
 	stack_cc_run(s);
 }
 

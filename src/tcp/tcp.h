@@ -136,6 +136,12 @@ struct ss_tcp_flow {
 				 * no data came since: a reply now tells how
 				 * long the hold should have been */
 
+/* The delayed ACK's holds: delack_us, four times longer at each step, the
+ * last step delack_max_us (and none above it).  A connection moves up
+ * to the step that would have caught its late reply; each step has its
+ * own deadline-ordered queue in the service. */
+#define SS_TCP_DELACK_STEPS 5
+
 /* Engine limits and defaults, fixed per service. */
 struct ss_tcp_params {
 	uint16_t mss;              /* our MSS to announce and use at most (1460) */
@@ -150,10 +156,11 @@ struct ss_tcp_params {
 				    * else hold the ACK of less than two full
 				    * segments up to this long so the reply carries
 				    * it (RFC 1122 §4.2.3.2; RFC 9293 §3.8.6.3) */
-	uint32_t delack_max_us;    /* above delack_us: the longer hold of a
-				    * connection whose reply came after its ACK
-				    * went alone (conn->delack_hold_us); else none.
-				    * A connection takes both at ss_tcp_conn_init() */
+	uint32_t delack_max_us;    /* above delack_us: the longest hold of a
+				    * connection whose replies came after its ACK
+				    * went alone (ss_tcp_delack_step_us()); else
+				    * none.  A connection takes delack_us at
+				    * ss_tcp_conn_init() */
 	uint32_t challenge_ack_per_s; /* RFC 5961 §7 limit (1000) */
 	uint32_t tlp_min_us;       /* tail loss probe floor (10000); 0 disables probes */
 	uint8_t ecn;               /* 1: negotiate ECN (RFC 3168) on SYN / SYN-ACK */
@@ -256,7 +263,7 @@ struct ss_tcp_conn_stats {
 					       * modes: the reduction is the loop's) */
 	uint64_t budget_stops;                /* ss_tcp_output() stopped at tx_budget */
 	uint64_t delack_acks;                 /* ACKs sent alone at the delayed-ACK deadline */
-	uint64_t delack_longer;               /* holds raised to delack_max_us */
+	uint64_t delack_longer;               /* holds raised a step or more */
 	uint64_t delack_shorter;              /* ... and back to delack_us */
 };
 
@@ -311,9 +318,10 @@ struct ss_tcp_conn {
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
 	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
-	uint32_t delack_hold_us;      /* params' delack_us, or delack_max_us while
+	uint32_t delack_hold_us;      /* params' delack_us, or a longer step while
 				       * this connection holds its ACKs longer
-				       * (the delayed-ACK rule above ss_tcp_output()) */
+				       * (the delayed-ACK rule above ss_tcp_output(),
+				       * ss_tcp_delack_step()) */
 	struct ss_tcp_ring rx, tx;
 	const struct ss_tcp_params *params;
 	ss_tcp_emit_fn emit;
@@ -348,6 +356,29 @@ struct ss_tcp_conn {
 	uint64_t delack_late_us;      /* with SS_TCP_ACKP_LATE: when the data the
 				       * lone ACK answered arrived */
 };
+
+/* The hold of delayed-ACK step @k (< SS_TCP_DELACK_STEPS): delack_us *
+ * 4^k, at most delack_max_us; the last step is delack_max_us. */
+static inline uint32_t ss_tcp_delack_step_us(const struct ss_tcp_params *p, unsigned k)
+{
+	uint64_t h = (uint64_t)p->delack_us << (2 * k);
+
+	if (k == 0)
+		return p->delack_us;
+	if (k == SS_TCP_DELACK_STEPS - 1 || h > p->delack_max_us)
+		return p->delack_max_us;
+	return (uint32_t)h;
+}
+
+/* The step whose hold is @hold_us (the first, where two are equal). */
+static inline unsigned ss_tcp_delack_step(const struct ss_tcp_params *p, uint32_t hold_us)
+{
+	unsigned k = 0;
+
+	while (k < SS_TCP_DELACK_STEPS - 1 && ss_tcp_delack_step_us(p, k) < hold_us)
+		k++;
+	return k;
+}
 
 /*
  * Initialise @c (CLOSED) for the given endpoints and rings, with the
@@ -411,14 +442,16 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
  *
  * The delayed ACK (params->delack_us > 0): in-order data of less than two
  * full segments is acknowledged by the next segment that goes (the
- * reply), or alone once the hold has passed: delack_us, or delack_max_us
- * for a connection whose replies come later than that.  A connection
- * moves to the longer hold when a reply went out after its ACK had left
- * alone with no data arriving in between (SS_TCP_ACKP_LATE), within
- * delack_max_us of the data (a server that answers in a few milliseconds
- * under load: its ACKs now ride on the replies); it goes back when the
- * longer hold passes without a reply (a peer waiting for the ACK to send
- * more, as Nagle's algorithm does, waits that long once).
+ * reply), or alone once the hold has passed: delack_us, or a longer step
+ * (ss_tcp_delack_step_us()) for a connection whose replies come later
+ * than that.  When a reply goes out after the ACK left alone with no data
+ * arriving in between (SS_TCP_ACKP_LATE), and within delack_max_us of the
+ * data it answers, the connection moves up to the shortest step of at
+ * least one and a half times that delay (a server that answers in tens of
+ * milliseconds under load: its ACKs now ride on the replies).  It goes
+ * back to delack_us when the peer sends more data after a lone ACK before
+ * any reply: the peer was waiting for the ACK (Nagle's algorithm, or a
+ * one-way stream), and waited one hold once.
  */
 unsigned ss_tcp_output(struct ss_tcp_conn *c, uint64_t now_us);
 

@@ -1,6 +1,18 @@
 /* tcp_in.c - segment input: the ESTABLISHED fast path and the ACK/data helpers it shares with tcp_slow.c. */
 #include "tcp/tcp_int.h"
 
+/* Data came after this connection's ACK went alone and before any reply
+ * (SS_TCP_ACKP_LATE): the peer was waiting for that ACK to send more, as
+ * Nagle's algorithm does, or sends without replies from us.  A longer
+ * hold would make it wait longer: back to delack_us. */
+static __attribute__((noinline, cold)) void tcp_delack_unlate(struct ss_tcp_conn *c)
+{
+	if (c->delack_hold_us != c->params->delack_us) {
+		c->delack_hold_us = c->params->delack_us;
+		tcp_st(c)->delack_shorter++;
+	}
+}
+
 /* Copy in-order payload (seq == rcv_nxt, fits the ring) and absorb the
  * out-of-order intervals the copy reaches (kept in the ring beyond
  * rx_tail, tcp_ooo.c).  Returns bytes made readable. */
@@ -25,9 +37,11 @@ rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 	c->events |= SS_TCP_EV_RX;
 	/* ss_tcp_output() decides: ACK now, or hold it for the reply (data
 	 * came: a lone ACK before it is no longer LATE). */
-	if (c->delack_hold_us)
+	if (c->delack_hold_us) {
+		if (__builtin_expect(c->ack_pending & SS_TCP_ACKP_LATE, 0))
+			tcp_delack_unlate(c);
 		c->ack_pending = SS_TCP_ACKP_OWED;
-	else
+	} else
 		f->flags |= SS_TCPF_ACK_NOW;
 	return len;
 }

@@ -371,19 +371,27 @@ static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end
 /*
  * Data is about to go after this connection's ACK went alone at its
  * deadline, with no data arriving since (SS_TCP_ACKP_LATE): the reply came
- * late.  Within delack_max_us of the data it answers, the longer hold
- * would have let it carry that ACK, so the connection takes it.
+ * late.  Within delack_max_us of the data it answers, the connection moves
+ * up to the shortest step of at least 1.5 times that delay, which would
+ * have let the reply carry the ACK.
  */
 static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *c,
 							    uint64_t now_us)
 {
 	const struct ss_tcp_params *p = c->params;
+	uint64_t d = now_us - c->delack_late_us;
+	unsigned k = ss_tcp_delack_step(p, c->delack_hold_us), k0 = k;
 
 	if (c->f.snd_nxt == tcp_data_end(c))
 		return; /* nothing to send: not the reply yet */
 	c->ack_pending &= (uint8_t)~SS_TCP_ACKP_LATE;
-	if (now_us - c->delack_late_us <= p->delack_max_us && c->delack_hold_us < p->delack_max_us) {
-		c->delack_hold_us = p->delack_max_us;
+	if (d > p->delack_max_us)
+		return; /* no hold would have caught it */
+	d += (d + 1) / 2; /* at least 1.5 times */
+	while (k < SS_TCP_DELACK_STEPS - 1 && ss_tcp_delack_step_us(p, k) < d)
+		k++;
+	if (k > k0) {
+		c->delack_hold_us = ss_tcp_delack_step_us(p, k);
 		tcp_st(c)->delack_longer++;
 	}
 }

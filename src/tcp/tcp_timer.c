@@ -85,11 +85,10 @@ static void tcp_timer_persist(struct ss_tcp_conn *c, uint64_t now_us)
 
 /*
  * The delayed ACK's hold (deadline @dl) passed with no reply: the ACK goes
- * alone.  After the usual hold, a reply that follows with no data in
- * between may lengthen the connection's hold (SS_TCP_ACKP_LATE, see
- * tcp_delack_late() in tcp_out.c); after the longer one, the connection
- * goes back to the usual hold: its peer may be waiting for this ACK to
- * send more.
+ * alone.  A reply that follows with no data in between may move the
+ * connection to a longer hold (SS_TCP_ACKP_LATE, tcp_delack_late() in
+ * tcp_out.c); data that follows first moves it back to the usual one
+ * (tcp_delack_unlate() in tcp_in.c).
  */
 static void tcp_delack_fire(struct ss_tcp_conn *c, uint64_t dl, uint64_t now_us)
 {
@@ -101,10 +100,7 @@ static void tcp_delack_fire(struct ss_tcp_conn *c, uint64_t dl, uint64_t now_us)
 	if (c->ack_pending & SS_TCP_ACKP_OWED)
 		return; /* not sent (no buffer): ACK_NOW stays for the next output */
 	tcp_st(c)->delack_acks++;
-	if (c->delack_hold_us > p->delack_us) {
-		c->delack_hold_us = p->delack_us;
-		tcp_st(c)->delack_shorter++;
-	} else if (p->delack_max_us > p->delack_us) {
+	if (p->delack_max_us > p->delack_us) {
 		c->ack_pending = SS_TCP_ACKP_LATE;
 		c->delack_late_us = since;
 	}

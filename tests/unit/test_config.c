@@ -50,7 +50,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--syn-cookies", "always"), 0);
 	CHECK_EQ_U64(cfg.syn_cookies, SS_SYN_COOKIES_ALWAYS);
 	CHECK_EQ_U64(cfg.delack_us, 1000); /* the defaults */
-	CHECK_EQ_U64(cfg.delack_max_us, 32000);
+	CHECK_EQ_U64(cfg.delack_max_us, 128000);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--delack-us", "0", "--delack-max-us", "500000"), 0);
 	CHECK_EQ_U64(cfg.delack_us, 0);
 	CHECK_EQ_U64(cfg.delack_max_us, 500000);

@@ -743,11 +743,14 @@ static void test_delayed_ack(void)
 }
 
 /*
- * The longer hold (delack_max_us): a connection whose reply came 3 ms
- * after its request, after the ACK had gone alone at 1 ms, holds its next
- * ACKs up to 32 ms, on the stack's second queue, so replies 3 ms late
- * carry them (one segment a request); a request with no reply within 32 ms
- * gets its ACK alone then, and the connection is back at 1 ms.  The
+ * The longer holds (delack_max_us 128 ms: steps of 1, 4, 16, 64 and 128
+ * ms).  A connection whose reply came 3 ms after its request, after the
+ * ACK had gone alone at 1 ms, holds its next ACKs up to 16 ms (the step
+ * above 1.5 times 3 ms), on the stack's third queue, so replies 3 ms late
+ * carry them (one segment a request).  A request with no reply within
+ * 16 ms gets its ACK alone then; its reply at 40 ms moves the connection
+ * to 64 ms.  A request whose ACK went alone at 64 ms, followed by more
+ * data from the peer before any reply, moves it back to 1 ms.  The
  * counters say each step.
  */
 static void test_delayed_ack_longer(void)
@@ -755,7 +758,7 @@ static void test_delayed_ack_longer(void)
 	struct sh h;
 	CHECK(sh_init(&h, ATTACH) == 0);
 	h.st.params.delack_us = 1000;
-	h.st.params.delack_max_us = 32000;
+	h.st.params.delack_max_us = 128000;
 	test_listen(&h, 7);
 	struct app_conn ac = { 0 };
 	struct sh_peer_conn *p = peer_connected(&h, 40001, &ac);
@@ -786,15 +789,15 @@ static void test_delayed_ack_longer(void)
 	off += 10;
 
 	/* Twenty requests answered 3 ms late: one segment each, their ACKs
-	 * held on the second queue until the reply took them. */
+	 * held on the 16 ms queue until the reply took them. */
 	segs = ctr(&h, SS_CTR_tx_tcp_segments);
 	for (int r = 0; r < 20; r++) {
 		CHECK(sh_peer_write(p, off, 10, 3) == 0);
 		ss_tcp_output(&p->c, h.now_us);
 		sh_pump(&h, 8);
-		CHECK_EQ_U64(h.st.delack_q[1].next->deadline_us, h.now_us + 32000);
-		CHECK(h.st.delack_q[0].next == &h.st.delack_q[0]);
-		CHECK(h.st.delack_q[1].next != &h.st.delack_q[1]);
+		CHECK_EQ_U64(h.st.delack_q[2].next->deadline_us, h.now_us + 16000);
+		for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
+			CHECK((h.st.delack_q[k].next == &h.st.delack_q[k]) == (k != 2));
 		h.now_us += 3000;
 		sh_pump(&h, 8);
 		app_poll(&h, &ac, true);
@@ -807,28 +810,53 @@ static void test_delayed_ack_longer(void)
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 1);
 	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
 	CHECK_EQ_U64(ac.echoed, off);
-	CHECK(h.st.delack_q[1].next == &h.st.delack_q[1]);
+	CHECK(h.st.delack_q[2].next == &h.st.delack_q[2]);
 
-	/* No reply: the ACK goes alone at 32 ms, and the hold is 1 ms again. */
+	/* No reply within 16 ms: the ACK goes alone then; the reply at 40 ms
+	 * moves the connection to 64 ms. */
 	CHECK(sh_peer_write(p, off, 10, 3) == 0);
 	ss_tcp_output(&p->c, h.now_us);
 	sh_pump(&h, 8);
 	uint64_t t1 = h.now_us;
-	h.now_us = t1 + 31999;
+	h.now_us = t1 + 15999;
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
-	h.now_us = t1 + 32000;
+	h.now_us = t1 + 16000;
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 21);
 	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 2);
-	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_shorter), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_shorter), 0);
+	h.now_us = t1 + 40000;
+	app_poll(&h, &ac, true);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 22);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_longer), 2);
+	off += 10;
+	CHECK_EQ_U64(ac.echoed, off);
+
+	/* A request whose ACK goes alone at 64 ms; the peer sends more before
+	 * any reply (it waited for that ACK): back to 1 ms. */
+	CHECK(sh_peer_write(p, off, 10, 3) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(h.st.delack_q[3].next->deadline_us, h.now_us + 64000);
+	h.now_us += 64000;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 23);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 3);
+	CHECK(h.st.delack_q[3].next == &h.st.delack_q[3]);
 	off += 10;
 	CHECK(sh_peer_write(p, off, 10, 3) == 0);
 	ss_tcp_output(&p->c, h.now_us);
 	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_shorter), 1);
 	CHECK_EQ_U64(ss_stack_next_deadline(&h.st), h.now_us + 1000);
 	CHECK(h.st.delack_q[0].next != &h.st.delack_q[0]);
+	app_poll(&h, &ac, true);
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ac.echoed, off + 10);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_longer), 2);
 	sh_fini(&h);
 }
 

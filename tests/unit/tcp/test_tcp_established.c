@@ -1252,80 +1252,162 @@ static void delack_fire_alone(void)
 	CHECK_EQ_U64(h.out[0].hdr.ack, h.peer_nxt);
 }
 
+/* A request whose ACK goes alone at its hold, then a reply @late_us after
+ * the request: the hold it leaves the connection at. */
+static uint32_t delack_late_reply(uint64_t late_us)
+{
+	uint64_t t = h.now;
+
+	CHECK(late_us > h.c.delack_hold_us);
+	delack_request(64);
+	CHECK_EQ_U64(h.c.delack_deadline_us, t + h.c.delack_hold_us);
+	delack_fire_alone();
+	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_LATE);
+	h.now = t + late_us;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.ack_pending, 0);
+	CHECK_EQ_U64(h.c.delack_hold_us,
+		     ss_tcp_delack_step_us(h.c.params, ss_tcp_delack_step(h.c.params, h.c.delack_hold_us)));
+	h.now += 5000;
+	return h.c.delack_hold_us;
+}
+
+/* A request whose ACK goes alone, then more data from the peer before
+ * the reply: the connection is back at delack_us. */
+static void delack_data_first(void)
+{
+	delack_request(10);
+	delack_fire_alone();
+	h.now += 10;
+	delack_request(10);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 0);
+	h.now += 10;
+	delack_reply(64, 1);
+	h.now += 5000;
+}
+
 static void test_established_delack_adapt(void)
 {
 	struct h_cfg cfg;
 
+	/* The steps: four times longer each, the last one delack_max_us. */
+	struct ss_tcp_params sp = { .delack_us = 1000, .delack_max_us = 128000 };
+	static const uint32_t want128[] = { 1000, 4000, 16000, 64000, 128000 };
+	for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
+		CHECK_EQ_U64(ss_tcp_delack_step_us(&sp, k), want128[k]);
+	sp.delack_max_us = 32000;
+	static const uint32_t want32[] = { 1000, 4000, 16000, 32000, 32000 };
+	for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
+		CHECK_EQ_U64(ss_tcp_delack_step_us(&sp, k), want32[k]);
+	/* ... and back from a hold to its step (the first of two equal). */
+	static const unsigned step32[] = { 0, 1, 2, 3, 3 };
+	for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
+		CHECK_EQ_U64(ss_tcp_delack_step(&sp, want32[k]), step32[k]);
+	sp.delack_us = 200;
+	sp.delack_max_us = 500000;
+	static const uint32_t want500[] = { 200, 800, 3200, 12800, 500000 };
+	for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
+		CHECK_EQ_U64(ss_tcp_delack_step_us(&sp, k), want500[k]);
+
 	h_cfg_default(&cfg);
 	cfg.delack_us = 1000;
-	cfg.delack_max_us = 32000;
+	cfg.delack_max_us = 128000;
 	harness_established(&h, &cfg);
 	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 0);
 
-	/* A reply 3 ms after its request: the ACK went alone at 1 ms. */
-	uint64_t t0 = h.now;
-	delack_request(64);
-	CHECK_EQ_U64(h.c.delack_deadline_us, t0 + 1000);
-	delack_fire_alone();
-	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_LATE);
+	/* A reply 3 ms after its request: the ACK went alone at 1 ms; the
+	 * shortest step of at least 4.5 ms is 16 ms. */
+	CHECK_EQ_U64(delack_late_reply(3000), 16000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 2);
 	CHECK_EQ_U64(h.c.st.delack_acks, 1);
-	h.now = t0 + 3000;
-	delack_reply(64, 1);
-	CHECK_EQ_U64(h.c.ack_pending, 0);
-	CHECK_EQ_U64(h.c.delack_hold_us, 32000);
 	CHECK_EQ_U64(h.c.st.delack_longer, 1);
 
 	/* The longer hold: the next reply, 3 ms late again, carries the ACK. */
-	h.now += 5000;
 	uint64_t t1 = h.now;
 	delack_request(64);
-	CHECK_EQ_U64(h.c.delack_deadline_us, t1 + 32000);
+	CHECK_EQ_U64(h.c.delack_deadline_us, t1 + 16000);
 	h.now = t1 + 3000;
 	delack_reply(64, 1);
 	CHECK_EQ_U64(h.c.delack_deadline_us, 0);
 	CHECK_EQ_U64(h.c.st.delack_acks, 1);
 
-	/* No reply within the longer hold: the ACK goes alone at 32 ms, and
-	 * the connection is back at 1 ms (not LATE: a reply now would have
-	 * missed the longer hold too). */
+	/* No reply within 16 ms: the ACK goes alone; the reply at 40 ms moves
+	 * the connection up to 64 ms (at least 60). */
+	h.now += 5000;
+	CHECK_EQ_U64(delack_late_reply(40000), 64000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 3);
+	CHECK_EQ_U64(h.c.st.delack_acks, 2);
+	CHECK_EQ_U64(h.c.st.delack_longer, 2);
+	CHECK_EQ_U64(h.c.st.delack_shorter, 0);
+
+	/* A reply within the hold never lowers it. */
+	t1 = h.now;
+	delack_request(64);
+	CHECK_EQ_U64(h.c.delack_deadline_us, t1 + 64000);
+	h.now = t1 + 100;
+	delack_reply(64, 1);
+	CHECK_EQ_U64(h.c.delack_hold_us, 64000);
+
+	/* The ACK goes alone at 64 ms and the peer sends more before any
+	 * reply (it waited for the ACK, as Nagle's algorithm does): back to
+	 * 1 ms, for this data already. */
 	h.now += 5000;
 	uint64_t t2 = h.now;
-	delack_request(100);
-	delack_fire_alone();
-	CHECK_EQ_U64(h.now, t2 + 32000);
-	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
-	CHECK_EQ_U64(h.c.ack_pending, 0);
-	CHECK_EQ_U64(h.c.st.delack_shorter, 1);
-	CHECK_EQ_U64(h.c.st.delack_acks, 2);
-
-	/* The peer sends more before the reply (it waited for the ACK, as
-	 * Nagle's algorithm does): the reply tells nothing; the hold stays. */
-	h.now += 5000;
 	delack_request(10);
 	delack_fire_alone();
+	CHECK_EQ_U64(h.now, t2 + 64000);
 	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_LATE);
 	h.now += 500;
 	delack_request(10);
 	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_OWED);
+	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 0);
+	CHECK_EQ_U64(h.c.delack_deadline_us, h.now + 1000);
+	CHECK_EQ_U64(h.c.st.delack_shorter, 1);
 	h.now += 500;
 	delack_reply(64, 1);
 	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
-	CHECK_EQ_U64(h.c.st.delack_longer, 1);
+	CHECK_EQ_U64(h.c.st.delack_longer, 2);
 
-	/* A reply later than delack_max_us: the longer hold would not have
-	 * caught it; the hold stays. */
+	/* At 1 ms, the same tells nothing: the hold stays, nothing counted. */
 	h.now += 5000;
-	uint64_t t3 = h.now;
-	delack_request(64);
+	delack_request(10);
 	delack_fire_alone();
-	h.now = t3 + 32001;
+	h.now += 500;
+	delack_request(10);
+	CHECK_EQ_U64(h.c.st.delack_shorter, 1);
+	h.now += 500;
 	delack_reply(64, 1);
 	CHECK_EQ_U64(h.c.delack_hold_us, 1000);
-	CHECK_EQ_U64(h.c.ack_pending, 0);
+	h.now += 5000;
+
+	/* A reply later than delack_max_us: no hold would have caught it; the
+	 * hold stays. */
+	CHECK_EQ_U64(delack_late_reply(128001), 1000);
+	CHECK_EQ_U64(h.c.st.delack_longer, 2);
+
+	/* The step chosen is the shortest of at least 1.5 times the delay:
+	 * 2.666 ms -> 4 ms, then 10.667 ms (16.0005) -> 64 ms; back at 1 ms,
+	 * 10.666 ms -> 16 ms; 100 ms (150 wanted) takes the last step,
+	 * delack_max_us. */
+	CHECK_EQ_U64(delack_late_reply(2666), 4000);
+	CHECK_EQ_U64(delack_late_reply(10667), 64000);
+	delack_data_first();
+	CHECK_EQ_U64(h.c.st.delack_shorter, 2);
+	CHECK_EQ_U64(delack_late_reply(10666), 16000);
+	CHECK_EQ_U64(delack_late_reply(100000), 128000);
+	CHECK_EQ_U64(ss_tcp_delack_step(h.c.params, h.c.delack_hold_us), 4);
+	CHECK_EQ_U64(h.c.st.delack_longer, 6);
+
+	/* Data before the reply at the top step: back to 1 ms. */
+	delack_data_first();
+	CHECK_EQ_U64(h.c.st.delack_shorter, 3);
 
 	/* The ACK cannot go (no buffer): nothing is learnt, ACK_NOW stays,
 	 * and the next output sends it. */
-	h.now += 5000;
+	uint64_t acks = h.c.st.delack_acks;
 	delack_request(64);
 	h.emit_fail = 1;
 	h.now = h.c.delack_deadline_us;
@@ -1334,7 +1416,7 @@ static void test_established_delack_adapt(void)
 	CHECK_EQ_U64(h.nout, 0);
 	CHECK_EQ_U64(h.c.ack_pending, SS_TCP_ACKP_OWED);
 	CHECK(h.c.f.flags & SS_TCPF_ACK_NOW);
-	CHECK_EQ_U64(h.c.st.delack_acks, 4);
+	CHECK_EQ_U64(h.c.st.delack_acks, acks);
 	h.emit_fail = 0;
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 1);
