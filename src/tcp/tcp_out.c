@@ -380,7 +380,6 @@ static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *
 {
 	const struct ss_tcp_params *p = c->params;
 	uint64_t d = now_us - c->delack_late_us;
-	unsigned k = ss_tcp_delack_step(p, c->delack_hold_us), k0 = k;
 
 	if (c->f.snd_nxt == tcp_data_end(c))
 		return; /* nothing to send: not the reply yet */
@@ -388,9 +387,10 @@ static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *
 	if (d > p->delack_max_us)
 		return; /* no hold would have caught it */
 	d += (d + 1) / 2; /* at least 1.5 times */
+	unsigned k = 0;
 	while (k < SS_TCP_DELACK_STEPS - 1 && ss_tcp_delack_step_us(p, k) < d)
 		k++;
-	if (k > k0) {
+	if (ss_tcp_delack_step_us(p, k) > c->delack_hold_us) { /* only ever up */
 		c->delack_hold_us = ss_tcp_delack_step_us(p, k);
 		tcp_st(c)->delack_longer++;
 	}
