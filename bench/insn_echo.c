@@ -95,6 +95,7 @@ struct app_conn {
 	uint8_t *rx, *tx;
 	uint32_t rx_head, rx_avail, tx_tail, tx_acked;
 	uint32_t rx_origin, tx_origin; /* shm/abi.h: as the library keeps them */
+	uint32_t rsize, tsize;         /* the small rings (shm/abi.h), where they are */
 	bool used;
 };
 
@@ -331,8 +332,6 @@ static void app_run(void)
 {
 	struct ss_app_ctx *cx = &B.app->ctx[0];
 	uint32_t prod = __atomic_load_n(&cx->arx->prod, __ATOMIC_ACQUIRE);
-	uint32_t rsize = B.app->rxbuf_size, tsize = B.app->txbuf_size;
-
 	while (B.arx_cons != prod) {
 		const struct ss_shm_ev *ev = &cx->arx_slot[B.arx_cons & (B.app->arx_slots - 1)];
 		B.arx_cons++;
@@ -343,6 +342,9 @@ static void app_run(void)
 			c->gen = ev->gen;
 			c->rx = B.app->region + ev->rx_off;
 			c->tx = B.app->region + ev->tx_off;
+			/* 64-byte messages never need the large rings. */
+			c->rsize = ev->rx_off < B.app->buf_off ? SS_SHM_SMALL_RING : B.app->rxbuf_size;
+			c->tsize = ev->tx_off < B.app->buf_off ? SS_SHM_SMALL_RING : B.app->txbuf_size;
 			c->rx_head = c->rx_avail = c->tx_tail = c->tx_acked = 0;
 			c->rx_origin = c->tx_origin = 0;
 			c->used = true;
@@ -350,7 +352,7 @@ static void app_run(void)
 			break;
 		case SS_EV_RX: {
 			uint32_t tail = c->rx_head + c->rx_avail;
-			if (((tail - c->rx_origin) & (rsize - 1)) != ev->arg3)
+			if (((tail - c->rx_origin) & (c->rsize - 1)) != ev->arg3)
 				c->rx_origin = tail - ev->arg3; /* libslipstream's event.c */
 			c->rx_avail += ev->arg;
 			if (ev->flags & SS_EVF_TX_ACKED)
@@ -378,6 +380,7 @@ static void app_run(void)
 		/* libslipstream's ss_send_space: all acknowledged, the home
 		 * byte again. */
 		uint8_t at_home = 0;
+		uint32_t tsize = c->tsize, rsize = c->rsize;
 		uint32_t home = ss_shm_ring_home(c->slot, tsize);
 		if (c->tx_acked == c->tx_tail && ((c->tx_tail - c->tx_origin) & (tsize - 1)) != home) {
 			c->tx_origin = c->tx_tail - home;

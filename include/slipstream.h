@@ -72,6 +72,10 @@ struct ss_app_opts {
 	 * this): the parent's ss_app_id() and ss_app_token(); 0: none. */
 	uint32_t parent_app;
 	uint64_t parent_token;
+	/* 1: every connection uses rings of rxbuf and txbuf bytes from the
+	 * start; 0: it starts on 4 KiB rings and moves to those when it
+	 * needs more (once, with the ring empty: "small rings that grow"). */
+	uint32_t fixed_rings;
 };
 
 /*

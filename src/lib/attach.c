@@ -87,6 +87,13 @@ int ss_region_validate(const void *region, uint64_t region_size, uint32_t n_ctx)
 	    h->sync_off - h->info_off < (uint64_t)h->max_conns * sizeof(struct ss_shm_conn_info) ||
 	    (h->buf_off - h->sync_off) / sizeof(struct ss_shm_conn_sync) < h->max_conns)
 		goto bad;
+	/* The small rings (abi.h): after the sync words, before the buffers. */
+	if (h->small_off &&
+	    (h->small_off % SS_SHM_SMALL_RING || h->small_off < h->sync_off ||
+	     h->small_off > h->buf_off ||
+	     h->small_off - h->sync_off < (uint64_t)h->max_conns * sizeof(struct ss_shm_conn_sync) ||
+	     (h->buf_off - h->small_off) / (2 * SS_SHM_SMALL_RING) < h->max_conns))
+		goto bad;
 	return 0;
 bad:
 	errno = EPROTO;
@@ -387,6 +394,7 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 	app->buf_off = app->hdr->buf_off;
 	app->info_off = app->hdr->info_off;
 	app->sync_off = app->hdr->sync_off;
+	app->small_off = app->hdr->small_off;
 	close(fds[0]);
 	close(fds[1]);
 	fds[0] = fds[1] = -1;
@@ -436,14 +444,16 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts)
 	app->sock = sock_connect(o.sock_path);
 	if (app->sock < 0)
 		goto fail;
+	/* The service's default is small rings that grow (shm/abi.h). */
+	const char *fixed = o.fixed_rings ? " small=0" : "";
 	if (o.parent_token)
 		snprintf(req, sizeof(req),
-			 "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u parent=%u token=%llu\n",
-			 o.contexts, o.conns, o.rxbuf, o.txbuf, o.parent_app,
+			 "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u%s parent=%u token=%llu\n",
+			 o.contexts, o.conns, o.rxbuf, o.txbuf, fixed, o.parent_app,
 			 (unsigned long long)o.parent_token);
 	else
-		snprintf(req, sizeof(req), "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u\n",
-			 o.contexts, o.conns, o.rxbuf, o.txbuf);
+		snprintf(req, sizeof(req), "attach 1 contexts=%u conns=%u rxbuf=%u txbuf=%u%s\n",
+			 o.contexts, o.conns, o.rxbuf, o.txbuf, fixed);
 	if (send_all(app->sock, req, strlen(req)) < 0)
 		goto fail;
 	if (recv_reply(app->sock, line, fds, &nfds, o.timeout_ms) < 0)

@@ -68,17 +68,27 @@ int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd)
 	return 0;
 }
 
-/* SS_CMDF_TX_HOME when @c's next TX starts a new transmit origin. */
+/* SS_CMDF_TX_HOME when @c's next TX starts a new transmit origin, and
+ * SS_CMDF_TX_GROW when that is in the large ring. */
 static inline uint8_t tx_home(const struct ss_conn *c)
 {
+	if (__builtin_expect(c->tx_size != c->tx_size_svc, 0))
+		return SS_CMDF_TX_GROW;
 	return c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_HOME : 0;
+}
+
+/* SS_CMDF_RX_GROW on a report of bytes consumed while @c asks for the
+ * large receive ring. */
+static inline uint8_t rx_grow(const struct ss_conn *c)
+{
+	return c->rx_grow ? SS_CMDF_RX_GROW : 0;
 }
 
 static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 		      uint32_t *count)
 {
 	struct ss_shm_cmd cmd = {
-		.op = op, .flags = op == SS_CMD_TX ? tx_home(c) : 0, .conn = c->slot,
+		.op = op, .flags = op == SS_CMD_TX ? tx_home(c) : rx_grow(c), .conn = c->slot,
 		.gen = c->gen, .arg = *count,
 	};
 
@@ -87,8 +97,10 @@ static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 	if (ss_cmd_post(ctx, &cmd) < 0)
 		return -1;
 	*count = 0;
-	if (op == SS_CMD_TX)
+	if (op == SS_CMD_TX) {
 		c->tx_origin_svc = c->tx_origin;
+		c->tx_size_svc = c->tx_size;
+	}
 	return 0;
 }
 
@@ -102,13 +114,15 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 	 * request), run by the service as the two commands in this order. */
 	if (c->tx_pend && c->rx_done) {
 		struct ss_shm_cmd cmd = {
-			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | tx_home(c), .conn = c->slot,
+			.op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | tx_home(c) | rx_grow(c),
+			.conn = c->slot,
 			.gen = c->gen, .arg = c->tx_pend, .rx_done = c->rx_done,
 		};
 
 		if (ss_cmd_post(ctx, &cmd) < 0)
 			return -1; /* both still pending, the connection dirty */
 		c->tx_origin_svc = c->tx_origin;
+		c->tx_size_svc = c->tx_size;
 		c->tx_pend = 0;
 		c->rx_done = 0;
 		ss_conn_unmark_dirty(c);

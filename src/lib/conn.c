@@ -99,7 +99,7 @@ size_t ss_recv_peek(struct ss_conn *c, struct iovec iov[2])
 {
 	size_t n = conn_rx_avail(c);
 
-	ring_iov(c->rx_buf, c->ctx->app->rxbuf_size, c->rx_head - c->rx_origin, n, iov);
+	ring_iov(c->rx_buf, c->rx_size, c->rx_head - c->rx_origin, n, iov);
 	return n;
 }
 
@@ -133,7 +133,7 @@ int ss_recv_done(struct ss_conn *c, size_t n)
  */
 bool ss_recv_done_due(const struct ss_conn *c)
 {
-	uint32_t size = c->ctx->app->rxbuf_size;
+	uint32_t size = c->rx_size;
 
 	return c->shared || c->rx_done >= size / 8 ||
 	       (c->rx_tail - c->rx_head) + c->rx_done > size / 2;
@@ -168,13 +168,47 @@ static int conn_send_error(const struct ss_conn *c)
 
 static size_t conn_tx_free(const struct ss_conn *c)
 {
-	return c->ctx->app->txbuf_size - (uint32_t)(c->tx_tail - c->tx_acked);
+	uint32_t used = c->tx_tail - c->tx_acked;
+
+	/* Moved to the large ring, the service not yet told: at most a
+	 * small ring's worth (conn_tx_grow()). */
+	if (__builtin_expect(c->tx_size != c->tx_size_svc, 0))
+		return used < SS_SHM_SMALL_RING ? SS_SHM_SMALL_RING - used : 0;
+	return c->tx_size - used;
+}
+
+/* The small transmit ring is more than half full (shm/abi.h "Small rings
+ * that grow"): nothing more goes into it; once all of it is acknowledged
+ * the connection writes to the large ring.  Until the TX that tells the
+ * service (SS_CMDF_TX_GROW) is posted, at most a small ring's worth goes
+ * there: ss_conn_share() may have to put it back.  Returns the bytes
+ * that may be written now (of @n free). */
+static __attribute__((noinline, cold)) size_t conn_tx_grow(struct ss_conn *c, size_t n)
+{
+	const struct ss_app *app = c->ctx->app;
+
+	if (c->shared || (n >= c->tx_size / 2 && !c->tx_grow))
+		return n; /* shared: the sync words carry positions; it stays */
+	if (n != c->tx_size) {
+		c->tx_grow = true;
+		return 0;
+	}
+	c->tx_grow = false;
+	c->tx_buf = (uint8_t *)app->region + app->buf_off +
+		    (uint64_t)c->slot * (app->rxbuf_size + app->txbuf_size) + app->rxbuf_size;
+	c->tx_size = app->txbuf_size;
+	c->tx_origin = c->tx_tail - ss_shm_ring_home(c->slot, c->tx_size);
+	return conn_tx_free(c);
 }
 
 size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 {
-	uint32_t size = c->ctx->app->txbuf_size;
 	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
+
+	if (__builtin_expect((c->tx_grow || n < c->tx_size / 2) && n &&
+			     c->tx_size < c->ctx->app->txbuf_size, 0))
+		n = conn_tx_grow(c, n);
+	uint32_t size = c->tx_size;
 
 	/* All acknowledged (nothing posted or pending either): write from
 	 * the home byte again, and tell the service with the TX (shm/abi.h).

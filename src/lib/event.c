@@ -47,6 +47,19 @@ static bool buf_ok(const struct ss_app *app, uint64_t off, uint32_t size)
 	       app->region_size - off >= size;
 }
 
+/* The size of the ring at @off: a slot's small one (shm/abi.h "Small rings
+ * that grow", in its own area before buf_off), else @large; 0 where @off
+ * is in neither area. */
+static uint32_t ring_size_at(const struct ss_app *app, uint64_t off, uint32_t large)
+{
+	if (off >= app->buf_off)
+		return buf_ok(app, off, large) ? large : 0;
+	if (app->small_off && off >= app->small_off &&
+	    off + SS_SHM_SMALL_RING <= app->buf_off && large > SS_SHM_SMALL_RING)
+		return SS_SHM_SMALL_RING;
+	return 0;
+}
+
 static void out_endpoints(struct ss_event *out, const struct ss_conn *c)
 {
 	out->local_ip = c->local_ip;
@@ -62,9 +75,10 @@ static bool ev_open(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	struct ss_app *app = ctx->app;
 	struct ss_conn *c;
 
-	if (e->conn >= app->max_conns || ctx->conns[e->conn] ||
-	    !buf_ok(app, e->rx_off, app->rxbuf_size) ||
-	    !buf_ok(app, e->tx_off, app->txbuf_size))
+	uint32_t rx_size = ring_size_at(app, e->rx_off, app->rxbuf_size);
+	uint32_t tx_size = ring_size_at(app, e->tx_off, app->txbuf_size);
+
+	if (e->conn >= app->max_conns || ctx->conns[e->conn] || !rx_size || !tx_size)
 		return false;
 	c = ss_conn_new(ctx);
 	if (!c) {
@@ -82,6 +96,8 @@ static bool ev_open(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	c->state = CONN_OPEN;
 	c->rx_buf = (uint8_t *)app->region + e->rx_off;
 	c->tx_buf = (uint8_t *)app->region + e->tx_off;
+	c->rx_size = rx_size;
+	c->tx_size = c->tx_size_svc = tx_size;
 	c->local_ip = e->local_ip;
 	c->remote_ip = e->remote_ip;
 	c->local_port = e->local_port;
@@ -99,7 +115,8 @@ static bool ev_adopted(struct ss_ctx *ctx, const struct ss_shm_ev *e, struct ss_
 	const struct ss_app *app = ctx->app;
 	struct ss_conn *c;
 
-	if (e->arg2 - e->arg > app->rxbuf_size || e->arg4 - e->arg3 > app->txbuf_size)
+	if (e->arg2 - e->arg > ring_size_at(app, e->rx_off, app->rxbuf_size) ||
+	    e->arg4 - e->arg3 > ring_size_at(app, e->tx_off, app->txbuf_size))
 		return false;
 	if (!ev_open(ctx, e, out))
 		return false;
@@ -199,7 +216,7 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		out->cookie = e->cookie; /* a failed ss_connect() is matched by its cookie */
 		return 1;
 	case SS_EV_RX: case SS_EV_TX_ACKED: case SS_EV_PEER_FIN: case SS_EV_FIN_ACKED:
-	case SS_EV_RESET: case SS_EV_ERROR: case SS_EV_CLOSED:
+	case SS_EV_RESET: case SS_EV_ERROR: case SS_EV_CLOSED: case SS_EV_RX_GROWN:
 		c = conn_lookup(ctx, e);
 		if (!c)
 			return -1;
@@ -212,10 +229,9 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 	out->cookie = 0;
 	switch (e->type) {
 	case SS_EV_RX: {
-		uint32_t used = c->rx_tail - c->rx_head, mask = c->ctx->app->rxbuf_size - 1;
+		uint32_t used = c->rx_tail - c->rx_head, mask = c->rx_size - 1;
 
-		if (e->arg == 0 || c->peer_fin ||
-		    e->arg > c->ctx->app->rxbuf_size - used)
+		if (e->arg == 0 || c->peer_fin || e->arg > c->rx_size - used)
 			return -1;
 		/* The service moved the origin: only ever with nothing unread. */
 		if (((c->rx_tail - c->rx_origin) & mask) != e->arg3) {
@@ -229,11 +245,29 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 		 * meanwhile. */
 		__builtin_prefetch(c->rx_buf + e->arg3, 0, 3);
 		c->rx_tail += e->arg;
+		/* More than half the small ring unread: ask for the large one
+		 * (shm/abi.h "Small rings that grow"). */
+		if (__builtin_expect(used + e->arg > c->rx_size / 2, 0) &&
+		    c->rx_size < c->ctx->app->rxbuf_size && !c->shared)
+			c->rx_grow = true;
 		if (c->state != CONN_OPEN || c->closing)
 			return 0;
 		out->type = SS_EVENT_DATA;
 		out->bytes = e->arg;
 		return 1;
+	}
+	case SS_EV_RX_GROWN: {
+		/* The receive ring is the slot's large one from now on; the
+		 * service moved it with nothing unread (shm/abi.h). */
+		const struct ss_app *app = c->ctx->app;
+
+		if (c->rx_tail != c->rx_head || c->rx_size >= app->rxbuf_size)
+			return -1;
+		c->rx_buf = (uint8_t *)app->region + app->buf_off +
+			    (uint64_t)c->slot * (app->rxbuf_size + app->txbuf_size);
+		c->rx_size = app->rxbuf_size;
+		c->rx_grow = false;
+		return 0;
 	}
 	case SS_EV_TX_ACKED: {
 		uint32_t posted = c->tx_tail - c->tx_pend;

@@ -61,6 +61,13 @@ struct ss_conn {
 	void *user;
 
 	uint8_t *rx_buf, *tx_buf;
+	/* Ring sizes: the slot's small rings or its large ones (shm/abi.h
+	 * "Small rings that grow"); tx_size_svc is what the service has: the
+	 * next TX carries SS_CMDF_TX_GROW while the two differ. */
+	uint32_t rx_size, tx_size, tx_size_svc;
+	bool rx_grow;           /* asking for the large receive ring (RX_GROW) */
+	bool tx_grow;           /* waiting for all sent to be acknowledged, then
+				 * writing to the large transmit ring */
 	/* Receive stream positions: rx_tail = sum of RX event bytes,
 	 * rx_head = consumed by the application.  rx_done = consumed but not
 	 * yet reported with SS_CMD_RX_DONE. */
@@ -109,6 +116,7 @@ struct ss_app {
 	uint32_t app_id;
 	uint64_t token;         /* from the attach reply: a forked child presents it */
 	uint32_t max_conns, rxbuf_size, txbuf_size;
+	uint64_t small_off;     /* the slots' small rings (shm/abi.h); 0: none */
 	uint64_t buf_off;
 	uint64_t info_off;      /* struct ss_shm_conn_info per slot (TCP_INFO) */
 	uint64_t sync_off;      /* struct ss_shm_conn_sync per slot (sync.c) */

@@ -65,7 +65,7 @@ static void bytes_reverse(uint8_t *a, uint32_t n)
  * (three reversals; what else it holds was acknowledged, so free). */
 static void tx_origin_undo(struct ss_conn *c)
 {
-	uint32_t size = c->ctx->app->txbuf_size;
+	uint32_t size = c->tx_size;
 	uint32_t k = (c->tx_origin - c->tx_origin_svc) & (size - 1);
 
 	if (k) {
@@ -76,12 +76,34 @@ static void tx_origin_undo(struct ss_conn *c)
 	c->tx_origin = c->tx_origin_svc;
 }
 
+/* The transmit ring moved to the large one and the service has not been
+ * told yet (SS_CMDF_TX_GROW pending): the bytes committed since, at most a
+ * small ring's worth (conn_tx_grow()), go back to the small ring where the
+ * service's origin has them, and the connection stays there. */
+static void tx_grow_undo(struct ss_conn *c)
+{
+	const struct ss_app *app = c->ctx->app;
+	uint8_t *small = (uint8_t *)app->region + app->small_off +
+			 (uint64_t)c->slot * (2 * SS_SHM_SMALL_RING) + SS_SHM_SMALL_RING;
+
+	for (uint32_t p = c->tx_acked; p != c->tx_tail; p++)
+		small[(p - c->tx_origin_svc) & (SS_SHM_SMALL_RING - 1)] =
+			c->tx_buf[(p - c->tx_origin) & (c->tx_size - 1)];
+	c->tx_buf = small;
+	c->tx_size = SS_SHM_SMALL_RING;
+	c->tx_origin = c->tx_origin_svc;
+}
+
 void ss_conn_share(struct ss_conn *c)
 {
 	struct ss_shm_conn_sync *ws = conn_sync(c);
 
 	if (c->shared || c->state == CONN_CLOSED)
 		return;
+	if (c->tx_size != c->tx_size_svc)
+		tx_grow_undo(c);
+	c->tx_grow = false; /* shared: both rings stay as they are */
+	c->rx_grow = false;
 	if (c->tx_origin != c->tx_origin_svc)
 		tx_origin_undo(c);
 	c->shared = true;

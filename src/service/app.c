@@ -132,12 +132,14 @@ void ss_app_reg_fini(struct ss_app_reg *r)
 
 struct attach_req {
 	unsigned long version, contexts, conns, rxbuf, txbuf;
+	unsigned long small;     /* 1 (default): small rings that grow (abi.h) */
 	unsigned long long parent, token;
 	bool has_parent;
 };
 
-/* "attach 1 contexts=C conns=N rxbuf=R txbuf=T [parent=ID token=T]" (keys in
- * any order; parent and token come together, from a forked child). */
+/* "attach 1 contexts=C conns=N rxbuf=R txbuf=T [small=0|1] [parent=ID token=T]"
+ * (keys in any order; parent and token come together, from a forked child;
+ * small=0: every connection on rings of rxbuf and txbuf from the start). */
 static int parse_attach(const char *line, struct attach_req *q, char *why, size_t whylen)
 {
 	char buf[256];
@@ -146,6 +148,7 @@ static int parse_attach(const char *line, struct attach_req *q, char *why, size_
 	unsigned seen = 0;
 
 	memset(q, 0, sizeof(*q));
+	q->small = 1;
 	if (!tok || strcmp(tok, "attach") != 0)
 		return snprintf(why, whylen, "not an attach request"), -1;
 	tok = strtok_r(NULL, " \t", &save);
@@ -176,6 +179,10 @@ static int parse_attach(const char *line, struct attach_req *q, char *why, size_
 			q->rxbuf = v, seen |= 4;
 		else if (strcmp(tok, "txbuf") == 0)
 			q->txbuf = v, seen |= 8;
+		else if (strcmp(tok, "small") == 0 && v <= 1)
+			q->small = v;
+		else if (strcmp(tok, "small") == 0)
+			return snprintf(why, whylen, "small must be 0 or 1"), -1;
 		else
 			return snprintf(why, whylen, "unknown attach field"), -1;
 	}
@@ -247,8 +254,15 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	uint64_t info_off = align_up(ctx_off + stride * q->contexts, PAGE);
 	uint64_t sync_off = align_up(info_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_info),
 				     SS_SHM_CACHELINE);
-	uint64_t buf_off = align_up(sync_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_sync),
-				    PAGE);
+	uint64_t small_end = align_up(sync_off + (uint64_t)q->conns * sizeof(struct ss_shm_conn_sync),
+				      PAGE);
+	/* Small rings (abi.h) where a direction's ring is larger. */
+	uint64_t small_off = 0;
+	if (q->small && (q->rxbuf > SS_SHM_SMALL_RING || q->txbuf > SS_SHM_SMALL_RING)) {
+		small_off = small_end;
+		small_end += (uint64_t)q->conns * (2 * SS_SHM_SMALL_RING);
+	}
+	uint64_t buf_off = small_end;
 	uint64_t size = buf_off + (uint64_t)q->conns * (q->rxbuf + q->txbuf);
 
 	a->region_fd = memfd_create("slipstream-app", MFD_CLOEXEC);
@@ -278,6 +292,9 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	a->buf_off = buf_off;
 	a->info_off = info_off;
 	a->sync_off = sync_off;
+	a->small_off = small_off;
+	a->pop_small_end = 0;
+	a->pop_end = buf_off;
 
 	struct ss_shm_hdr *h = (struct ss_shm_hdr *)(void *)a->region;
 	h->magic = SS_SHM_MAGIC;
@@ -296,6 +313,7 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	h->buf_off = buf_off;
 	h->info_off = info_off;
 	h->sync_off = sync_off;
+	h->small_off = small_off;
 
 	a->ctx = calloc(a->n_ctx, sizeof(*a->ctx));
 	if (!a->ctx)
@@ -322,15 +340,40 @@ static int app_map(struct ss_app *a, const struct ss_app_limits *lim, const stru
 	return a->slot_conn ? 0 : -ENOMEM;
 }
 
+/* Populates @a's region from *@from to @to rounded up to whole huge pages
+ * (at most @cap), adding the bytes to *@bytes and moving *@from along.
+ * -1 on failure (errno). */
+static int populate_to(struct ss_app *a, uint64_t *from, uint64_t to, uint64_t cap,
+		       uint64_t *bytes)
+{
+	to = align_up(to, SS_POPULATE_PAGE);
+	if (to > cap)
+		to = cap;
+	while (*from < to) {
+		uint64_t n = to - *from < POPULATE_STEP ? to - *from : POPULATE_STEP;
+		if (madvise(a->region + *from, n, MADV_POPULATE_WRITE) != 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		*from += n;
+		*bytes += n;
+	}
+	return 0;
+}
+
 /*
  * Populates @a's region (huge) up to the rings of the slots planned for
- * its high-water mark, from byte 0 the first time (the header, the
- * queues and the per-slot records with them), and sets the next kick
- * mark (populate.h).  MADV_POPULATE_WRITE faults the pages in writable,
- * zeroed by the kernel, without writing them: safe while the fast path
- * and the application use the pages already there.  On failure (a kernel
- * before 5.14, no memory) the rest is left to first touch, as on small
- * pages.  Returns the bytes populated.
+ * its high-water mark (populate.h): the first time from byte 0 (the
+ * header, the queues and the per-slot records with them), then the small
+ * rings of those slots where the region has them (shm/abi.h "Small rings
+ * that grow"), then their large rings (a connection that grows must not
+ * zero a huge page on the fast path either); and sets the next kick mark.
+ * MADV_POPULATE_WRITE faults the pages in writable, zeroed by the kernel,
+ * without writing them: safe while the fast path and the application use
+ * the pages already there.  On failure (a kernel before 5.14, no memory)
+ * the rest is left to first touch, as on small pages.  Returns the bytes
+ * populated.
  */
 static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 {
@@ -342,25 +385,16 @@ static uint64_t app_populate(struct ss_app_reg *r, struct ss_app *a)
 	uint32_t done_slots = a->populated; /* only this thread writes it */
 	if (!a->populating || (target <= done_slots && done_slots))
 		return 0;
-	uint64_t start = done_slots ? (a->buf_off + done_slots * slot_bytes) & ~(uint64_t)(PAGE - 1)
-				    : 0;
-	uint64_t end = align_up(a->buf_off + target * slot_bytes, SS_POPULATE_PAGE);
-	if (end > a->region_size)
-		end = a->region_size;
-	while (start < end) {
-		uint64_t n = end - start < POPULATE_STEP ? end - start : POPULATE_STEP;
-		if (madvise(a->region + start, n, MADV_POPULATE_WRITE) != 0) {
-			if (errno == EINTR)
-				continue;
-			r->populate_errors++;
-			SS_WARN("app %u: populating its shared memory ahead: %s; the rest at first touch",
-				a->id, strerror(errno));
-			a->populating = false;
-			__atomic_store_n(&a->populate_at, SS_POPULATE_NEVER, __ATOMIC_RELAXED);
-			break;
-		}
-		start += n;
-		done += n;
+	uint64_t small_to = a->small_off ? a->small_off + (uint64_t)target * (2 * SS_SHM_SMALL_RING)
+					 : a->buf_off;
+	if (populate_to(a, &a->pop_small_end, small_to, a->buf_off, &done) != 0 ||
+	    populate_to(a, &a->pop_end, a->buf_off + target * slot_bytes, a->region_size,
+			&done) != 0) {
+		r->populate_errors++;
+		SS_WARN("app %u: populating its shared memory ahead: %s; the rest at first touch",
+			a->id, strerror(errno));
+		a->populating = false;
+		__atomic_store_n(&a->populate_at, SS_POPULATE_NEVER, __ATOMIC_RELAXED);
 	}
 	r->populated_bytes += done;
 	if (a->populating) {
@@ -504,8 +538,9 @@ int ss_app_attach(struct ss_app_reg *r, int fd, const char *line)
 	__atomic_add_fetch(&r->gen, 1, __ATOMIC_RELEASE);
 	send_line(fd, msg, fds, nfds);
 	r->attached++;
-	SS_INFO("app %u attached: pid %d, %u contexts, %u connections, rx %u / tx %u bytes",
-		a->id, (int)a->pid, a->n_ctx, a->max_conns, a->rxbuf_size, a->txbuf_size);
+	SS_INFO("app %u attached: pid %d, %u contexts, %u connections, rx %u / tx %u bytes%s",
+		a->id, (int)a->pid, a->n_ctx, a->max_conns, a->rxbuf_size, a->txbuf_size,
+		a->small_off ? ", starting on 4 KiB rings" : "");
 	return 1;
 }
 

@@ -59,6 +59,9 @@ struct ss_app {
 	int region_fd;
 	bool populating;          /* a huge region, populated ahead (populate.h);
 				   * cleared if that fails */
+	uint64_t pop_small_end;   /* populated so far: bytes [0, pop_small_end)
+				   * (the records and the small rings) ... */
+	uint64_t pop_end;         /* ... and [buf_off, pop_end) (the large rings) */
 
 	/* Populating ahead, both paths (atomics): the fast path raises
 	 * slot_hw, the slow path sets the other two (app.c). */
@@ -76,6 +79,7 @@ struct ss_app {
 	uint64_t buf_off;
 	uint64_t info_off;        /* struct ss_shm_conn_info per slot */
 	uint64_t sync_off;        /* struct ss_shm_conn_sync per slot (abi.h, fork) */
+	uint64_t small_off;       /* small rings per slot (abi.h); 0: none */
 	struct ss_app_ctx *ctx;
 
 	/* Fast path only. */
@@ -185,6 +189,21 @@ static inline uint8_t *ss_app_rx_ring(const struct ss_app *a, uint32_t slot)
 static inline uint8_t *ss_app_tx_ring(const struct ss_app *a, uint32_t slot)
 {
 	return ss_app_rx_ring(a, slot) + a->rxbuf_size;
+}
+/* Slot @slot's small rings (abi.h "Small rings that grow"): NULL where
+ * that direction has none (the region has none, or its ring is small). */
+static inline uint8_t *ss_app_rx_small(const struct ss_app *a, uint32_t slot)
+{
+	if (!a->small_off || a->rxbuf_size <= SS_SHM_SMALL_RING)
+		return NULL;
+	return a->region + a->small_off + (uint64_t)slot * (2 * SS_SHM_SMALL_RING);
+}
+static inline uint8_t *ss_app_tx_small(const struct ss_app *a, uint32_t slot)
+{
+	if (!a->small_off || a->txbuf_size <= SS_SHM_SMALL_RING)
+		return NULL;
+	return a->region + a->small_off + (uint64_t)slot * (2 * SS_SHM_SMALL_RING) +
+	       SS_SHM_SMALL_RING;
 }
 /* Slot @slot's sync words (untrusted: the app writes them). */
 static inline struct ss_shm_conn_sync *ss_app_sync(const struct ss_app *a, uint32_t slot)

@@ -98,6 +98,8 @@
 	X(app_bad_ring)                                                          \
 	X(app_populate_kicks)                                                    \
 	X(app_slot_unpopulated)                                                  \
+	X(app_rx_grown)                                                          \
+	X(app_tx_grown)                                                          \
 	X(tcp_oow_ack_limited)                                                   \
 	X(app_inherits)                                                          \
 	X(app_adopts)                                                            \

@@ -204,8 +204,8 @@ static void ev_endpoints(const struct ss_sconn *sc, struct ss_shm_ev *ev)
 	ev->remote_ip = sc->key.remote_ip;
 	ev->local_port = sc->key.local_port;
 	ev->remote_port = sc->key.remote_port;
-	ev->rx_off = (uint64_t)(ss_app_rx_ring(a, sc->slot) - a->region);
-	ev->tx_off = (uint64_t)(ss_app_tx_ring(a, sc->slot) - a->region);
+	ev->rx_off = (uint64_t)(sc->tcp.rx.base - a->region); /* small or large */
+	ev->tx_off = (uint64_t)(sc->tcp.tx.base - a->region);
 }
 
 bool stack_conn_fin_acked(const struct ss_sconn *sc)
@@ -442,9 +442,128 @@ cmd_rx_done_error(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const stru
 	cmd_error(s, a, ctx, &rd, err);
 }
 
-static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
+
+/* A TX whose bytes start at the home byte of the slot's large transmit
+ * ring (SS_CMDF_TX_GROW: shm/abi.h "Small rings that grow").  0, or -1:
+ * refused, nothing changed. */
+static __attribute__((noinline, cold)) int cmd_tx_grow(struct ss_stack *s, const struct ss_app *a,
+						       struct ss_sconn *sc)
 {
-	struct ss_sconn *sc = NULL;
+	struct ss_tcp_ring rx, tx;
+
+	stack_slot_rings(a, sc->slot, &rx, &tx);
+	if (sc->tcp.tx.base == tx.base || ss_tcp_tx_grow(&sc->tcp, tx) != 0)
+		return -1; /* large already, or bytes not yet acknowledged */
+	ss_ctr_inc(s->ctr, SS_CTR_app_tx_grown);
+	return 0;
+}
+
+/* The application asks for the large receive ring (SS_CMDF_RX_GROW): the
+ * ring moves if nothing is unread or out of order now (else a later
+ * RX_DONE asks again), and SS_EV_RX_GROWN says so before any data in it. */
+static __attribute__((noinline, cold)) void cmd_rx_grow(struct ss_stack *s, struct ss_app *a,
+							struct ss_sconn *sc)
+{
+	struct ss_tcp_ring rx, tx;
+
+	stack_slot_rings(a, sc->slot, &rx, &tx);
+	/* The event must go (else the application reads the wrong ring):
+	 * without room for it, a later RX_DONE asks again. */
+	if (sc->tcp.rx.base == rx.base || !stack_post_room(s, a, sc->ctx, 1) ||
+	    ss_tcp_rx_grow(&sc->tcp, rx) != 0)
+		return;
+	ss_ctr_inc(s->ctr, SS_CTR_app_rx_grown);
+	stack_post_simple(s, a, sc->ctx, SS_EV_RX_GROWN, sc->slot, sc->gen, 0, 0, 0);
+}
+
+/* @cmd's connection, live (not closed by the application), or NULL after
+ * EBADF (for a TX with SS_CMDF_RX_DONE, for both parts). */
+static inline __attribute__((always_inline)) struct ss_sconn *
+cmd_conn(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
+{
+	struct ss_sconn *sc = stack_conn_lookup_handle(s, a, cmd->conn, cmd->gen);
+
+	if (__builtin_expect(sc && !(sc->flags & SC_APP_CLOSED), 1))
+		return sc;
+	cmd_error(s, a, ctx, cmd, EBADF);
+	if (cmd->op == SS_CMD_TX && (cmd->flags & SS_CMDF_RX_DONE))
+		cmd_rx_done_error(s, a, ctx, cmd, EBADF);
+	return NULL;
+}
+
+/* SS_CMD_TX on @sc, and its SS_CMDF_RX_DONE part; @refuse: its bytes are
+ * refused (EINVAL) as a refused SS_CMDF_TX_HOME's are (cmd_run_grow()). */
+static inline __attribute__((always_inline)) void cmd_tx(struct ss_stack *s, struct ss_app *a,
+							   uint16_t ctx,
+							   const struct ss_shm_cmd *cmd,
+							   struct ss_sconn *sc, bool refuse)
+{
+	bool home_refused = refuse ||
+			    ((cmd->flags & SS_CMDF_TX_HOME) && ss_tcp_tx_restart(&sc->tcp) != 0);
+
+	if (home_refused || ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
+		/* A reset that beat the command explains it best (Linux:
+		 * ECONNRESET, then EPIPE); then a bad count (or bytes at the
+		 * home byte of a ring that is not empty); then shutdown. */
+		bool bad = home_refused || cmd->arg > ss_tcp_tx_space(&sc->tcp);
+		int err = sc->tcp.error ? sc->tcp.error : bad ? EINVAL : EPIPE;
+		cmd_error(s, a, ctx, cmd, err);
+		if (!(cmd->flags & SS_CMDF_RX_DONE))
+			return;
+		/* The RX_DONE part runs as its own command would. */
+		if (ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0) {
+			cmd_rx_done_error(s, a, ctx, cmd, EINVAL);
+			return;
+		}
+	} else if ((cmd->flags & SS_CMDF_RX_DONE) &&
+		   ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0) {
+		cmd_rx_done_error(s, a, ctx, cmd, EINVAL); /* the TX part stands */
+	}
+	stack_conn_dirty(s, sc);
+}
+
+/* SS_CMD_RX_DONE on @sc. */
+static inline __attribute__((always_inline)) void cmd_rx_done(struct ss_stack *s,
+								struct ss_app *a, uint16_t ctx,
+								const struct ss_shm_cmd *cmd,
+								struct ss_sconn *sc)
+{
+	if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {
+		cmd_error(s, a, ctx, cmd, EINVAL);
+		return;
+	}
+	stack_conn_dirty(s, sc);
+}
+
+/*
+ * A TX or RX_DONE on live connection @sc that asks for a ring move
+ * (shm/abi.h "Small rings that grow"): SS_CMDF_TX_GROW first (refused:
+ * the TX is refused as a refused SS_CMDF_TX_HOME is), then the command as
+ * usual, then SS_CMDF_RX_GROW (it moves nothing unless the ring is empty,
+ * so also after an RX_DONE refused).
+ */
+static __attribute__((noinline, cold)) void cmd_grow(struct ss_stack *s, struct ss_app *a,
+						     uint16_t ctx, const struct ss_shm_cmd *cmd,
+						     struct ss_sconn *sc)
+{
+	struct ss_shm_cmd c = *cmd;
+
+	c.flags &= (uint8_t)~(SS_CMDF_TX_GROW | SS_CMDF_RX_GROW);
+	if (c.op == SS_CMD_TX)
+		cmd_tx(s, a, ctx, &c, sc,
+		       (cmd->flags & SS_CMDF_TX_GROW) && cmd_tx_grow(s, a, sc) != 0);
+	else
+		cmd_rx_done(s, a, ctx, &c, sc);
+	if ((cmd->flags & SS_CMDF_RX_GROW) &&
+	    (c.op == SS_CMD_RX_DONE || (c.flags & SS_CMDF_RX_DONE)))
+		cmd_rx_grow(s, a, sc);
+}
+
+/* Every command but the common TX (cmd_run()). */
+static __attribute__((noinline)) void cmd_run_other(struct ss_stack *s, struct ss_app *a,
+						     uint16_t ctx, const struct ss_shm_cmd *cmd)
+{
+	struct ss_sconn *sc;
 
 	switch (cmd->op) {
 	case SS_CMD_NOP:
@@ -491,53 +610,48 @@ static void cmd_run(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const st
 		cmd_error(s, a, ctx, cmd, EOPNOTSUPP);
 		return;
 	}
-	sc = stack_conn_lookup_handle(s, a, cmd->conn, cmd->gen);
-	if (!sc || (sc->flags & SC_APP_CLOSED)) {
-		cmd_error(s, a, ctx, cmd, EBADF);
-		if (cmd->op == SS_CMD_TX && (cmd->flags & SS_CMDF_RX_DONE))
-			cmd_rx_done_error(s, a, ctx, cmd, EBADF);
+	sc = cmd_conn(s, a, ctx, cmd);
+	if (!sc)
+		return;
+	if ((cmd->flags & (SS_CMDF_TX_GROW | SS_CMDF_RX_GROW)) &&
+	    (cmd->op == SS_CMD_TX || cmd->op == SS_CMD_RX_DONE)) {
+		cmd_grow(s, a, ctx, cmd, sc);
 		return;
 	}
 	switch (cmd->op) {
-	case SS_CMD_TX: {
-		bool home_refused = (cmd->flags & SS_CMDF_TX_HOME) && ss_tcp_tx_restart(&sc->tcp) != 0;
-
-		if (home_refused || ss_tcp_send(&sc->tcp, cmd->arg) != 0) {
-			/* A reset that beat the command explains it best (Linux:
-			 * ECONNRESET, then EPIPE); then a bad count (or bytes at
-			 * the home byte of a ring that is not empty); then shutdown. */
-			bool bad = home_refused || cmd->arg > ss_tcp_tx_space(&sc->tcp);
-			int err = sc->tcp.error ? sc->tcp.error : bad ? EINVAL : EPIPE;
-			cmd_error(s, a, ctx, cmd, err);
-			if (!(cmd->flags & SS_CMDF_RX_DONE))
-				return;
-			/* The RX_DONE part runs as its own command would. */
-			if (ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0) {
-				cmd_rx_done_error(s, a, ctx, cmd, EINVAL);
-				return;
-			}
-			break;
-		}
-		if ((cmd->flags & SS_CMDF_RX_DONE) &&
-		    ss_tcp_recv_done(&sc->tcp, cmd->rx_done) != 0)
-			cmd_rx_done_error(s, a, ctx, cmd, EINVAL); /* the TX part stands */
-		break;
-	}
+	case SS_CMD_TX:
+		cmd_tx(s, a, ctx, cmd, sc, false);
+		return;
 	case SS_CMD_RX_DONE:
-		if (ss_tcp_recv_done(&sc->tcp, cmd->arg) != 0) {
-			cmd_error(s, a, ctx, cmd, EINVAL);
-			return;
-		}
-		break;
+		cmd_rx_done(s, a, ctx, cmd, sc);
+		return;
 	case SS_CMD_SHUTDOWN:
 		ss_tcp_shutdown(&sc->tcp, s->now_us);
-		break;
+		stack_conn_dirty(s, sc);
+		return;
 	case SS_CMD_CLOSE:
 	case SS_CMD_ABORT:
 		stack_conn_app_close(s, sc, cmd->op == SS_CMD_ABORT);
 		return;
 	}
-	stack_conn_dirty(s, sc);
+}
+
+/* Command @cmd of context @ctx.  The common one, a TX (a reply, with the
+ * request's RX_DONE, at the home byte or not), goes straight to its
+ * connection; everything else out of line. */
+static inline __attribute__((always_inline)) void cmd_run(struct ss_stack *s, struct ss_app *a,
+							    uint16_t ctx,
+							    const struct ss_shm_cmd *cmd)
+{
+	if (__builtin_expect(cmd->op == SS_CMD_TX &&
+			     !(cmd->flags & (uint8_t)~(SS_CMDF_RX_DONE | SS_CMDF_TX_HOME)), 1)) {
+		struct ss_sconn *sc = cmd_conn(s, a, ctx, cmd);
+
+		if (sc)
+			cmd_tx(s, a, ctx, cmd, sc, false);
+		return;
+	}
+	cmd_run_other(s, a, ctx, cmd);
 }
 
 /* Takes up to the budget of commands from one context. */

@@ -64,10 +64,13 @@ bool stack_cookie_synack(struct ss_stack *s, struct ss_lmember *m, const uint8_t
 	/* The rings are never touched (a SYN-ACK carries no data); their
 	 * sizes give the window and our window scale, as the member's own
 	 * connection would have them. */
-	struct ss_tcp_ring rx = { .base = NULL, .size = a->rxbuf_size };
-	struct ss_tcp_ring tx = { .base = NULL, .size = a->txbuf_size };
+	struct ss_tcp_ring rx, tx;
+	stack_slot_start_rings(a, 0, &rx, &tx);
+	rx.base = tx.base = NULL;
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, seg->dport, ip->src, seg->sport, cookie, 0,
 			 rx, tx, stack_conn_emit, s);
+	if (rx.size < a->rxbuf_size) /* as conn_setup(): scaled for the large ring */
+		ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size);
 	memcpy(sc->peer_mac, frame + 6, 6);
 
 	struct ss_tcp offer;

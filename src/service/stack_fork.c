@@ -257,6 +257,8 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 	if (slot < 0)
 		return -EMFILE;
 	struct ss_tcp_ring rx, tx;
+	/* The large rings: what the connection holds may not fit small ones
+	 * (abi.h "Small rings that grow"). */
 	stack_slot_rings(a, (uint32_t)slot, &rx, &tx);
 	/* Past the checks: from here on the move happens. */
 	stack_conn_sync_claim(s, sc);

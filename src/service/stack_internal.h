@@ -31,8 +31,8 @@ void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,
 			   uint32_t slot, uint16_t ctx);
-/* The engine's view of slot @slot's rings in @a's region, with their home
- * bytes (shm/abi.h ss_shm_ring_home()). */
+/* The engine's view of slot @slot's large rings in @a's region, with
+ * their home bytes (shm/abi.h ss_shm_ring_home()). */
 static inline void stack_slot_rings(const struct ss_app *a, uint32_t slot,
 				    struct ss_tcp_ring *rx, struct ss_tcp_ring *tx)
 {
@@ -40,6 +40,22 @@ static inline void stack_slot_rings(const struct ss_app *a, uint32_t slot,
 				    .home = ss_shm_ring_home(slot, a->rxbuf_size) };
 	*tx = (struct ss_tcp_ring){ .base = ss_app_tx_ring(a, slot), .size = a->txbuf_size,
 				    .home = ss_shm_ring_home(slot, a->txbuf_size) };
+}
+
+/* ... and the rings a new connection starts on: the small ones where the
+ * slot has them (abi.h "Small rings that grow"). */
+static inline void stack_slot_start_rings(const struct ss_app *a, uint32_t slot,
+					  struct ss_tcp_ring *rx, struct ss_tcp_ring *tx)
+{
+	uint8_t *srx = ss_app_rx_small(a, slot), *stx = ss_app_tx_small(a, slot);
+
+	stack_slot_rings(a, slot, rx, tx);
+	if (srx)
+		*rx = (struct ss_tcp_ring){ .base = srx, .size = SS_SHM_SMALL_RING,
+					    .home = ss_shm_ring_home(slot, SS_SHM_SMALL_RING) };
+	if (stx)
+		*tx = (struct ss_tcp_ring){ .base = stx, .size = SS_SHM_SMALL_RING,
+					    .home = ss_shm_ring_home(slot, SS_SHM_SMALL_RING) };
 }
 /* stack_wake_slow_path - wakes the slow-path thread (reclaim_fd, app.h) for
  * @a: to reclaim it, or to populate its region further; @why for the log

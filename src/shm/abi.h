@@ -153,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 8u
+#define SS_SHM_VERSION 9u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -191,6 +191,10 @@ struct ss_shm_hdr {
 	uint64_t info_off;     /* struct ss_shm_conn_info of slot 0; page aligned */
 	uint64_t sync_off;     /* struct ss_shm_conn_sync of slot 0;
 				* cache-line aligned, between info and buf */
+	uint64_t small_off;    /* slot 0's small rings (receive, then transmit,
+				* SS_SHM_SMALL_RING bytes each, 2 * that per
+				* slot), page aligned, between sync and buf; 0:
+				* none (see the end of this file) */
 };
 
 /*
@@ -293,6 +297,13 @@ enum ss_shm_cmd_op {
 #define SS_CMDF_TX_HOME 0x04 /* TX: the bytes start at the transmit ring's home byte
 			      * (all sent before was acknowledged; else EINVAL and the
 			      * TX part is not taken; see the end of this file) */
+#define SS_CMDF_TX_GROW 0x08 /* TX: the bytes start at the home byte of the slot's
+			      * large transmit ring, the connection's from now on
+			      * (its small one was all acknowledged; else EINVAL as
+			      * for SS_CMDF_TX_HOME; see the end of this file) */
+#define SS_CMDF_RX_GROW 0x10 /* RX_DONE, or TX with SS_CMDF_RX_DONE: move the
+			      * receive ring to the slot's large one once nothing
+			      * is unread (see the end of this file) */
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 
@@ -340,6 +351,9 @@ enum ss_shm_ev_type {
 			   * is gone (the connection moved elsewhere or was reset) */
 	SS_EV_LISTEN_STOPPED, /* cookie (the member's), conn = listener id, local_port;
 			       * arg 1: the entry is gone (SS_STOP_RELEASE) */
+	SS_EV_RX_GROWN,   /* conn, gen: the receive ring is the slot's large one from
+			   * the next SS_EV_RX on (nothing was unread; see the end of
+			   * this file) */
 	SS_EV_TYPE_MAX
 };
 
@@ -401,6 +415,32 @@ _Static_assert(sizeof(struct ss_shm_ring) == 3 * SS_SHM_CACHELINE, "ring header 
  * them all): at thousands of connections each request would fetch its
  * message from memory.
  */
+/*
+ * Small rings that grow.  Where the application's ring size in a
+ * direction (ss_shm_hdr rxbuf_size, txbuf_size) is above
+ * SS_SHM_SMALL_RING and the region has small rings (small_off), a
+ * connection starts in that direction on its slot's small ring, and moves
+ * to the slot's large ring once, when it needs more, with the ring empty:
+ *   receive: the application asks with SS_CMDF_RX_GROW on its RX_DONEs
+ *     (it saw more than half the small ring unread) until SS_EV_RX_GROWN
+ *     comes; the service moves the ring at such a command that leaves
+ *     nothing unread and nothing held out of order, and posts
+ *     SS_EV_RX_GROWN before any SS_EV_RX in the large ring.  The window
+ *     offered grows with the ring (an ACK tells the peer at once).
+ *   transmit: the application, having found the small ring more than
+ *     half full, stops writing until all it sent is acknowledged, writes
+ *     from the large ring's home byte, and sets SS_CMDF_TX_GROW on the TX
+ *     of those bytes.
+ * A connection shared with other processes (fork) does not move, and one
+ * that moves to another application (ADOPTED, RETURNED) lands on the
+ * large rings of its new slot.  The window scale is chosen for the large
+ * receive ring from the start.  So a connection with one small message
+ * at a time keeps to 8 KiB of rings, densely laid out (fewer page-table
+ * lines and TLB entries for thousands of connections), and a bulk one
+ * gets the large rings after one round trip or so.
+ */
+#define SS_SHM_SMALL_RING 4096u
+
 static inline uint32_t ss_shm_ring_home(uint32_t slot, uint32_t size)
 {
 	if (size <= SS_SHM_CACHELINE || (size & (size - 1)))

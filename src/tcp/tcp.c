@@ -69,6 +69,26 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	tcp_cc_init(c);
 }
 
+void ss_tcp_conn_rx_room(struct ss_tcp_conn *c, uint32_t max)
+{
+	struct ss_tcp_flow *f = &c->f;
+
+	f->rcv_wscale = 0;
+	while (f->rcv_wscale < SS_TCP_WSCALE_MAX && (max >> f->rcv_wscale) > 0xffff)
+		f->rcv_wscale++;
+}
+
+int ss_tcp_rx_grow(struct ss_tcp_conn *c, struct ss_tcp_ring rx)
+{
+	if (!ss_tcp_rx_restarts(c) || rx.size < c->rx.size)
+		return -1;
+	rx.origin = c->f.rx_tail - rx.home;
+	c->rx = rx;
+	if (c->f.state != SS_TCPS_CLOSED)
+		c->f.flags |= SS_TCPF_ACK_NOW; /* the larger window, now */
+	return 0;
+}
+
 void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp)
 {
 	struct ss_tcp_flow *f = &c->f;
@@ -263,25 +283,35 @@ int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ri
 	return 0;
 }
 
-/* The whole of ring @src into @dst (same size, origin 0): byte b of @src
- * holds position origin + b, which goes to byte (origin + b) & mask. */
-static void ring_rotate_copy(const struct ss_tcp_ring *dst, const struct ss_tcp_ring *src)
+/* Stream positions [@pos, @pos + @n) of ring @src into ring @dst, each
+ * where that ring's origin puts it (@n at most either ring's size). */
+static void ring_copy_positions(const struct ss_tcp_ring *dst, const struct ss_tcp_ring *src,
+				uint32_t pos, uint32_t n)
 {
-	uint32_t k = src->origin & (src->size - 1);
+	while (n) {
+		uint32_t so = ss_tcp_ring_off(src, pos), dof = ss_tcp_ring_off(dst, pos);
+		uint32_t k = n;
 
-	memcpy(dst->base + k, src->base, src->size - k);
-	memcpy(dst->base, src->base + (src->size - k), k);
+		if (k > src->size - so)
+			k = src->size - so;
+		if (k > dst->size - dof)
+			k = dst->size - dof;
+		memcpy(dst->base + dof, src->base + so, k);
+		pos += k;
+		n -= k;
+	}
 }
 
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx)
 {
-	if (rx.size != c->rx.size || tx.size != c->tx.size)
+	if (rx.size < c->rx.size || tx.size < c->tx.size)
 		return -1;
 	/* Every byte (in order, out of order, unsent) goes to where its
-	 * position is with origin 0. */
-	ring_rotate_copy(&rx, &c->rx);
-	ring_rotate_copy(&tx, &c->tx);
+	 * position is with origin 0: all a ring can hold lies within its
+	 * size from its oldest byte (unread, unacknowledged). */
 	rx.origin = tx.origin = 0;
+	ring_copy_positions(&rx, &c->rx, c->f.rx_head, c->rx.size);
+	ring_copy_positions(&tx, &c->tx, c->f.tx_head, c->tx.size);
 	c->rx = rx;
 	c->tx = tx;
 	return 0;

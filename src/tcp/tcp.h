@@ -492,6 +492,19 @@ static inline int ss_tcp_tx_restart(struct ss_tcp_conn *c)
 	return 0;
 }
 
+/* The connection moves to a larger transmit ring @tx (base, size, home;
+ * shm/abi.h "Small rings that grow"), all it sent so far acknowledged:
+ * the next bytes to send are at @tx's home byte.  Returns 0, or -1
+ * (nothing changes) if unacknowledged bytes remain or @tx is smaller. */
+static inline int ss_tcp_tx_grow(struct ss_tcp_conn *c, struct ss_tcp_ring tx)
+{
+	if (c->f.tx_tail != c->f.tx_head || tx.size < c->tx.size)
+		return -1;
+	tx.origin = c->f.tx_tail - tx.home;
+	c->tx = tx;
+	return 0;
+}
+
 /* Byte of ring @r where stream position @pos is. */
 static inline uint32_t ss_tcp_ring_off(const struct ss_tcp_ring *r, uint32_t pos)
 {
@@ -504,6 +517,19 @@ static inline bool ss_tcp_rx_restarts(const struct ss_tcp_conn *c)
 {
 	return c->f.rx_head == c->f.rx_tail && !c->f.ooo_len;
 }
+
+/* The connection moves to a larger receive ring @rx (base, size, home)
+ * while nothing is unread and nothing held out of order: the next
+ * in-order byte goes to @rx's home byte, and an ACK offers the larger
+ * window at once.  Returns 0, or -1 (nothing changes) if the ring is not
+ * empty or @rx is smaller.  The window scale was chosen for it at the
+ * start (ss_tcp_conn_rx_room()), else the window offered stops at 64 KiB
+ * times the scale. */
+int ss_tcp_rx_grow(struct ss_tcp_conn *c, struct ss_tcp_ring rx);
+
+/* Before the handshake: the receive ring may grow to @max bytes, and the
+ * window scale we offer lets all of it be offered. */
+void ss_tcp_conn_rx_room(struct ss_tcp_conn *c, uint32_t max);
 
 /*
  * Prefetch of the receive ring's line the next in-order byte goes to (the
@@ -612,10 +638,11 @@ uint32_t ss_tcp_tx_queued(const struct ss_tcp_conn *c);
  * connection was not closed. */
 int ss_tcp_orphan(struct ss_tcp_conn *c, struct ss_tcp_ring tx, struct ss_tcp_ring spare);
 /* ss_tcp_rings_move - the connection's payload moves to rings @rx and @tx
- * of the same sizes (another process adopted it): contents are copied,
- * positions stay, and the new rings start with origin 0 (the bytes are
- * rotated into place, so the adopter maps position p to p & (size - 1)).
- * Returns 0, or -1 (nothing changed) if a size differs. */
+ * of the same sizes or larger (another process adopted it; shm/abi.h
+ * "Small rings that grow"): contents are copied, positions stay, and the
+ * new rings start with origin 0 (the bytes are rotated into place, so the
+ * adopter maps position p to p & (size - 1)).  Returns 0, or -1 (nothing
+ * changed) if a ring is smaller than the connection's. */
 int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tcp_ring tx);
 
 /*

@@ -192,6 +192,9 @@ static void hostile_cmd(struct reader *r)
 		c.flags = SS_CMDF_RX_DONE;
 		c.rx_done = take(r, 4) % 40000;
 	}
+	/* Ring moves asked for at random (shm/abi.h: home bytes, small rings
+	 * that grow). */
+	c.flags |= (uint8_t)(take(r, 1) & (SS_CMDF_TX_HOME | SS_CMDF_TX_GROW | SS_CMDF_RX_GROW));
 	sh_cmd(&h, &c);
 }
 

@@ -517,6 +517,9 @@ def test_bulk_linux_to_slipstream(bed, procs):
     print("%s: Linux -> Slipstream %d bytes in %.2f s (%.2f Gbit/s); %s" % (
         bed.name, n, doc_a["seconds"], doc_a["gbps"],
         {k: v for k, v in delta.items() if k.startswith(("tcp_", "drop_"))}))
+    # It started on the 4 KiB receive ring and moved to the large one
+    # once (shm/abi.h "Small rings that grow").
+    assert delta.get("app_rx_grown") == 1 and not delta.get("app_tx_grown"), delta
     if bed.name == "reordered":
         slow = _slow_class_packets(bed.tb)
         moved = {d: slow[d] - slow0.get(d, 0) for d in slow}
@@ -539,6 +542,8 @@ def test_bulk_slipstream_to_linux(bed, procs):
     print("%s: Slipstream -> Linux %d bytes in %.2f s (%.2f Gbit/s); %s" % (
         bed.name, n, doc_a["seconds"], doc_a["gbps"],
         {k: v for k, v in delta.items() if k.startswith(("tcp_", "drop_"))}))
+    # The transmit ring moved from 4 KiB to the large one once.
+    assert delta.get("app_tx_grown") == 1 and not delta.get("app_rx_grown"), delta
     if bed.name == "lossy":
         assert delta.get("tcp_retrans_segs", 0) > 0, delta
     if bed.name == "reordered":

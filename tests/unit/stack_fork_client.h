@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536 small=0"
 #define RING 65536u
 
 static inline uint64_t ctr(struct sh *h, enum ss_counter_id id)

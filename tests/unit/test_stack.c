@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536 small=0"
 
 static uint64_t ctr(struct sh *h, enum ss_counter_id id)
 {
@@ -25,6 +25,11 @@ struct app_conn {
 	uint32_t rx_origin, tx_origin; /* shm/abi.h: byte (p - origin) & (size - 1) */
 	uint64_t rx_at_home, tx_at_home; /* RX events at the ring's home byte; TXs with
 					  * SS_CMDF_TX_HOME */
+	/* Ring sizes, small or large, and asking for the large receive ring
+	 * as libslipstream does (shm/abi.h "Small rings that grow"). */
+	uint32_t rx_size, tx_size;
+	bool rx_grow;
+	unsigned rx_grown;           /* SS_EV_RX_GROWN events */
 	bool peer_fin, reset, closed, connected;
 	uint16_t error;
 	uint64_t echoed;
@@ -41,17 +46,30 @@ static void app_on_event(struct sh *h, struct app_conn *ac, const struct ss_shm_
 		ac->connected = ev->error == 0;
 		ac->rx = h->app->region + ev->rx_off;
 		ac->tx = h->app->region + ev->tx_off;
+		ac->rx_size = ev->rx_off < h->app->buf_off ? SS_SHM_SMALL_RING : h->app->rxbuf_size;
+		ac->tx_size = ev->tx_off < h->app->buf_off ? SS_SHM_SMALL_RING : h->app->txbuf_size;
 		break;
 	case SS_EV_RX: {
 		uint32_t tail = ac->rx_head + ac->rx_avail;
-		if (((tail - ac->rx_origin) & (h->app->rxbuf_size - 1)) != ev->arg3) {
+		if (((tail - ac->rx_origin) & (ac->rx_size - 1)) != ev->arg3) {
 			CHECK_EQ_U64(ac->rx_avail, 0); /* moves only when all was consumed */
 			ac->rx_origin = tail - ev->arg3;
 		}
-		ac->rx_at_home += ev->arg3 == ss_shm_ring_home(ac->slot, h->app->rxbuf_size);
+		ac->rx_at_home += ev->arg3 == ss_shm_ring_home(ac->slot, ac->rx_size);
 		ac->rx_avail += ev->arg;
+		CHECK(ac->rx_avail <= ac->rx_size);
+		if (ac->rx_avail > ac->rx_size / 2 && ac->rx_size < h->app->rxbuf_size)
+			ac->rx_grow = true;
 		break;
 	}
+	case SS_EV_RX_GROWN:
+		CHECK_EQ_U64(ac->rx_avail, 0);
+		CHECK(ac->rx_size < h->app->rxbuf_size);
+		ac->rx = ss_app_rx_ring(h->app, ac->slot);
+		ac->rx_size = h->app->rxbuf_size;
+		ac->rx_grow = false;
+		ac->rx_grown++;
+		break;
 	case SS_EV_TX_ACKED:
 		ac->tx_unacked -= ev->arg;
 		break;
@@ -78,7 +96,8 @@ static bool echo_merged;
 
 static void app_echo(struct sh *h, struct app_conn *ac)
 {
-	uint32_t size = h->app->txbuf_size, rsize = h->app->rxbuf_size;
+	uint32_t size = ac->tx_size, rsize = ac->rx_size;
+	uint8_t at_home = 0;
 	uint32_t n = ac->rx_avail;
 	uint32_t space = size - ac->tx_unacked;
 	if (n > space)
@@ -87,7 +106,6 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 		return;
 	/* As libslipstream: all acknowledged, so write from the home byte
 	 * again. */
-	uint8_t at_home = 0;
 	uint32_t home = ss_shm_ring_home(ac->slot, size);
 	if (!ac->tx_unacked && ((ac->tx_tail - ac->tx_origin) & (size - 1)) != home) {
 		ac->tx_origin = ac->tx_tail - home;
@@ -102,16 +120,18 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 	ac->rx_head += n;
 	ac->rx_avail -= n;
 	ac->echoed += n;
+	uint8_t rx_grow = ac->rx_grow ? SS_CMDF_RX_GROW : 0;
 	if (echo_merged) { /* libslipstream's: one TX carrying the bytes consumed */
-		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_RX_DONE | at_home,
+		sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX,
+						.flags = SS_CMDF_RX_DONE | at_home | rx_grow,
 						.conn = ac->slot, .gen = ac->gen, .arg = n,
 						.rx_done = n });
 		return;
 	}
 	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = at_home, .conn = ac->slot,
 					.gen = ac->gen, .arg = n });
-	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .conn = ac->slot, .gen = ac->gen,
-					.arg = n });
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .flags = rx_grow, .conn = ac->slot,
+					.gen = ac->gen, .arg = n });
 }
 
 static void app_poll(struct sh *h, struct app_conn *ac, bool echo)
@@ -158,12 +178,13 @@ static void echo_turn(struct sh *h, struct sh_peer_conn *p, struct app_conn *ac,
 	sh_peer_read_check(p, got, seed, bad);
 }
 
-/* Linux-like peer connects to an app echo server; 300 kB each way, exact. */
-static void test_passive_echo(bool merged)
+/* Linux-like peer connects to an app echo server; 300 kB each way, exact.
+ * @small: on small rings that grow (shm/abi.h), each ring once. */
+static void test_passive_echo(bool merged, bool small)
 {
 	echo_merged = merged;
 	struct sh h;
-	CHECK(sh_init(&h, ATTACH) == 0);
+	CHECK(sh_init(&h, small ? "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536" : ATTACH) == 0);
 	test_listen(&h, 7);
 	struct app_conn ac = { 0 };
 	struct sh_peer_conn *p = peer_connected(&h, 40000, &ac);
@@ -193,6 +214,18 @@ static void test_passive_echo(bool merged)
 	/* Data that acknowledged echoed bytes came as one RX slot with
 	 * SS_EVF_TX_ACKED (sh_event() reads it as RX, then TX_ACKED). */
 	CHECK(h.rx_acked_slots > 0);
+	/* Small rings: the receive ring grew once (the peer sends all its
+	 * window allows), the transmit ring did not (the peer acknowledges
+	 * each echo within the turn, so it is never half full). */
+	uint32_t tx_size = small ? SS_SHM_SMALL_RING : 65536;
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_rx_grown), small);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_tx_grown), 0);
+	CHECK_EQ_U64(ac.rx_grown, small);
+	CHECK_EQ_U64(ac.rx_size, 65536);
+	CHECK_EQ_U64(ac.tx_size, tx_size);
+	CHECK_EQ_U64(h.app->slot_conn[ac.slot]->tcp.rx.size, 65536);
+	CHECK_EQ_U64(h.app->slot_conn[ac.slot]->tcp.tx.size, tx_size);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 0);
 
 	/* Peer closes first: the app sees PEER_FIN, closes, gets CLOSED. */
 	ss_tcp_shutdown(&p->c, h.now_us);
@@ -521,10 +554,11 @@ static void test_hostile_commands(void)
 }
 
 /* Random commands: never a crash, and the stack's books stay balanced. */
-static void test_random_commands(void)
+/* @attach: fixed rings, or small rings that grow (shm/abi.h). */
+static void test_random_commands(const char *attach)
 {
 	struct sh h;
-	CHECK(sh_init(&h, ATTACH) == 0);
+	CHECK(sh_init(&h, attach) == 0);
 	test_listen(&h, 7);
 	struct sh_peer_conn *p = sh_peer_new(&h, 40003, 7);
 	ss_tcp_connect(&p->c, h.now_us);
@@ -877,10 +911,13 @@ static void cookie_listen(struct sh *h, uint32_t backlog)
 	CHECK_EQ_U64(ev.type, SS_EV_LISTEN);
 }
 
-static void test_syn_cookies(void)
+/* @small: on small rings that grow (shm/abi.h): the same shift, for the
+ * large ring. */
+static void test_syn_cookies(bool small)
 {
 	struct sh h;
-	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	CHECK(sh_init(&h, small ? "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536"
+				: "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536 small=0") == 0);
 	CHECK_EQ_U64(h.st.lim.syn_cookies, SS_SYN_COOKIES_OFF); /* the limits' zero value */
 	h.st.lim.syn_cookies = SS_SYN_COOKIES_ON;
 	cookie_listen(&h, 2);
@@ -922,6 +959,8 @@ static void test_syn_cookies(void)
 	for (unsigned k = 0; k < n_ac; k++) { /* our side uses the shift it offered */
 		struct ss_sconn *sc = h.app->slot_conn[ac[k].slot];
 		CHECK_EQ_U64(sc->tcp.f.rcv_wscale, 2);
+		CHECK_EQ_U64(sc->tcp.rx.size, small ? SS_SHM_SMALL_RING : 131072);
+		CHECK_EQ_U64(ac[k].rx_size, small ? SS_SHM_SMALL_RING : 131072);
 		CHECK_EQ_U64(sc->tcp.f.snd_wscale, p[0]->c.f.rcv_wscale);
 		CHECK(sc->tcp.f.flags & SS_TCPF_SACK_PERM);
 	}
@@ -964,7 +1003,7 @@ static void test_syn_cookies(void)
 	sh_fini(&h);
 
 	/* Cookies off: past the backlog, SYNs are dropped. */
-	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536 small=0") == 0);
 	cookie_listen(&h, 2);
 	for (int i = 0; i < 6; i++) {
 		p[i] = sh_peer_new(&h, (uint16_t)(43000 + i), 7);
@@ -980,7 +1019,7 @@ static void test_syn_cookies(void)
 	sh_fini(&h);
 
 	/* Always: every SYN gets a cookie, none is half-open. */
-	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536") == 0);
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=131072 txbuf=65536 small=0") == 0);
 	h.st.lim.syn_cookies = SS_SYN_COOKIES_ALWAYS;
 	cookie_listen(&h, 16);
 	for (int i = 0; i < 3; i++) {
@@ -1103,9 +1142,12 @@ static void test_tx_csum_offload_frames(void)
  * the stack leaving them to the "port". */
 static void conn_tests(void)
 {
-	test_passive_echo(false);
-	test_passive_echo(true);
-	test_syn_cookies();
+	test_passive_echo(false, false);
+	test_passive_echo(true, false);
+	test_passive_echo(false, true);
+	test_passive_echo(true, true);
+	test_syn_cookies(false);
+	test_syn_cookies(true);
 	test_delayed_ack();
 	test_delayed_ack_longer();
 	test_active_close_first();
@@ -1170,7 +1212,7 @@ static void app_poll_many(struct sh *h, struct app_conn *ac, unsigned n)
 /* The application's bytes of @ac match the pattern stream @seed from 0. */
 static bool app_rx_is(struct sh *h, const struct app_conn *ac, uint32_t n, unsigned seed)
 {
-	uint32_t size = h->app->rxbuf_size;
+	uint32_t size = ac->rx_size;
 
 	if (ac->rx_avail != n)
 		return false;
@@ -1323,7 +1365,7 @@ static void test_region_populated(void)
 	CHECK_EQ_U64(h.app->populated, 0);
 	CHECK_EQ_U64(h.reg.populated_bytes, 0);
 	h.reg.shm_huge = true;
-	CHECK_EQ_U64(cl_attach(&h, &c, "attach 1 contexts=1 conns=64 rxbuf=1048576 txbuf=1048576",
+	CHECK_EQ_U64(cl_attach(&h, &c, "attach 1 contexts=1 conns=64 rxbuf=1048576 txbuf=1048576 small=0",
 			       NULL, 0), 1);
 	struct ss_app *a = c.a;
 	uint64_t end = (a->buf_off + 16 * slot + page2m - 1) / page2m * page2m;
@@ -1356,13 +1398,58 @@ static void test_region_populated(void)
 	/* The slow path: 17 in use, as many again ahead (more than 32 MiB),
 	 * so 34 slots; the next mark half way there. */
 	uint64_t end2 = (a->buf_off + 34 * slot + page2m - 1) / page2m * page2m;
-	CHECK_EQ_U64(ss_app_populate(&h.reg), end2 - ((a->buf_off + 16 * slot) & ~4095ull));
+	CHECK_EQ_U64(ss_app_populate(&h.reg), end2 - end); /* from where it stopped */
 	CHECK_EQ_U64(a->populated, 34);
 	CHECK_EQ_U64(a->populate_at, 25);
 	CHECK_EQ_U64(resident_pages(a->region, end2), end2 / 4096);
 	CHECK_EQ_U64(resident_pages(a->region + end2, a->region_size - end2), 0);
 	CHECK_EQ_U64(ss_app_populate(&h.reg), 0); /* nothing new planned */
 	CHECK_EQ_U64(h.app->populated, 0);        /* the small-page region */
+	cl_close(&c);
+	sh_fini(&h);
+}
+
+/*
+ * The same with small rings (shm/abi.h "Small rings that grow"): at
+ * attach, the records and the small rings of the planned slots (to a
+ * whole huge page), then those slots' large rings; neither the rest of
+ * the small area nor the large rings after them.  Further on, each area
+ * from where it stopped.
+ */
+static void test_region_populated_small(void)
+{
+	const uint64_t page2m = 2ull << 20, slot = 2ull << 20, small = 2 * SS_SHM_SMALL_RING;
+	struct sh h;
+	struct cl c;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.reg.shm_huge = true;
+	CHECK_EQ_U64(cl_attach(&h, &c, "attach 1 contexts=1 conns=256 rxbuf=1048576 txbuf=1048576",
+			       NULL, 0), 1);
+	struct ss_app *a = c.a;
+	CHECK(a->small_off != 0);
+	CHECK(a->small_off + 256 * small <= a->buf_off);
+	uint64_t s_end = (a->small_off + 16 * small + page2m - 1) / page2m * page2m;
+	uint64_t end = (a->buf_off + 16 * slot + page2m - 1) / page2m * page2m;
+	CHECK(s_end < a->buf_off);
+	CHECK_EQ_U64(a->populated, 16);
+	CHECK_EQ_U64(h.reg.populated_bytes, s_end + (end - a->buf_off));
+	CHECK_EQ_U64(resident_pages(a->region, s_end), s_end / 4096);
+	CHECK_EQ_U64(resident_pages(a->region + s_end, a->buf_off - s_end), 0);
+	CHECK_EQ_U64(resident_pages(a->region + a->buf_off, end - a->buf_off),
+		     (end - a->buf_off) / 4096);
+	CHECK_EQ_U64(resident_pages(a->region + end, a->region_size - end), 0);
+
+	h.peer_listen_port = 1;
+	connect_unanswered(&h, &c, 0, 17);
+	uint64_t s_end2 = (a->small_off + 34 * small + page2m - 1) / page2m * page2m;
+	uint64_t end2 = (a->buf_off + 34 * slot + page2m - 1) / page2m * page2m;
+	CHECK_EQ_U64(ss_app_populate(&h.reg), (s_end2 - s_end) + (end2 - end));
+	CHECK_EQ_U64(a->populated, 34);
+	CHECK_EQ_U64(resident_pages(a->region + s_end2, a->buf_off - s_end2), 0);
+	CHECK_EQ_U64(resident_pages(a->region + end2, a->region_size - end2), 0);
+	CHECK_EQ_U64(resident_pages(a->region + a->buf_off, end2 - a->buf_off),
+		     (end2 - a->buf_off) / 4096);
 	cl_close(&c);
 	sh_fini(&h);
 }
@@ -1441,6 +1528,146 @@ static void test_rpc_ring_origin(void)
 	echo_merged = false;
 }
 
+/* The app has the peer's bytes [@from, @from + @n) of seed @seed unread,
+ * and consumes them (reported with RX_DONE, @flags on it). */
+static bool app_consume(struct sh *h, struct app_conn *ac, uint64_t from, uint32_t n,
+			unsigned seed, uint8_t flags)
+{
+	bool ok = ac->rx_avail >= n;
+	for (uint32_t i = 0; ok && i < n; i++)
+		ok = ac->rx[(ac->rx_head - ac->rx_origin + i) & (ac->rx_size - 1)] ==
+		     sh_pat(from + i, seed);
+	ac->rx_head += n;
+	ac->rx_avail -= n;
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_RX_DONE, .flags = flags, .conn = ac->slot,
+					.gen = ac->gen, .arg = n });
+	return ok;
+}
+
+/* The app writes @n bytes of seed @seed from stream offset @from at its
+ * transmit ring's origin and posts the TX with @flags. */
+static void app_write(struct sh *h, struct app_conn *ac, uint64_t from, uint32_t n,
+		      unsigned seed, uint8_t flags)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ac->tx[(ac->tx_tail - ac->tx_origin + i) & (ac->tx_size - 1)] = sh_pat(from + i, seed);
+	ac->tx_tail += n;
+	ac->tx_unacked += n;
+	sh_cmd(h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = flags, .conn = ac->slot,
+					.gen = ac->gen, .arg = n });
+}
+
+/*
+ * Small rings that grow (shm/abi.h), the service's side.  A connection
+ * starts on its slot's small rings, with the window scale for the large
+ * receive ring.  SS_CMDF_RX_GROW moves the receive ring only with nothing
+ * unread (else nothing happens, no event, and a later RX_DONE asks
+ * again), SS_EV_RX_GROWN comes before the data in the large ring, which
+ * starts at its home byte, and the peer learns the larger window at
+ * once.  SS_CMDF_TX_GROW with bytes unacknowledged, or a second time, is
+ * EINVAL and takes nothing; after all was acknowledged it moves the
+ * transmit ring to the large one, from its home byte.  Every byte
+ * arrives, in order.
+ */
+static void test_rings_grow(void)
+{
+	struct sh h;
+	struct ss_shm_ev ev = { 0 };
+	CHECK(sh_init(&h, "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536") == 0);
+	test_listen(&h, 7);
+	struct app_conn first = { 0 }, ac = { 0 }; /* slot 1: home bytes not 0 */
+	CHECK(peer_connected(&h, 40020, &first) != NULL);
+	struct sh_peer_conn *p = peer_connected(&h, 40021, &ac);
+	struct ss_sconn *sc = h.app->slot_conn[ac.slot];
+	struct ss_app *a = h.app;
+	CHECK(ac.rx == ss_app_rx_small(a, ac.slot) && ac.tx == ss_app_tx_small(a, ac.slot));
+	CHECK_EQ_U64(ac.rx_size, SS_SHM_SMALL_RING);
+	CHECK_EQ_U64(ac.tx_size, SS_SHM_SMALL_RING);
+	CHECK(sc->tcp.rx.base == ac.rx && sc->tcp.tx.base == ac.tx);
+	CHECK_EQ_U64(sc->tcp.f.rcv_wscale, 1); /* for 64 KiB */
+	CHECK_EQ_U64(p->c.f.snd_wscale, 1);
+	CHECK_EQ_U64(p->c.f.snd_wnd, SS_SHM_SMALL_RING);
+
+	/* 3000 unread: asked for, refused without a word. */
+	CHECK(sh_peer_write(p, 0, 3000, 5) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.rx_avail, 3000);
+	CHECK(ac.rx_grow);
+	CHECK(app_consume(&h, &ac, 0, 1000, 5, SS_CMDF_RX_GROW));
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.rx_grown, 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_rx_grown), 0);
+	CHECK(sc->tcp.rx.base == ss_app_rx_small(a, ac.slot));
+	/* All read: it moves, and the peer may send 64 KiB. */
+	CHECK(app_consume(&h, &ac, 1000, 2000, 5, SS_CMDF_RX_GROW));
+	sh_pump(&h, 8);
+	CHECK(sh_event(&h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_RX_GROWN);
+	CHECK_EQ_U64(ev.conn, ac.slot);
+	CHECK_EQ_U64(ev.gen, ac.gen);
+	app_on_event(&h, &ac, &ev);
+	CHECK(!sh_event(&h, &ev));
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_rx_grown), 1);
+	CHECK(sc->tcp.rx.base == ss_app_rx_ring(a, ac.slot) && sc->tcp.rx.size == 65536);
+	CHECK_EQ_U64(p->c.f.snd_wnd, 65536);
+	CHECK(sh_peer_write(p, 3000, 40000, 5) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	uint64_t at_home = ac.rx_at_home;
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.rx_at_home, at_home + 1); /* the first RX: the large ring's home */
+	CHECK_EQ_U64(ac.rx_avail, 40000);
+	CHECK(app_consume(&h, &ac, 3000, 40000, 5, SS_CMDF_RX_GROW)); /* large already */
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_rx_grown), 1);
+	CHECK_EQ_U64(ac.rx_grown, 1);
+
+	/* Transmit: 4096 bytes, and a move asked for before they are
+	 * acknowledged. */
+	uint32_t tail = sc->tcp.f.tx_tail;
+	app_write(&h, &ac, 0, 4096, 6, 0);
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_GROW,
+					 .conn = ac.slot, .gen = ac.gen, .arg = 10 });
+	sh_pump(&h, 8);
+	CHECK(sh_event(&h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ev.error, EINVAL);
+	CHECK_EQ_U64(ev.arg, SS_CMD_TX);
+	CHECK_EQ_U64(sc->tcp.f.tx_tail, tail + 4096);
+	CHECK(sc->tcp.tx.base == ss_app_tx_small(a, ac.slot));
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ac.tx_unacked, 0);
+	/* All acknowledged: 20000 bytes from the large ring's home byte. */
+	ac.tx = ss_app_tx_ring(a, ac.slot);
+	ac.tx_size = 65536;
+	ac.tx_origin = ac.tx_tail - ss_shm_ring_home(ac.slot, 65536);
+	app_write(&h, &ac, 4096, 20000, 6, SS_CMDF_TX_GROW);
+	sh_pump(&h, 8);
+	app_poll(&h, &ac, false);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_tx_grown), 1);
+	CHECK(sc->tcp.tx.base == ss_app_tx_ring(a, ac.slot) && sc->tcp.tx.size == 65536);
+	CHECK_EQ_U64(ss_tcp_ring_off(&sc->tcp.tx, tail + 4096), ss_shm_ring_home(ac.slot, 65536));
+	CHECK_EQ_U64(ac.tx_unacked, 0);
+	uint64_t got = 0;
+	bool bad = false;
+	sh_peer_read_check(p, &got, 6, &bad);
+	CHECK_EQ_U64(got, 24096);
+	CHECK(!bad);
+	/* Large already: EINVAL again. */
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_GROW,
+					 .conn = ac.slot, .gen = ac.gen, .arg = 1 });
+	sh_pump(&h, 8);
+	CHECK(sh_event(&h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_tx_grown), 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 2);
+	sh_fini(&h);
+}
+
 int main(void)
 {
 	conn_tests();
@@ -1450,12 +1677,15 @@ int main(void)
 	test_event_ring_full();
 	test_hostile_commands();
 	test_rpc_ring_origin();
-	test_random_commands();
+	test_rings_grow();
+	test_random_commands(ATTACH);
+	test_random_commands("attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536");
 	test_tx_csum_offload_frames();
 	test_sleep_doorbell_latch();
 	test_rx_ahead();
 	test_region_huge();
 	test_region_populated();
+	test_region_populated_small();
 	/* Again, the stack leaving every TCP checksum to the "port"
 	 * (sh_deliver() completes them as a NIC would; the peer checks). */
 	uint64_t marked = sh_csum_offload_total;

@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536"
+#define ATTACH "attach 1 contexts=1 conns=16 rxbuf=65536 txbuf=65536 small=0"
 #define RING 65536u
 #define PORT 7000
 

@@ -283,6 +283,10 @@ static struct ss_app *attach_n(unsigned n, char *why, size_t why_len)
 	o.contexts = n;
 	o.conns = env_u32("SLIPSTREAM_CONNS", 4096);
 	o.rxbuf = o.txbuf = env_u32("SLIPSTREAM_BUF", 65536);
+	/* "0": the large rings from the start (shm/abi.h "Small rings that
+	 * grow"); anything else, or unset, the default. */
+	const char *small = getenv("SLIPSTREAM_SMALL_RINGS");
+	o.fixed_rings = small && strcmp(small, "0") == 0;
 	o.errbuf = why;
 	o.errbuf_len = why_len;
 	return ss_app_attach(&o);

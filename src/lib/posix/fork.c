@@ -163,6 +163,7 @@ int ssp_child_attach(void)
 	o.conns = old->max_conns;
 	o.rxbuf = old->rxbuf_size;
 	o.txbuf = old->txbuf_size;
+	o.fixed_rings = old->small_off == 0;
 	o.parent_app = old->app_id;
 	o.parent_token = old->token;
 	o.errbuf = why;

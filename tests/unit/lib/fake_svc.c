@@ -55,6 +55,16 @@ uint64_t fake_tx_off(const struct fake_svc *f, uint32_t slot)
 	return fake_rx_off(f, slot) + f->o.rxbuf;
 }
 
+uint64_t fake_rx_small_off(const struct fake_svc *f, uint32_t slot)
+{
+	return f->hdr->small_off + (uint64_t)slot * (2 * SS_SHM_SMALL_RING);
+}
+
+uint64_t fake_tx_small_off(const struct fake_svc *f, uint32_t slot)
+{
+	return fake_rx_small_off(f, slot) + SS_SHM_SMALL_RING;
+}
+
 static int build_region(struct fake_svc *f)
 {
 	const struct fake_opts *o = &f->o;
@@ -72,6 +82,10 @@ static int build_region(struct fake_svc *f)
 	info_off = align_up(ctx_off + stride * o->contexts, 4096);
 	sync_off = align_up(info_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_info), 64);
 	buf_off = align_up(sync_off + (uint64_t)o->conns * sizeof(struct ss_shm_conn_sync), 4096);
+	if (o->small) {
+		h.small_off = buf_off;
+		buf_off += (uint64_t)o->conns * (2 * SS_SHM_SMALL_RING);
+	}
 	size = buf_off + (uint64_t)o->conns * (o->rxbuf + o->txbuf);
 	h.ctx_off = (uint32_t)ctx_off;
 	h.ctx_stride = (uint32_t)stride;
@@ -265,7 +279,8 @@ void fake_ev_open(struct fake_svc *f, unsigned ctx, uint8_t type, uint32_t slot,
 		.type = type, .conn = slot, .gen = gen, .cookie = cookie,
 		.local_ip = 0x0a000001, .remote_ip = 0x0a000002,
 		.local_port = 80, .remote_port = (uint16_t)(40000 + slot),
-		.rx_off = fake_rx_off(f, slot), .tx_off = fake_tx_off(f, slot),
+		.rx_off = f->o.small ? fake_rx_small_off(f, slot) : fake_rx_off(f, slot),
+		.tx_off = f->o.small ? fake_tx_small_off(f, slot) : fake_tx_off(f, slot),
 	};
 
 	fake_ev(f, ctx, &e);
@@ -331,6 +346,8 @@ int fake_app_up(struct fake_app *x, const struct fake_opts *o)
 	if (fake_start(&x->f, o ? o : &(struct fake_opts){ 0 }) < 0)
 		return -1;
 	ao.sock_path = x->f.sock;
+	ao.rxbuf = x->f.o.rxbuf;
+	ao.txbuf = x->f.o.txbuf;
 	x->app = ss_app_attach(&ao);
 	fake_join(&x->f);
 	if (!x->app) {

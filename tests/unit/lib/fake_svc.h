@@ -3,6 +3,7 @@
 #define SS_TESTS_FAKE_SVC_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,8 @@ struct fake_opts {
 	int nfds;               /* fds to send; 0: 3 + contexts */
 	void (*corrupt)(struct fake_svc *f); /* mutate the region before replying */
 	uint32_t status_sleeping; /* initial status->sleeping[0] */
+	bool small;             /* small rings per slot (shm/abi.h "Small rings
+				 * that grow"): connections open on them */
 };
 
 struct fake_svc {
@@ -52,6 +55,9 @@ struct ss_shm_ring *fake_atx(struct fake_svc *f, unsigned ctx);
 struct ss_shm_ring *fake_arx(struct fake_svc *f, unsigned ctx);
 uint64_t fake_rx_off(const struct fake_svc *f, uint32_t slot);
 uint64_t fake_tx_off(const struct fake_svc *f, uint32_t slot);
+/* Slot @slot's small rings (fake_opts.small). */
+uint64_t fake_rx_small_off(const struct fake_svc *f, uint32_t slot);
+uint64_t fake_tx_small_off(const struct fake_svc *f, uint32_t slot);
 
 /* Write one event into arx (returns -1 when full); publish makes the
  * written events visible (store-release of prod). */
@@ -62,8 +68,8 @@ void fake_ev_open(struct fake_svc *f, unsigned ctx, uint8_t type, uint32_t slot,
 		  uint32_t gen, uint64_t cookie);
 void fake_ev_conn(struct fake_svc *f, unsigned ctx, uint8_t type, uint32_t slot,
 		  uint32_t gen, uint32_t arg, uint16_t error);
-/* Append @len bytes to connection @slot's receive ring at stream position
- * @pos (wrapping) and send SS_EV_RX. */
+/* Append @len bytes to connection @slot's (large) receive ring at stream
+ * position @pos (wrapping) and send SS_EV_RX. */
 void fake_rx(struct fake_svc *f, unsigned ctx, uint32_t slot, uint32_t gen,
 	     uint32_t pos, const void *data, uint32_t len);
 
@@ -78,7 +84,8 @@ struct fake_app {
 	struct ss_ctx *ctx; /* context 0 */
 };
 
-/* Start the service (@o NULL: defaults) and attach: 0, or -1 (logged). */
+/* Start the service (@o NULL: defaults) and attach with its ring sizes: 0,
+ * or -1 (logged). */
 int fake_app_up(struct fake_app *x, const struct fake_opts *o);
 void fake_app_down(struct fake_app *x);
 /* Events the library's context 0 refused as bogus so far. */

@@ -165,6 +165,19 @@ static void test_env_sock(void)
 	CHECK_STR(f.req, "attach 1 contexts=1 conns=8 rxbuf=4096 txbuf=4096\n");
 	ss_app_detach(app);
 	fake_stop(&f);
+
+	/* Rings of the full size from the start: the request says so. */
+	CHECK(fake_start(&f, &fo) == 0);
+	setenv("SLIPSTREAM_SOCK", f.sock, 1);
+	app = ss_app_attach(&(struct ss_app_opts){ .conns = 8, .rxbuf = 4096, .txbuf = 4096,
+						   .fixed_rings = 1 });
+	fake_join(&f);
+	unsetenv("SLIPSTREAM_SOCK");
+	CHECK(app != NULL);
+	CHECK_STR(f.req, "attach 1 contexts=1 conns=8 rxbuf=4096 txbuf=4096 small=0\n");
+	if (app)
+		ss_app_detach(app);
+	fake_stop(&f);
 }
 
 static void test_refused(void)
@@ -199,6 +212,12 @@ static void corrupt_sync_info(struct fake_svc *f) { f->hdr->sync_off = f->hdr->i
 static void corrupt_sync_room(struct fake_svc *f) { f->hdr->sync_off = f->hdr->buf_off; }
 static void corrupt_sync_align(struct fake_svc *f) { f->hdr->sync_off += 8; }
 static void corrupt_sync_low(struct fake_svc *f) { f->hdr->sync_off = f->hdr->ctx_off; }
+/* Small rings (shm/abi.h) over the sync words, with too little room, or
+ * not page aligned. */
+static void corrupt_small_low(struct fake_svc *f) { f->hdr->small_off = f->hdr->sync_off & ~4095ull; }
+static void corrupt_small_room(struct fake_svc *f) { f->hdr->small_off = f->hdr->buf_off - 4096; }
+static void corrupt_small_align(struct fake_svc *f) { f->hdr->small_off = f->hdr->buf_off - 64; }
+static void corrupt_small_high(struct fake_svc *f) { f->hdr->small_off = f->hdr->buf_off + 4096; }
 
 static void test_malformed(void)
 {
@@ -219,7 +238,8 @@ static void test_malformed(void)
 		corrupt_rxbuf, corrupt_slots, corrupt_stride, corrupt_ctx_off,
 		corrupt_region_size, corrupt_status, corrupt_overlap, corrupt_info_off,
 		corrupt_info_room, corrupt_sync_info, corrupt_sync_room, corrupt_sync_align,
-		corrupt_sync_low,
+		corrupt_sync_low, corrupt_small_low, corrupt_small_room, corrupt_small_align,
+		corrupt_small_high,
 	};
 
 	for (size_t i = 0; i < sizeof(bad_replies) / sizeof(bad_replies[0]); i++)

@@ -51,6 +51,7 @@ struct h_cfg {
 	uint32_t rto_min_us; /* params.rto_min_us when nonzero */
 	uint32_t tlp_min_us; /* params.tlp_min_us (0: no tail loss probes) */
 	uint32_t delack_us, delack_max_us; /* params' (0: ACK every burst) */
+	uint32_t rx_room;   /* ss_tcp_conn_rx_room() before the handshake (0: not) */
 };
 
 struct harness {
@@ -217,6 +218,8 @@ static inline void harness_init(struct harness *h, const struct h_cfg *cfg)
 	ss_tcp_conn_init(&h->c, &h->p, H_SRC_IP, 40000, H_DST_IP, 80, cfg->iss,
 			 cfg->ts_offset, rx, tx, h_emit, h);
 	ss_tcp_conn_set_direct(&h->c, h_seg_buf, h_seg_send);
+	if (cfg->rx_room)
+		ss_tcp_conn_rx_room(&h->c, cfg->rx_room);
 }
 
 static inline void harness_free(struct harness *h)

@@ -165,6 +165,179 @@ static void test_established_ring_origin(void)
 	established_ring_origin(16384 - 64, 65536 - 128); /* h_cfg_default() sizes */
 }
 
+/*
+ * Small rings that grow (shm/abi.h): a connection on 4 KiB rings whose
+ * receive ring may grow to 64 KiB offers the window scale for 64 KiB from
+ * the start and the small ring's room as its window.  The receive ring
+ * moves only with nothing unread and nothing out of order, and never to a
+ * smaller one; the next in-order bytes land at the new ring's home byte,
+ * and an ACK offers the larger window at once.  The transmit ring moves
+ * only with everything acknowledged; the next bytes go from its home
+ * byte.
+ */
+static void test_established_rings_grow(void)
+{
+	const uint32_t big = 65536, rx_home = 64 * 9, tx_home = 64 * 13;
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.rx_size = cfg.tx_size = 4096;
+	cfg.rx_room = big;
+	harness_established(&h, &cfg);
+	CHECK_EQ_U64(h.c.f.rcv_wscale, 1); /* 65536 >> 1 fits the field */
+
+	uint8_t *small_rx = h.rxbuf, *large_rx = calloc(1, big);
+	uint8_t *small_tx = h.txbuf, *large_tx = calloc(1, big);
+	struct ss_tcp_ring lrx = { .base = large_rx, .size = big, .home = rx_home };
+	struct ss_tcp_ring ltx = { .base = large_tx, .size = big, .home = tx_home };
+	struct ss_tcp_ring half = { .base = large_rx, .size = 2048, .home = 0 };
+
+	/* Unread bytes: refused, nothing changes. */
+	h_peer_send(&h, 3000);
+	CHECK(ss_tcp_rx_grow(&h.c, lrx) == -1);
+	CHECK(h.c.rx.base == small_rx && h.c.rx.size == 4096);
+	h_output(&h);
+	CHECK_EQ_U64(h_last(&h)->hdr.window, (4096 - 3000) >> 1);
+	/* Nothing unread but bytes out of order: refused. */
+	CHECK(ss_tcp_recv_done(&h.c, 3000) == 0);
+	h_peer_data_at(&h, 3500, 500, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.f.ooo_len, 500);
+	CHECK(ss_tcp_rx_grow(&h.c, lrx) == -1);
+	h_peer_data_at(&h, 3000, 500, h.c.f.snd_max, 0);
+	h.peer_nxt += 1000;
+	CHECK(ss_tcp_recv_done(&h.c, 1000) == 0);
+	/* Empty: a smaller ring is refused, the large one taken. */
+	CHECK(ss_tcp_rx_grow(&h.c, half) == -1);
+	h_clear(&h);
+	CHECK(ss_tcp_rx_grow(&h.c, lrx) == 0);
+	CHECK(h.c.rx.base == large_rx && h.c.rx.size == big);
+	CHECK_EQ_U64(ss_tcp_rx_offset(&h.c, 4000), rx_home);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 1); /* the ACK with the larger window */
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h.out[0].hdr.window, big >> 1);
+	h.rxbuf = large_rx;
+	h_clear(&h);
+	/* 20000 bytes now fit, from the home byte. */
+	for (int i = 0; i < 20; i++)
+		h_peer_send(&h, 1000);
+	CHECK_EQ_U64(h.c.f.rx_tail, 24000);
+	CHECK(h_rx_matches(&h, rx_home, 4000, 20000));
+	CHECK(ss_tcp_recv_done(&h.c, 20000) == 0);
+	h_output(&h);
+	h_clear(&h);
+
+	/* Transmit: unacknowledged bytes, refused. */
+	CHECK(h_app_send(&h, 3000) == 0);
+	CHECK(ss_tcp_tx_grow(&h.c, ltx) == -1);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 3);
+	for (unsigned i = 0; i < h.nout; i++)
+		CHECK(h_seg_matches(&h, &h.out[i]));
+	h_clear(&h);
+	h_peer_data_at(&h, h.peer_nxt - cfg.peer_iss - 1, 0, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(ss_tcp_tx_queued(&h.c), 0);
+	struct ss_tcp_ring ttiny = { .base = large_tx, .size = 2048, .home = 0 };
+	CHECK(ss_tcp_tx_grow(&h.c, ttiny) == -1);
+	CHECK(ss_tcp_tx_grow(&h.c, ltx) == 0);
+	CHECK(h.c.tx.base == large_tx && h.c.tx.size == big);
+	CHECK_EQ_U64(h.c.tx.origin, 3000 - tx_home);
+	h.txbuf = large_tx;
+	CHECK(h_app_send(&h, 30000) == 0); /* more than the small ring held */
+	CHECK_EQ_U64(large_tx[tx_home], h_pat_ours(3000));
+	CHECK_EQ_U64(large_tx[tx_home + 29999], h_pat_ours(32999));
+	uint32_t sent = 0;
+	for (int round = 0; round < 8 && sent < 30000; round++) {
+		h_output(&h);
+		for (unsigned i = 0; i < h.nout; i++) {
+			CHECK(h_seg_matches(&h, &h.out[i]));
+			sent += h.out[i].len;
+		}
+		h_clear(&h);
+		h_peer_data_at(&h, h.peer_nxt - cfg.peer_iss - 1, 0, h.c.f.snd_max, 0);
+	}
+	CHECK_EQ_U64(sent, 30000);
+	CHECK_EQ_U64(ss_tcp_tx_queued(&h.c), 0);
+	free(small_rx);
+	free(small_tx);
+	harness_free(&h);
+}
+
+/*
+ * ss_tcp_rings_move() into larger rings (an adopter's large rings while
+ * the connection was on its small ones): unread, out-of-order and
+ * unacknowledged bytes all land where their stream positions are with
+ * origin 0, from small rings whose origins wrap them round; and nothing
+ * moves into a smaller ring.
+ */
+static void test_established_rings_move_larger(void)
+{
+	const uint32_t big = 65536;
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.rx_size = cfg.tx_size = 4096;
+	cfg.rx_home = 4096 - 64 * 2;
+	cfg.tx_home = 4096 - 64 * 3;
+	cfg.rx_room = big;
+	harness_established(&h, &cfg);
+	/* Receive: 1000 read, so the next data lands at the home byte and
+	 * wraps; 1500 unread, then 400 out of order 300 bytes on. */
+	h_peer_send(&h, 1000);
+	CHECK(ss_tcp_recv_done(&h.c, 1000) == 0);
+	h_peer_send(&h, 1500);
+	h_peer_data_at(&h, 2800, 400, h.c.f.snd_max, 0);
+	CHECK_EQ_U64(h.c.f.ooo_len, 400);
+	CHECK(h_rx_matches(&h, cfg.rx_home, 1000, 1500));
+	/* Transmit: 700 acknowledged, then from the home byte (wrapping),
+	 * 2000 unacknowledged. */
+	CHECK(h_app_send(&h, 700) == 0);
+	h_output(&h);
+	h_clear(&h);
+	h_peer_data_at(&h, h.peer_nxt - cfg.peer_iss - 1, 0, h.c.f.snd_max, 0);
+	CHECK(ss_tcp_tx_restart(&h.c) == 0);
+	CHECK(h_app_send(&h, 2000) == 0);
+	h_output(&h);
+	h_clear(&h);
+	CHECK_EQ_U64(ss_tcp_tx_queued(&h.c), 2000);
+
+	uint8_t *rx = calloc(1, big), *tx = calloc(1, big);
+	struct ss_tcp_ring lrx = { .base = rx, .size = big }, ltx = { .base = tx, .size = big };
+	struct ss_tcp_ring srx = { .base = rx, .size = 2048 };
+	CHECK(ss_tcp_rings_move(&h.c, srx, ltx) == -1);
+	CHECK(h.c.rx.size == 4096 && h.c.tx.size == 4096);
+	CHECK(ss_tcp_rings_move(&h.c, lrx, ltx) == 0);
+	free(h.rxbuf);
+	free(h.txbuf);
+	h.rxbuf = rx;
+	h.txbuf = tx;
+	CHECK_EQ_U64(h.c.rx.origin, 0);
+	CHECK_EQ_U64(h.c.tx.origin, 0);
+	CHECK(h_rx_matches(&h, 1000, 1000, 1500));
+	CHECK(h_rx_matches(&h, 2800, 2800, 400));
+	for (uint32_t i = 0; i < 2000; i++)
+		if (tx[700 + i] != h_pat_ours(700 + i)) {
+			CHECK(tx[700 + i] == h_pat_ours(700 + i));
+			break;
+		}
+	/* The hole filled: all 2700 in order, and more than 4 KiB fits. */
+	const uint32_t acked = cfg.iss + 1 + 700; /* the peer has none of the 2000 */
+	h_peer_data_at(&h, 2500, 300, acked, 0);
+	h.peer_nxt += 700;
+	CHECK_EQ_U64(h.c.f.rx_tail, 3200);
+	h_peer_data_at(&h, 3200, 10000, acked, 0);
+	h.peer_nxt += 10000;
+	CHECK_EQ_U64(h.c.f.rx_tail, 13200);
+	CHECK(h_rx_matches(&h, 1000, 1000, 12200));
+	/* The unacknowledged bytes go again from the large ring (RTO). */
+	h_clear(&h);
+	h_fire(&h);
+	CHECK(h.nout >= 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, cfg.iss + 1 + 700);
+	CHECK(h_seg_matches(&h, &h.out[0]));
+	harness_free(&h);
+}
+
 /* Out-of-order intervals kept (up to SS_TCP_OOO_MAX), merged, reported
  * in SACK blocks (latest first, RFC 2018 §4), then absorbed in order. */
 static void test_established_rx_out_of_order(void)
@@ -1484,6 +1657,8 @@ int main(void)
 	test_established_rx_window_fill();
 	test_established_rx_out_of_order();
 	test_established_ring_origin();
+	test_established_rings_grow();
+	test_established_rings_move_larger();
 	test_established_rx_duplicate_overlap();
 	test_established_seq_wraparound();
 	test_established_tx_segmentation();
