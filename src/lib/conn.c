@@ -194,8 +194,7 @@ static __attribute__((noinline, cold)) size_t conn_tx_grow(struct ss_conn *c, si
 		return 0;
 	}
 	c->tx_grow = false;
-	c->tx_buf = (uint8_t *)app->region + app->buf_off +
-		    (uint64_t)c->slot * (app->rxbuf_size + app->txbuf_size) + app->rxbuf_size;
+	c->tx_buf = ss_slot_tx_large(app, c->slot);
 	c->tx_size = app->txbuf_size;
 	c->tx_origin = c->tx_tail - ss_shm_ring_home(c->slot, c->tx_size);
 	return conn_tx_free(c);

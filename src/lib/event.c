@@ -263,8 +263,7 @@ static int ev_apply(struct ss_ctx *ctx, const struct ss_shm_ev *e,
 
 		if (c->rx_tail != c->rx_head || c->rx_size >= app->rxbuf_size)
 			return -1;
-		c->rx_buf = (uint8_t *)app->region + app->buf_off +
-			    (uint64_t)c->slot * (app->rxbuf_size + app->txbuf_size);
+		c->rx_buf = ss_slot_rx_large(app, c->slot);
 		c->rx_size = app->rxbuf_size;
 		c->rx_grow = false;
 		return 0;

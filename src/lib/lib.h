@@ -124,6 +124,23 @@ struct ss_app {
 	struct ss_ctx ctx[];
 };
 
+/* Slot @slot's large receive and transmit rings, and its small transmit
+ * ring (the region's layout: shm/abi.h "Small rings that grow"). */
+static inline uint8_t *ss_slot_rx_large(const struct ss_app *app, uint32_t slot)
+{
+	return (uint8_t *)app->region + app->buf_off +
+	       (uint64_t)slot * (app->rxbuf_size + app->txbuf_size);
+}
+static inline uint8_t *ss_slot_tx_large(const struct ss_app *app, uint32_t slot)
+{
+	return ss_slot_rx_large(app, slot) + app->rxbuf_size;
+}
+static inline uint8_t *ss_slot_tx_small(const struct ss_app *app, uint32_t slot)
+{
+	return (uint8_t *)app->region + app->small_off +
+	       (uint64_t)slot * (2 * SS_SHM_SMALL_RING) + SS_SHM_SMALL_RING;
+}
+
 /* cmd.c: posting commands. */
 int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd);
 int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c);

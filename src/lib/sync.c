@@ -82,9 +82,7 @@ static void tx_origin_undo(struct ss_conn *c)
  * service's origin has them, and the connection stays there. */
 static void tx_grow_undo(struct ss_conn *c)
 {
-	const struct ss_app *app = c->ctx->app;
-	uint8_t *small = (uint8_t *)app->region + app->small_off +
-			 (uint64_t)c->slot * (2 * SS_SHM_SMALL_RING) + SS_SHM_SMALL_RING;
+	uint8_t *small = ss_slot_tx_small(c->ctx->app, c->slot);
 
 	for (uint32_t p = c->tx_acked; p != c->tx_tail; p++)
 		small[(p - c->tx_origin_svc) & (SS_SHM_SMALL_RING - 1)] =

@@ -462,8 +462,7 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 	stack_slot_start_rings(a, slot, &rx, &tx);
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
-	if (rx.size < a->rxbuf_size) /* its window scale covers the large ring */
-		ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size);
+	ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size); /* the scale for the large ring */
 	ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
 			       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) ? conn_seg_send_ol
 									: conn_seg_send);

@@ -69,8 +69,7 @@ bool stack_cookie_synack(struct ss_stack *s, struct ss_lmember *m, const uint8_t
 	rx.base = tx.base = NULL;
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, seg->dport, ip->src, seg->sport, cookie, 0,
 			 rx, tx, stack_conn_emit, s);
-	if (rx.size < a->rxbuf_size) /* as conn_setup(): scaled for the large ring */
-		ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size);
+	ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size); /* as conn_setup() */
 	memcpy(sc->peer_mac, frame + 6, 6);
 
 	struct ss_tcp offer;

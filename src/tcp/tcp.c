@@ -62,9 +62,7 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	c->ecn_recover = iss;
 	f->rto_us = p->rto_initial_us;
 	f->mss = p->mss;
-	/* RFC 7323 §2.3: the smallest shift that lets the whole ring be offered. */
-	while (f->rcv_wscale < SS_TCP_WSCALE_MAX && (rx.size >> f->rcv_wscale) > 0xffff)
-		f->rcv_wscale++;
+	ss_tcp_conn_rx_room(c, rx.size);
 	c->tx_budget = SS_TCP_BUDGET_UNLIMITED;
 	tcp_cc_init(c);
 }
@@ -73,6 +71,7 @@ void ss_tcp_conn_rx_room(struct ss_tcp_conn *c, uint32_t max)
 {
 	struct ss_tcp_flow *f = &c->f;
 
+	/* RFC 7323 §2.3: the smallest shift that lets all of it be offered. */
 	f->rcv_wscale = 0;
 	while (f->rcv_wscale < SS_TCP_WSCALE_MAX && (max >> f->rcv_wscale) > 0xffff)
 		f->rcv_wscale++;

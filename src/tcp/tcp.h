@@ -370,7 +370,8 @@ static inline uint32_t ss_tcp_delack_step_us(const struct ss_tcp_params *p, unsi
 	return (uint32_t)h;
 }
 
-/* The step whose hold is @hold_us (the first, where two are equal). */
+/* The shortest step whose hold is at least @hold_us (the last if none
+ * is): the step of a connection's hold, the first where two are equal. */
 static inline unsigned ss_tcp_delack_step(const struct ss_tcp_params *p, uint32_t hold_us)
 {
 	unsigned k = 0;
@@ -528,7 +529,8 @@ static inline bool ss_tcp_rx_restarts(const struct ss_tcp_conn *c)
 int ss_tcp_rx_grow(struct ss_tcp_conn *c, struct ss_tcp_ring rx);
 
 /* Before the handshake: the receive ring may grow to @max bytes, and the
- * window scale we offer lets all of it be offered. */
+ * window scale we offer lets all of it be offered (ss_tcp_conn_init()
+ * sets it for the ring it is given). */
 void ss_tcp_conn_rx_room(struct ss_tcp_conn *c, uint32_t max);
 
 /*

@@ -386,12 +386,10 @@ static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *
 	c->ack_pending &= (uint8_t)~SS_TCP_ACKP_LATE;
 	if (d > p->delack_max_us)
 		return; /* no hold would have caught it */
-	d += (d + 1) / 2; /* at least 1.5 times */
-	unsigned k = 0;
-	while (k < SS_TCP_DELACK_STEPS - 1 && ss_tcp_delack_step_us(p, k) < d)
-		k++;
-	if (ss_tcp_delack_step_us(p, k) > c->delack_hold_us) { /* only ever up */
-		c->delack_hold_us = ss_tcp_delack_step_us(p, k);
+	d += (d + 1) / 2; /* at least 1.5 times: below 2^32, as delack_max_us */
+	uint32_t hold = ss_tcp_delack_step_us(p, ss_tcp_delack_step(p, (uint32_t)d));
+	if (hold > c->delack_hold_us) { /* only ever up */
+		c->delack_hold_us = hold;
 		tcp_st(c)->delack_longer++;
 	}
 }
