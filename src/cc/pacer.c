@@ -55,7 +55,8 @@ static inline void link_del(struct ss_pacer_link *l)
 	l->next = l->prev = NULL;
 }
 
-/* The link is the first member of the entry, the entry of flow and group. */
+/* The link is the first member of the entry, the entry of a group; a
+ * flow's entry is its last member (its per-send fields come first). */
 static inline struct ss_pacer_ent *link_ent(struct ss_pacer_link *l)
 {
 	return (struct ss_pacer_ent *)(void *)l;
@@ -63,7 +64,7 @@ static inline struct ss_pacer_ent *link_ent(struct ss_pacer_link *l)
 
 static inline struct ss_pacer_flow *ent_flow(struct ss_pacer_ent *e)
 {
-	return (struct ss_pacer_flow *)(void *)e;
+	return (struct ss_pacer_flow *)(void *)((uint8_t *)e - offsetof(struct ss_pacer_flow, ent));
 }
 
 static inline struct ss_pacer_group *ent_group(struct ss_pacer_ent *e)
@@ -72,7 +73,6 @@ static inline struct ss_pacer_group *ent_group(struct ss_pacer_ent *e)
 }
 
 _Static_assert(offsetof(struct ss_pacer_ent, link) == 0, "link first");
-_Static_assert(offsetof(struct ss_pacer_flow, ent) == 0, "ent first");
 _Static_assert(offsetof(struct ss_pacer_group, ent) == 0, "ent first");
 
 /* ---- token bucket ---------------------------------------------------- */

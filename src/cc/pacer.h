@@ -152,13 +152,15 @@ struct ss_pacer_group {
 	uint64_t go_tick;             /* tick in which a poll last let one go */
 };
 
-/* One paced flow, embedded in the caller's flow state. */
+/* One paced flow, embedded in the caller's flow state.  What every send
+ * reads and writes (the charge, ss_pacer_may_send()) comes first, in 32
+ * bytes; the wheel's entry, touched only when the flow waits, last. */
 struct ss_pacer_flow {
-	struct ss_pacer_ent ent;
 	uint64_t next_ns;             /* earliest time of the next send */
 	uint64_t rate;                /* bytes/s; 0: not rate-limited */
 	uint64_t rem;                 /* carried bytes * 10^9 modulo rate */
 	struct ss_pacer_group *group; /* NULL: no per-application cap */
+	struct ss_pacer_ent ent;
 };
 
 struct ss_pacer_params {

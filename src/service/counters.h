@@ -140,6 +140,7 @@
 	X(tcp_ecn_reductions)                                                    \
 	X(tcp_ecn_echoes)                                                        \
 	X(tcp_delack_acks)                                                       \
+	X(tcp_timer_rearms)                                                      \
 	X(tcp_delack_longer)                                                     \
 	X(tcp_delack_shorter)                                                    \
 	X(cc_intervals)                                                          \

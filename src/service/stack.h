@@ -70,8 +70,11 @@ struct ss_stack_io {
 
 /* A connection's congestion control (stack_cc.c): the control loop's state
  * (policy, once per interval) and its enforcement (pacer, every send).
- * The fields every send reads (the hooks in stack_internal.h) come first,
- * then the pacer's, then what each interval or host run reads. */
+ * The fields every send reads (the hooks in stack_internal.h) come first:
+ * with the pacer's per-send part (struct ss_pacer_flow) they share the
+ * connection's third line (stack_conn.c checks), which the receive path
+ * prefetches for the round's flush.  Then what each interval or host run
+ * reads. */
 struct ss_sconn_cc {
 	const struct ss_cc_ops *ops;  /* NULL until the handshake completes */
 	struct ss_pacer_group *host_grp; /* while shared: its host's aggregate pacer */
@@ -97,20 +100,23 @@ struct ss_sconn_cc {
  * allocated 64-byte aligned (stack_conn.c).
  */
 struct ss_sconn {
-	/* hot */
+	/* hot; the first line is also all that a lazy timer fire reads */
+	struct ss_timer timer;   /* on the stack's wheel: every deadline but the
+				  * delayed ACK's, armed lazily (conn_sync_timer) */
 	struct ss_sconn *dirty_next;
 	struct ss_app *app;      /* NULL once the slot is released */
+	uint64_t timer_want_us;  /* the engine's earliest deadline on the wheel at
+				  * the last sync (0: none), for the timer's fire */
+	uint16_t ctx;            /* context that receives its events */
+	uint8_t flags;           /* SC_* */
+	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
 	uint8_t *orphan_buf;     /* the data it still sends after its app exited
 				  * (every flush looks) */
 	uint32_t slot, gen;      /* the application's handle */
 	uint32_t rx_pending, acked_pending;
-	uint16_t ctx;            /* context that receives its events */
-	uint8_t flags;           /* SC_* */
-	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
 	uint8_t peer_mac[6];
-	struct ss_timer timer;   /* on the stack's wheel: every deadline but ... */
-	struct ss_timer delack;  /* ... the delayed ACK's, on an s->delack_q (a
-				  * list node: armed, deadline_us) */
+	struct ss_timer delack;  /* the delayed ACK's, on an s->delack_q (a list
+				  * node: armed, deadline_us) */
 	struct ss_sconn_cc cc;
 	struct ss_tcp_conn tcp __attribute__((aligned(64))); /* engine state; its hot part first */
 	/* cold */

@@ -581,16 +581,20 @@ static uint32_t cc_host_iv(const struct ss_stack *s, const struct ss_cc_path *p,
  * every 2 RTTs, 0.67 member visits per request and ~160 instructions per
  * request of the ~1,800 (bench/insn_per_req.py).  Each slack run in a row
  * doubles the next interval, up to 2^CC_HOST_SLACK_MAX times (and no
- * longer than CC_HOST_SLACK_US, well inside CC_HOST_STALE_US: a run keeps
- * the entry its host's); the first member held back ends the slack and
+ * longer than CC_HOST_SLACK_US, inside CC_HOST_STALE_US: a run keeps the
+ * entry its host's).  A run visits every member twice, each visit a dozen
+ * of its cache lines: at 16,384 connections to one host, runs every
+ * 125-190 ms (8x the interval, 2 RTTs of 8-12 ms) cost both services
+ * ~8 % of the machine's time, and the stretch is what bounds that cost;
+ * the first member held back ends the slack and
  * brings the run in to its usual end (cc_host_bound()), so a flow that
  * starts to use its share waits no longer for R to grow than before.  A
  * mark or a loss ends it at the next run (the stretched interval at
  * most): until a member is held back, a cut would change nothing it
  * sends.
  */
-#define CC_HOST_SLACK_MAX 3u
-#define CC_HOST_SLACK_US (CC_HOST_STALE_US / 4)
+#define CC_HOST_SLACK_MAX 5u
+#define CC_HOST_SLACK_US (CC_HOST_STALE_US / 2)
 
 static uint32_t cc_host_next_iv(const struct ss_stack *s, const struct ss_cc_path *p, uint32_t mss)
 {

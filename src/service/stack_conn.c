@@ -591,17 +591,29 @@ static bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame, const st
 #define RX_AHEAD_DIST 4u
 #define RX_RING_DIST 2u
 
-/* The lines a segment's receive path touches: the service's first (the
- * dirty list, flags, the app's counts, the timers) and the engine's hot
- * part (struct ss_sconn's layout).  always_inline: as a plain static
+/* The lines a segment's receive path touches: the service's three (the
+ * dirty list, flags, the app's counts, the timers; the send hooks' part of
+ * the congestion control, which the round's flush reads) and the engine's
+ * hot part (struct ss_sconn's layout).  always_inline: as a plain static
  * inline gcc found it const (nothing but prefetches) and deleted every
  * call, so until 2026-11-22 no line was prefetched (ss_tcp_rx_prefetch()). */
+#define SCONN_LINE(f) (offsetof(struct ss_sconn, f) / 64)
+_Static_assert(SCONN_LINE(timer) == 0 && SCONN_LINE(timer.armed) == 0 &&
+		       SCONN_LINE(timer_want_us) == 0 && SCONN_LINE(flags) == 0,
+	       "a lazy timer fire reads the connection's first line only");
+_Static_assert(SCONN_LINE(cc.ops) == 2 && SCONN_LINE(cc.host_grp) == 2 && SCONN_LINE(cc.paced) == 2 &&
+		       SCONN_LINE(cc.shared) == 2 && SCONN_LINE(cc.charged) == 2 &&
+		       SCONN_LINE(cc.pf.next_ns) == 2 && SCONN_LINE(cc.pf.rem) == 2 &&
+		       (offsetof(struct ss_sconn, cc.pf.group) + 7) / 64 == 2,
+	       "the send hooks' congestion-control fields share the connection's third line");
+
 static inline __attribute__((always_inline)) void sconn_prefetch(const struct ss_sconn *sc)
 {
 	const char *t = (const char *)&sc->tcp;
 
 	__builtin_prefetch(sc, 1, 3);
 	__builtin_prefetch((const char *)sc + 64, 1, 3);
+	__builtin_prefetch((const char *)sc + 128, 1, 3);
 	for (unsigned i = 0; i < 5; i++)
 		__builtin_prefetch(t + 64 * i, 1, 3);
 }
@@ -993,7 +1005,10 @@ static void conn_sync_timer(struct ss_stack *s, struct ss_sconn *sc)
 	uint64_t d = ss_tcp_next_deadline_no_delack(&sc->tcp);
 	/* Lazy: an earlier deadline re-arms; a later one, or none (an ACK
 	 * of everything stopped the RTO), waits for the armed timer to fire
-	 * and re-arm or stop (ACKs then cost no wheel work). */
+	 * and re-arm or stop (ACKs then cost no wheel work).  The fire reads
+	 * the deadline from timer_want_us, in the timer's line: every change
+	 * to the engine's deadlines is followed by this sync (the flush). */
+	sc->timer_want_us = d;
 	if (d && (!ss_timer_armed(&sc->timer) || d < sc->timer.deadline_us))
 		ss_timer_arm(&s->wheel, &sc->timer, d);
 }
@@ -1013,11 +1028,14 @@ void stack_conn_timers_run(struct ss_stack *s)
 				continue;
 			}
 			/* Lazy arming (conn_sync_timer) lets a timer fire after
-			 * its deadline went away or moved later (an ACK pushed
-			 * the RTO back): then nothing is due, and it only goes
-			 * back on the wheel. */
-			uint64_t d = ss_tcp_next_deadline_no_delack(&sc->tcp);
+			 * its deadline went away or moved later (a send pushed
+			 * the tail-loss probe back): then nothing is due, and
+			 * it only goes back on the wheel, from the timer's own
+			 * line (an RPC connection, never without data in
+			 * flight, does this once per probe timeout). */
+			uint64_t d = sc->timer_want_us;
 			if (d > s->now_us) {
+				ss_ctr_inc(s->ctr, SS_CTR_tcp_timer_rearms);
 				ss_timer_arm(&s->wheel, &sc->timer, d);
 				continue;
 			}

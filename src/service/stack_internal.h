@@ -219,7 +219,7 @@ static inline __attribute__((always_inline)) void stack_cc_after_output(struct s
 	if (!sc->cc.ops)
 		return;
 	sent = c->cc.sent_bytes - sc->cc.charged;
-	if (!c->budget_hit && (ss_timer_armed(&sc->cc.timer) || sc->cc.shared)) {
+	if (!c->budget_hit && (sc->cc.shared || ss_timer_armed(&sc->cc.timer))) {
 		/* Nothing to schedule, the intervals run: all the slow half
 		 * would do is the charge (the group's bucket, the flow's
 		 * rate). */
