@@ -607,6 +607,14 @@ _Static_assert(SCONN_LINE(cc.ops) == 2 && SCONN_LINE(cc.host_grp) == 2 && SCONN_
 		       (offsetof(struct ss_sconn, cc.pf.group) + 7) / 64 == 2,
 	       "the send hooks' congestion-control fields share the connection's third line");
 
+/* The engine's part a segment and its reply read: struct ss_tcp_conn up to
+ * the path counts (st.fast_path, st.slow_path) that every segment bumps,
+ * and emit_arg, which every segment sent reads. */
+#define SCONN_TCP_HOT_LINES 6u
+_Static_assert((offsetof(struct ss_tcp_conn, st.slow_path) + 8 + 63) / 64 == SCONN_TCP_HOT_LINES &&
+		       offsetof(struct ss_tcp_conn, emit_arg) / 64 < SCONN_TCP_HOT_LINES,
+	       "the engine's hot part is SCONN_TCP_HOT_LINES lines");
+
 static inline __attribute__((always_inline)) void sconn_prefetch(const struct ss_sconn *sc)
 {
 	const char *t = (const char *)&sc->tcp;
@@ -614,7 +622,8 @@ static inline __attribute__((always_inline)) void sconn_prefetch(const struct ss
 	__builtin_prefetch(sc, 1, 3);
 	__builtin_prefetch((const char *)sc + 64, 1, 3);
 	__builtin_prefetch((const char *)sc + 128, 1, 3);
-	for (unsigned i = 0; i < 5; i++)
+#pragma GCC unroll 8
+	for (unsigned i = 0; i < SCONN_TCP_HOT_LINES; i++)
 		__builtin_prefetch(t + 64 * i, 1, 3);
 }
 
