@@ -777,6 +777,91 @@ static void test_delayed_ack(void)
 }
 
 /*
+ * Timers armed lazily (conn_sync_timer), as an RPC server's are: a reply
+ * arms the tail-loss probe and the wheel with it; the next request's ACK
+ * stops the probe (the wheel's timer stays), and the next reply arms it
+ * again, later, leaving the wheel alone.  The timer fires at the old
+ * deadline and goes back on the wheel at the new one from the
+ * connection's first line (timer_want_us, tcp_timer_rearms), and the
+ * probe goes at the new deadline, not before.  The peer does not see
+ * that reply (lost), so it stays in flight; the probe draws its ACK.
+ */
+static bool lose_data(struct sh *h, const struct ss_tcp *seg)
+{
+	(void)h;
+	return seg->payload_len > 0;
+}
+
+static void test_timer_lazy_rearm(void)
+{
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	test_listen(&h, 7);
+	struct app_conn ac = { 0 };
+	struct sh_peer_conn *p = peer_connected(&h, 40002, &ac);
+	struct ss_sconn *sc = h.app->slot_conn[ac.slot];
+	uint64_t got = 0;
+	bool bad = false;
+
+	/* Clean exchanges: an RTT sample, so replies arm a probe. */
+	for (unsigned r = 0; r < 3; r++) {
+		h.now_us += 100;
+		CHECK(sh_peer_write(p, 10 * r, 10, 5) == 0);
+		ss_tcp_output(&p->c, h.now_us);
+		echo_turn(&h, p, &ac, 5, &got, &bad);
+	}
+	CHECK(!bad && got == 30 && sc->tcp.f.srtt_us > 0);
+	/* The last reply's ACK came: the probe is off, its timer still on
+	 * the wheel. */
+	CHECK_EQ_U64(sc->tcp.f.snd_una, sc->tcp.f.snd_max);
+	CHECK_EQ_U64(sc->timer_want_us, 0);
+	CHECK(ss_timer_armed(&sc->timer));
+	uint64_t first = sc->timer.deadline_us;
+	CHECK(first > h.now_us);
+
+	/* The next request, and a reply the peer never sees: the probe is
+	 * later than the wheel's timer, which stays where it was. */
+	h.now_us += 100;
+	h.lose = lose_data;
+	CHECK(sh_peer_write(p, 30, 10, 5) == 0);
+	ss_tcp_output(&p->c, h.now_us);
+	echo_turn(&h, p, &ac, 5, &got, &bad);
+	uint64_t second = sc->tcp.tlp_deadline_us;
+	CHECK(second > first && second < sc->tcp.rto_deadline_us);
+	CHECK(sc->tcp.f.snd_una != sc->tcp.f.snd_max);
+	CHECK_EQ_U64(sc->timer.deadline_us, first);
+	CHECK_EQ_U64(sc->timer_want_us, second);
+
+	/* The old deadline: back on the wheel at the new one, nothing sent. */
+	uint64_t rearms = ctr(&h, SS_CTR_tcp_timer_rearms);
+	uint64_t probes = ctr(&h, SS_CTR_tcp_tail_probes);
+	uint64_t segs = ctr(&h, SS_CTR_tx_tcp_segments);
+	h.now_us = first;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_timer_rearms), rearms + 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_tail_probes), probes);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs);
+	CHECK(ss_timer_armed(&sc->timer) && sc->timer.deadline_us == second);
+
+	/* Just before the new deadline nothing; at it, the probe, which the
+	 * peer sees and answers with an ACK of everything. */
+	h.now_us = second - 1;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_tail_probes), probes);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs);
+	h.lose = NULL;
+	h.now_us = second;
+	sh_pump(&h, 8);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_tail_probes), probes + 1);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_timer_rearms), rearms + 1);
+	CHECK_EQ_U64(sc->tcp.f.snd_una, sc->tcp.f.snd_max);
+	CHECK_EQ_U64(sc->timer_want_us, 0);
+	sh_peer_read_check(p, &got, 5, &bad);
+	CHECK(!bad && got == 40);
+	sh_fini(&h);
+}
+
+/*
  * The longer holds (delack_max_us 128 ms: steps of 1, 4, 16, 64 and 128
  * ms).  A connection whose reply came 3 ms after its request, after the
  * ACK had gone alone at 1 ms, holds its next ACKs up to 16 ms (the step
@@ -1149,6 +1234,7 @@ static void conn_tests(void)
 	test_syn_cookies(false);
 	test_syn_cookies(true);
 	test_delayed_ack();
+	test_timer_lazy_rearm();
 	test_delayed_ack_longer();
 	test_active_close_first();
 	test_peer_reset();
