@@ -95,9 +95,10 @@ struct ss_sconn_cc {
 /*
  * A connection.  Laid out for the cache (docs/benchmarks.md, "Cache lines
  * per request"): what a request reads or writes, the service's part first
- * and then the engine's hot part (tcp, on a cache-line boundary), about
- * eleven lines in a row; the cold rest after.  The array of them is
- * allocated 64-byte aligned (stack_conn.c).
+ * (three lines) and then the engine's hot part (tcp, on a cache-line
+ * boundary, six lines: SCONN_TCP_HOT_LINES), nine lines in a row, which
+ * the receive path prefetches (sconn_prefetch()); the cold rest after.
+ * The array of them is allocated 64-byte aligned (stack_conn.c).
  */
 struct ss_sconn {
 	/* hot; the first line is also all that a lazy timer fire reads */
