@@ -134,6 +134,17 @@ static void app_echo(struct sh *h, struct app_conn *ac)
 					.gen = ac->gen, .arg = n });
 }
 
+/* The next event is SS_EV_CMD_ERROR for command @op, with @error. */
+static void expect_cmd_error(struct sh *h, uint16_t error, uint8_t op)
+{
+	struct ss_shm_ev ev = { 0 };
+
+	CHECK(sh_event(h, &ev));
+	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	CHECK_EQ_U64(ev.error, error);
+	CHECK_EQ_U64(ev.arg, op);
+}
+
 static void app_poll(struct sh *h, struct app_conn *ac, bool echo)
 {
 	struct ss_shm_ev ev = { 0 };
@@ -1551,7 +1562,6 @@ static void test_region_populated_small(void)
 static void test_rpc_ring_origin(void)
 {
 	struct sh h;
-	struct ss_shm_ev ev = { 0 };
 	struct app_conn ac = { 0 };
 	CHECK(sh_init(&h, ATTACH) == 0);
 	echo_merged = true;
@@ -1599,10 +1609,7 @@ static void test_rpc_ring_origin(void)
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_HOME,
 					 .conn = ac.slot, .gen = ac.gen, .arg = 10 });
 	sh_pump(&h, 1);
-	CHECK(sh_event(&h, &ev));
-	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
-	CHECK_EQ_U64(ev.error, EINVAL);
-	CHECK_EQ_U64(ev.arg, SS_CMD_TX);
+	expect_cmd_error(&h, EINVAL, SS_CMD_TX);
 	CHECK_EQ_U64(h.app->slot_conn[ac.slot]->tcp.f.tx_tail, tail);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 1);
 	sh_pump(&h, 8);
@@ -1719,10 +1726,7 @@ static void test_rings_grow(void)
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_GROW,
 					 .conn = ac.slot, .gen = ac.gen, .arg = 10 });
 	sh_pump(&h, 8);
-	CHECK(sh_event(&h, &ev));
-	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
-	CHECK_EQ_U64(ev.error, EINVAL);
-	CHECK_EQ_U64(ev.arg, SS_CMD_TX);
+	expect_cmd_error(&h, EINVAL, SS_CMD_TX);
 	CHECK_EQ_U64(sc->tcp.f.tx_tail, tail + 4096);
 	CHECK(sc->tcp.tx.base == ss_app_tx_small(a, ac.slot));
 	app_poll(&h, &ac, false);
@@ -1747,8 +1751,7 @@ static void test_rings_grow(void)
 	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_TX, .flags = SS_CMDF_TX_GROW,
 					 .conn = ac.slot, .gen = ac.gen, .arg = 1 });
 	sh_pump(&h, 8);
-	CHECK(sh_event(&h, &ev));
-	CHECK_EQ_U64(ev.type, SS_EV_CMD_ERROR);
+	expect_cmd_error(&h, EINVAL, SS_CMD_TX);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_tx_grown), 1);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_app_cmd_errors), 2);
 	sh_fini(&h);

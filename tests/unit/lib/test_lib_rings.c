@@ -27,10 +27,27 @@ static struct ss_conn *accept_slot(struct fake_app *x, uint32_t slot, uint32_t g
 {
 	struct ss_event ev[2];
 
+	memset(ev, 0, sizeof(ev));
 	fake_ev_open(&x->f, 0, SS_EV_ACCEPTED, slot, gen, 1);
 	CHECK_EQ_U64(ss_poll(x->ctx, ev, 2), 1);
 	CHECK_EQ_U64(ev[0].type, SS_EVENT_ACCEPTED);
 	return ev[0].conn;
+}
+
+/* The fake service and the library attached, and a connection accepted
+ * on @slot; NULL (the test stops, nothing left up) if either failed. */
+static struct ss_conn *up_accepted(struct fake_app *x, uint32_t slot, uint32_t gen)
+{
+	struct ss_conn *c;
+
+	if (up(x) < 0) {
+		CHECK(0);
+		return NULL;
+	}
+	c = accept_slot(x, slot, gen);
+	if (!c)
+		fake_app_down(x);
+	return c;
 }
 
 /* The next command: @op, @arg, @flags (and @rx_done for a TX). */
@@ -81,13 +98,9 @@ static void test_rx_grow(void)
 	struct ss_event ev[4];
 	const uint32_t slot = 3, gen = 5;
 
-	if (up(&x) < 0) {
-		CHECK(0);
-		return;
-	}
-	struct ss_conn *c = accept_slot(&x, slot, gen);
+	struct ss_conn *c = up_accepted(&x, slot, gen);
 	if (!c)
-		goto out;
+		return;
 	const uint64_t small = fake_rx_small_off(&x.f, slot), large = fake_rx_off(&x.f, slot);
 	const uint32_t shome = ss_shm_ring_home(slot, SMALL), lhome = ss_shm_ring_home(slot, BIG);
 
@@ -133,7 +146,6 @@ static void test_rx_grow(void)
 	fake_ev_conn(&x.f, 0, SS_EV_RX_GROWN, slot, gen, 0, 0);
 	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 0);
 	CHECK_EQ_U64(fake_app_bogus(&x), 2);
-out:
 	fake_app_down(&x);
 }
 
@@ -151,13 +163,9 @@ static void test_tx_grow(void)
 	struct iovec iov[2];
 	const uint32_t slot = 5, gen = 2;
 
-	if (up(&x) < 0) {
-		CHECK(0);
-		return;
-	}
-	struct ss_conn *c = accept_slot(&x, slot, gen);
+	struct ss_conn *c = up_accepted(&x, slot, gen);
 	if (!c)
-		goto out;
+		return;
 	const uint8_t *small = x.f.region + fake_tx_small_off(&x.f, slot);
 	const uint8_t *large = x.f.region + fake_tx_off(&x.f, slot);
 	const uint32_t shome = ss_shm_ring_home(slot, SMALL), lhome = ss_shm_ring_home(slot, BIG);
@@ -205,7 +213,6 @@ static void test_tx_grow(void)
 	CHECK(ss_flush(x.ctx) == 0);
 	cmd_next(&x, SS_CMD_TX, 64, SS_CMDF_TX_HOME, 0);
 	CHECK_EQ_U64(fake_app_bogus(&x), 0);
-out:
 	fake_app_down(&x);
 }
 
