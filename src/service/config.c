@@ -31,6 +31,10 @@ const char *const ss_config_usage[] = {
 	"  --idle-yield on|off   give the CPU away (sched_yield) after each empty poll,\n"
 	"                        after light rounds, for a fast path that shares its\n"
 	"                        CPU with the application (default on)\n"
+	"  --busy-yield N        with --idle-yield on, also give the CPU away after every\n"
+	"                        N frames of back-to-back busy rounds, so an application\n"
+	"                        on the same CPU takes its events while they are still in\n"
+	"                        cache (default 0: never; see docs/architecture.md)\n"
 	"  --rx-budget N         frames a fast-path thread takes from its RX queue per round,\n"
 	"                        in bursts of 32, before the round's other work (default 128)\n"
 	"  --max-apps N          applications attached at once (default 16)\n"
@@ -91,6 +95,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
+	cfg->busy_yield = 0;
 	cfg->idle_adapt = false;
 	cfg->shm_huge = SS_SHM_HUGE_AUTO;
 	cfg->rx_budget = 128;
@@ -274,6 +279,10 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		return parse_on_off(key, val, &cfg->idle_adapt, err, errlen);
 	} else if (strcmp(key, "idle-yield") == 0) {
 		return parse_on_off(key, val, &cfg->idle_yield, err, errlen);
+	} else if (strcmp(key, "busy-yield") == 0) {
+		if (parse_uint(val, 0, 1000000, &n) != 0)
+			return fail(err, errlen, "busy-yield: expected 0..1000000, got '%s'", val);
+		cfg->busy_yield = (uint32_t)n;
 	} else if (strcmp(key, "shm-huge") == 0) {
 		return parse_on_off_or(key, val, "auto",
 				       (const uint8_t[3]){ SS_SHM_HUGE_OFF, SS_SHM_HUGE_ON,

@@ -31,6 +31,7 @@
 	X(arp_cache_evict)                                                    \
 	X(fp_wakeups)                                                         \
 	X(fp_sleeps)                                                          \
+	X(fp_busy_yields)                                                     \
 	X(fp_idle_polls_grown)                                                \
 	X(fp_idle_polls_shrunk)                                               \
 	X(fp_rx_gap_100us)                                                    \

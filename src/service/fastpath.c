@@ -498,6 +498,7 @@ int ss_fastpath_run(void *arg)
 		fp->id, fp->port, ss_nic_kind_name(fp->kind), fp->queue, rte_lcore_id(),
 		ss_nic_wait_mode_name(fp->wait_mode));
 	uint64_t last = 0; /* start of the previous round; 0 after a sleep */
+	uint32_t busy_rx = 0; /* frames since the last empty round or busy yield */
 	while (!stopping(fp)) {
 		uint64_t now = now_ns();
 		if (last)
@@ -519,8 +520,22 @@ int ss_fastpath_run(void *arg)
 			if (fp->armed)
 				rx_wake_disarm(fp);
 			idle = 0;
+			busy_rx += rx;
+			if (fp->busy_yield && busy_rx >= fp->busy_yield &&
+			    !(fp->stack && ss_stack_pacing(fp->stack))) {
+				/* A long busy spell on a shared CPU: the
+				 * application's events wait until the
+				 * scheduler preempts us, thousands of
+				 * requests later, when every line they name
+				 * has left the cache.  Let it take them now
+				 * (--busy-yield; not while pacing, as below). */
+				busy_rx = 0;
+				ss_ctr_inc(&fp->ctr, SS_CTR_fp_busy_yields);
+				sched_yield();
+			}
 			continue;
 		}
+		busy_rx = 0;
 		/* Adaptive polling: a few empty polls catch back-to-back work
 		 * cheaply; after that, block instead of spinning.  How many
 		 * follows how long the idle spells last (idle_poll.h). */

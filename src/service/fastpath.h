@@ -54,6 +54,7 @@ struct ss_fastpath {
 	bool memif_unmasked;    /* armed: our RX ring's MASK_INT flag is clear */
 	struct ss_idle_poll idle; /* empty polls before sleeping (idle_poll.h) */
 	bool idle_yield;        /* sched_yield() after each empty poll */
+	uint32_t busy_yield;    /* and every this many frames of a busy spell (0: never) */
 	bool idle_adapt;        /* adapt idle.limit (else always idle.max) */
 	uint32_t rx_budget;     /* RX frames per round, in bursts of SS_FP_BURST */
 

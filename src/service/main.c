@@ -160,6 +160,7 @@ int main(int argc, char **argv)
 		fp->doorbell_fd = -1;
 		ss_idle_poll_init(&fp->idle, cfg.idle_polls);
 		fp->idle_yield = cfg.idle_yield;
+		fp->busy_yield = cfg.idle_yield ? cfg.busy_yield : 0;
 		fp->idle_adapt = cfg.idle_adapt;
 		fp->rx_budget = cfg.rx_budget;
 		fp->stop = &stop_flag;

@@ -233,6 +233,26 @@ def test_restart_after_sigkill(stop_testbed, service_factory):
     assert svc2.alive()
 
 
+@pytest.mark.parametrize("args,yields", [(None, False), (["--busy-yield", "1"], True),
+                                          (["--busy-yield", "1", "--idle-yield", "off"], False)],
+                         ids=["default", "busy-yield-1", "idle-yield-off"])
+def test_busy_yield(stop_testbed, service_factory, args, yields):
+    """--busy-yield 1 gives the CPU away after every round with a frame:
+    30 pings, each its own busy round, make at least 30 yields, and every
+    ping is answered.  By default (0), or with --idle-yield off, never."""
+    svc = service_factory.start(stop_testbed, extra_args=args)
+    ns, ip = stop_testbed.peer(1).ns, stop_testbed.service_ip
+    tx, rx, out = ping(stop_testbed, ns, ip, 1, wait=2)       # ARP out of the way
+    assert rx == 1, out
+    tx, rx, out = ping(stop_testbed, ns, ip, 30, interval=0.02, wait=2)
+    assert (tx, rx) == (30, 30), out
+    c = svc.stats()
+    if yields:
+        assert c["fp_busy_yields"] >= 30, c
+    else:
+        assert c["fp_busy_yields"] == 0, c
+
+
 @pytest.mark.parametrize("adapt", [False, True], ids=["default", "idle-adapt"])
 def test_idle_polls_adapt(stop_testbed, service_factory, adapt):
     """Pings 20 ms apart are idle spells far longer than 64 empty polls

@@ -34,6 +34,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.rx_desc, 2048);
 	CHECK_EQ_U64(cfg.rx_budget, 128);
 	CHECK(cfg.idle_yield);
+	CHECK_EQ_U64(cfg.busy_yield, 0); /* the default: off */
 	CHECK(!cfg.idle_adapt); /* the default */
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
@@ -62,6 +63,10 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-adapt", "on"), 0);
 	CHECK(cfg.idle_adapt);
 	CHECK(cfg.idle_yield);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--busy-yield", "0"), 0);
+	CHECK_EQ_U64(cfg.busy_yield, 0);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--busy-yield", "64"), 0);
+	CHECK_EQ_U64(cfg.busy_yield, 64);
 	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_AUTO); /* the default */
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--shm-huge", "on"), 0);
 	CHECK_EQ_U64(cfg.shm_huge, SS_SHM_HUGE_ON);
@@ -110,6 +115,7 @@ static void test_defaults_and_options(void)
 	CHECK(strncmp(usage, "usage: slipstreamd", 18) == 0);
 	CHECK(len > 4096); /* more than one literal may hold */
 	const char *opts[] = { "--idle-polls N", "--idle-adapt on|off", "--idle-yield on|off",
+			       "--busy-yield N",
 			       "--log-level LEVEL", "EAL example:" };
 	for (unsigned i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
 		CHECK(strstr(usage, opts[i]) != NULL);
@@ -127,6 +133,8 @@ static void test_errors(void)
 		{ "--cores", "2x", "cores: expected 1..128, got '2x'" },
 		{ "--rx-desc", "1000", "rx-desc: expected a power of two in 64..16384, got '1000'" },
 		{ "--rx-budget", "0", "rx-budget: expected 1..65536, got '0'" },
+		{ "--busy-yield", "-1", "busy-yield: expected 0..1000000, got '-1'" },
+		{ "--busy-yield", "1000001", "busy-yield: expected 0..1000000, got '1000001'" },
 		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
 		{ "--bogus", "1", "unknown option 'bogus'" },
 		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
