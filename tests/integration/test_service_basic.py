@@ -233,6 +233,18 @@ def test_restart_after_sigkill(stop_testbed, service_factory):
     assert svc2.alive()
 
 
+def pings_20ms_apart(testbed, service_factory, args):
+    """A service started with args answers 30 pings 20 ms apart (after one
+    for ARP); its counters after them."""
+    svc = service_factory.start(testbed, extra_args=args)
+    ns, ip = testbed.peer(1).ns, testbed.service_ip
+    tx, rx, out = ping(testbed, ns, ip, 1, wait=2)       # ARP out of the way
+    assert rx == 1, out
+    tx, rx, out = ping(testbed, ns, ip, 30, interval=0.02, wait=2)
+    assert (tx, rx) == (30, 30), out
+    return svc.stats()
+
+
 @pytest.mark.parametrize("args,yields", [(None, False), (["--busy-yield", "1"], True),
                                           (["--busy-yield", "1", "--idle-yield", "off"], False)],
                          ids=["default", "busy-yield-1", "idle-yield-off"])
@@ -240,13 +252,7 @@ def test_busy_yield(stop_testbed, service_factory, args, yields):
     """--busy-yield 1 gives the CPU away after every round with a frame:
     30 pings, each its own busy round, make at least 30 yields, and every
     ping is answered.  By default (0), or with --idle-yield off, never."""
-    svc = service_factory.start(stop_testbed, extra_args=args)
-    ns, ip = stop_testbed.peer(1).ns, stop_testbed.service_ip
-    tx, rx, out = ping(stop_testbed, ns, ip, 1, wait=2)       # ARP out of the way
-    assert rx == 1, out
-    tx, rx, out = ping(stop_testbed, ns, ip, 30, interval=0.02, wait=2)
-    assert (tx, rx) == (30, 30), out
-    c = svc.stats()
+    c = pings_20ms_apart(stop_testbed, service_factory, args)
     if yields:
         assert c["fp_busy_yields"] >= 30, c
     else:
@@ -259,14 +265,8 @@ def test_idle_polls_adapt(stop_testbed, service_factory, adapt):
     last.  With --idle-adapt on, the polls end at the floor (each rise
     after a drop: shrunk == grown + 1) and every ping is still answered;
     by default (off) the number of polls never moves."""
-    svc = service_factory.start(stop_testbed,
-                                extra_args=["--idle-adapt", "on"] if adapt else None)
-    ns, ip = stop_testbed.peer(1).ns, stop_testbed.service_ip
-    tx, rx, out = ping(stop_testbed, ns, ip, 1, wait=2)       # ARP out of the way
-    assert rx == 1, out
-    tx, rx, out = ping(stop_testbed, ns, ip, 30, interval=0.02, wait=2)
-    assert (tx, rx) == (30, 30), out
-    c = svc.stats()
+    c = pings_20ms_apart(stop_testbed, service_factory,
+                         ["--idle-adapt", "on"] if adapt else None)
     if adapt:
         assert c["fp_idle_polls_shrunk"] >= 1, c
         assert c["fp_idle_polls_shrunk"] == c["fp_idle_polls_grown"] + 1, c
