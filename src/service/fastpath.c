@@ -333,6 +333,13 @@ static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
  * receive thread need the CPU now; under load, yielding cuts batches. */
 #define YIELD_MAX_RX 2
 
+/* The pacer holds segments: no yield, which could give the CPU away for
+ * a whole time slice and send paced departures late. */
+static inline bool pacing(const struct ss_fastpath *fp)
+{
+	return fp->stack && ss_stack_pacing(fp->stack);
+}
+
 /* Reads an eventfd to zero (a wake-up source that counts). */
 static void drain_eventfd(int fd)
 {
@@ -521,8 +528,7 @@ int ss_fastpath_run(void *arg)
 				rx_wake_disarm(fp);
 			idle = 0;
 			busy_rx += rx;
-			if (fp->busy_yield && busy_rx >= fp->busy_yield &&
-			    !(fp->stack && ss_stack_pacing(fp->stack))) {
+			if (fp->busy_yield && busy_rx >= fp->busy_yield && !pacing(fp)) {
 				/* A long busy spell on a shared CPU: the
 				 * application's events wait until the
 				 * scheduler preempts us, thousands of
@@ -564,7 +570,7 @@ int ss_fastpath_run(void *arg)
 					ss_stack_woke(fp->stack);
 			}
 			idle = 0;
-		} else if (fp->idle_yield && light && !(fp->stack && ss_stack_pacing(fp->stack))) {
+		} else if (fp->idle_yield && light && !pacing(fp)) {
 			/* Sharing the CPU with the application (and the
 			 * kernel's receive thread): let them run now, the
 			 * reply comes sooner than after a sleep and a wake-up.
