@@ -1305,6 +1305,17 @@ static void test_established_sack_recovery_many_holes(void)
 #undef SEG
 }
 
+/* One 100-byte request, ACKed @rtt_us later: one RTT sample. */
+static void h_round_trip(uint32_t rtt_us)
+{
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	h.now += rtt_us;
+	h_peer_ack(&h, h.c.f.snd_max, 65535);
+	CHECK_EQ_U64(h.c.f.snd_una, h.c.f.snd_max);
+	h_clear(&h);
+}
+
 /* RFC 8985 §7: with no ACK for two SRTTs, the last segment is resent once
  * before the RTO; an ACK that advances allows the next probe. */
 static void test_established_tail_loss_probe(void)
@@ -1314,8 +1325,13 @@ static void test_established_tail_loss_probe(void)
 	h_cfg_default(&cfg);
 	cfg.tlp_min_us = 2000;
 	harness_established(&h, &cfg);
+	/* A steady 10 ms RTT: RTTVAR decays to 2109, SRTT + 4 RTTVAR (18436)
+	 * falls under 2 SRTT, which sets the probe's time. */
+	for (int i = 0; i < 3; i++)
+		h_round_trip(10000);
 	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
-	uint32_t una = cfg.iss + 1;
+	CHECK_EQ_U64(h.c.f.rttvar_us, 2109);
+	uint32_t una = h.c.f.snd_una, cwnd = h.c.f.cwnd;
 	CHECK(h_app_send(&h, 3 * MSS_TS) == 0);
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 3);
@@ -1330,19 +1346,77 @@ static void test_established_tail_loss_probe(void)
 	CHECK(h_seg_matches(&h, &h.out[0]));
 	CHECK_EQ_U64(h.c.st.tail_probes, 1);
 	CHECK_EQ_U64(h.c.st.rto_fired, 0);
-	CHECK_EQ_U64(h.c.f.cwnd, 10 * MSS_TS); /* no reduction */
+	CHECK_EQ_U64(h.c.f.cwnd, cwnd); /* no reduction */
 	/* No second probe for this flight: next is the RTO. */
 	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), h.c.rto_deadline_us);
 	CHECK(h.c.tlp_deadline_us == 0);
-	/* The ACK for everything: nothing outstanding, no timers. */
+	/* The ACK for everything, echoing the probe's timestamp 10 ms on (a
+	 * 10 ms sample: SRTT stays): nothing outstanding, no timers. */
 	h_clear(&h);
+	h.now += 10000;
 	h_peer_ack(&h, una + 3 * MSS_TS, 65535);
+	CHECK_EQ_U64(h.c.f.srtt_us, 10000);
 	CHECK_EQ_U64(h.c.tlp_sent, 0);
 	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), 0);
 	/* One segment alone waits for a delayed ACK too: 2 SRTT + 40 ms. */
 	CHECK(h_app_send(&h, 100) == 0);
 	h_output(&h);
-	CHECK_EQ_U64(h.c.tlp_deadline_us, h.now + 2 * h.c.f.srtt_us + 40000);
+	CHECK_EQ_U64(h.c.tlp_deadline_us, h.now + 2 * 10000 + 40000);
+}
+
+/* Where the RTT varies by more than itself, the probe waits until RFC
+ * 6298's estimator stops expecting the ACK (SRTT + 4 RTTVAR), not two
+ * SRTTs; where that reaches the RTO, there is no probe. */
+static void test_established_tail_loss_probe_rtt_variance(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	cfg.tlp_min_us = 2000;
+	cfg.ts = false; /* Karn's rule alone: no sample from the probe's ACK */
+	harness_established(&h, &cfg);
+	uint32_t mss = h.c.f.mss;
+
+	/* SYN sample 10 ms, then 40 ms. */
+	h_round_trip(40000);
+	CHECK_EQ_U64(h.c.f.srtt_us, 13750);  /* 7/8 10000 + 1/8 40000 */
+	CHECK_EQ_U64(h.c.f.rttvar_us, 11250); /* 3/4 5000 + 1/4 30000 */
+	CHECK_EQ_U64(h.c.f.rto_us, 200000);   /* rto_min */
+	uint32_t una = h.c.f.snd_una;
+	CHECK(h_app_send(&h, 3 * mss) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.nout, 3);
+	h_clear(&h);
+	uint64_t sent = h.now;
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), sent + 13750 + 4 * 11250); /* not 2 SRTT (27500) */
+	h.now = sent + 2 * 13750;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.st.tail_probes, 0);
+	h.now = sent + 13750 + 4 * 11250;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.seq, una + 2 * mss);
+	CHECK_EQ_U64(h.c.st.tail_probes, 1);
+	h_clear(&h);
+	h_peer_ack(&h, una + 3 * mss, 65535); /* Karn: no sample */
+	CHECK_EQ_U64(h.c.f.srtt_us, 13750);
+	/* A lone segment adds the delayed-ACK allowance to the floor. */
+	CHECK(h_app_send(&h, 100) == 0);
+	h_output(&h);
+	CHECK_EQ_U64(h.c.tlp_deadline_us, h.now + 13750 + 4 * 11250 + 40000);
+	h.now += 1000;
+	h_peer_ack(&h, h.c.f.snd_max, 65535);
+	h_clear(&h);
+	/* A 300 ms sample: SRTT + 4 RTTVAR passes the RTO, which comes
+	 * first; no probe is armed. */
+	h_round_trip(300000);
+	CHECK(h.c.f.srtt_us + 4ull * h.c.f.rttvar_us >= h.c.f.rto_us);
+	CHECK(h_app_send(&h, 3 * mss) == 0);
+	h_output(&h);
+	CHECK(h.c.tlp_deadline_us == 0);
+	CHECK_EQ_U64(ss_tcp_next_deadline(&h.c), h.now + h.c.f.rto_us);
+	harness_free(&h);
 }
 
 /* Delayed ACK (RFC 1122 §4.2.3.2): a lone request waits for the reply to
@@ -1681,6 +1755,7 @@ int main(void)
 	test_established_sack_scoreboard();
 	test_established_sack_recovery_many_holes();
 	test_established_tail_loss_probe();
+	test_established_tail_loss_probe_rtt_variance();
 	test_established_delayed_ack();
 	test_established_delack_adapt();
 	return check_done("test_tcp_established");
