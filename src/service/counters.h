@@ -152,6 +152,7 @@
 	X(cc_host_intervals)                                                     \
 	X(cc_host_slack_runs)                                                     \
 	X(cc_host_slack_ends)                                                     \
+	X(cc_interval_floored)                                                    \
 	X(cc_share_collisions)                                                   \
 	X(cc_host_waits)                                                         \
 	X(cc_host_pace_capped)                                                   \

@@ -254,6 +254,10 @@ struct ss_stack {
 	struct ss_pacer pacer;          /* paced flows waiting for their time */
 	struct ss_pacer_group *caps;    /* one per ccp rule: app-rate-cap buckets */
 	FILE *cc_trace;                 /* --cc-trace, or NULL */
+	uint32_t cc_members;            /* gauge: members of all hosts (cc-share host) */
+	uint32_t cc_flow_us;            /* each flow under control lengthens every
+					 * interval's floor by this (stack_cc.c,
+					 * CC_FLOW_US; tests set it) */
 	struct ss_cc_path {             /* per remote host, for the control */
 		uint32_t ip;            /* interval of its flows (stack_cc.c: */
 		uint32_t rtt_us;        /* cc_interval_len): mean srtt ... */

@@ -49,6 +49,7 @@
 #define CC_RATE_RTTS 2u              /* rate mode: window = rate x this many RTTs */
 #define CC_CAP_BURST_MIN 16384u      /* an application cap's bucket depth ... */
 #define CC_CAP_BURST_MAX (4u << 20)  /* ... is 20 ms of the cap, within these */
+#define CC_FLOW_US 4u                /* the loop's cost bound (cc_iv_at()) */
 
 static inline uint64_t cc_now_ns(const struct ss_stack *s)
 {
@@ -86,6 +87,8 @@ int stack_cc_init(struct ss_stack *s)
 		ss_timer_init(&s->cc_paths[i].timer);
 	ss_pacer_params_default(&pp);
 	pp.max_lag_ns = CC_PACER_MAX_LAG_NS;
+	s->cc_members = 0;
+	s->cc_flow_us = CC_FLOW_US;
 	return ss_pacer_init(&s->pacer, &pp, 0);
 }
 
@@ -398,6 +401,7 @@ static __attribute__((noinline)) void cc_host_leave(struct ss_stack *s, struct s
 	sc->cc.host_next = sc->cc.host_prev = NULL;
 	sc->cc.shared = false;
 	p->n_members--;
+	s->cc_members--;
 	if (own && !ss_timer_armed(&sc->cc.timer))
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer, s->now_us + cc_interval_len(s, sc, false));
 }
@@ -447,16 +451,39 @@ static void cc_host_pace_set(struct ss_stack *s, struct ss_cc_path *p, uint64_t 
 	ss_pacer_bucket_set(&p->pace.tb, rate, burst, cc_now_ns(s));
 }
 
-/* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2 RTTs. */
+/*
+ * The loop's cost bound.  An interval's end visits its flow (a host's run,
+ * every member, twice), a dozen cold cache lines each: ~200 ns a member
+ * here.  At 16384 RPC connections to one host with a short path RTT, a
+ * host bound by its rate ran every 3 ms and each run took as long: the
+ * service did nothing else, the requests waited, the flows stayed bound,
+ * and the rate fell from 600k to 65k requests a second for the rest of
+ * the run.  So every interval is at least CC_FLOW_US per flow under
+ * control on the stack (those with an interval of their own, and the
+ * hosts' members): the loop then visits at most one flow per CC_FLOW_US,
+ * ~5 % of the fast path's time, whatever the RTT.  With fewer than a few
+ * hundred flows the floor stays under 2 RTTs (128 us at 32 flows) and
+ * changes nothing; with many, each flow's share is small, and its rate
+ * moves once per longer interval (as TCP's window moves once per RTT).
+ */
+/* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2
+ * RTTs, and at least the loop's cost bound. */
 static uint32_t cc_iv_at(const struct ss_stack *s, uint32_t rtt, uint64_t rate, uint32_t mss)
 {
 	uint32_t iv = ss_cc_interval_us(&s->ccp->params, rtt);
-	uint64_t seg;
+	uint64_t seg, floor;
 
 	if (rate) {
 		seg = (uint64_t)CC_IV_SEGS * mss * 1000000u / rate;
 		if (seg > iv)
 			iv = seg > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)seg;
+	}
+	/* + 1: the flow being timed, whose timer is not armed while its
+	 * interval is computed (for a host's run, the host's own visit). */
+	floor = ((uint64_t)s->cc_wheel.n_armed + s->cc_members + 1) * s->cc_flow_us;
+	if (floor > iv) {
+		ss_ctr_inc(s->ctr, SS_CTR_cc_interval_floored);
+		iv = floor > CC_IV_MAX_US ? CC_IV_MAX_US : (uint32_t)floor;
 	}
 	return iv;
 }
@@ -678,6 +705,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 			p->members->cc.host_prev = sc;
 		p->members = sc;
 		p->n_members++;
+		s->cc_members++;
 		if (p->pace_on) {
 			/* Paced with its host's flows as one aggregate; an
 			 * application cap's bucket takes precedence (a flow has

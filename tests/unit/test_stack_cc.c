@@ -489,13 +489,18 @@ static void test_host_share(void)
 }
 
 /* A host's usual interval (stack_cc.c cc_host_iv()): 2 RTTs of its path
- * (ss_cc_interval_us()), and at least 4 segments at R, at most 1 s. */
-static uint64_t host_iv(const struct ss_cc_path *p, const struct ss_cc_params *prm, uint32_t mss)
+ * (ss_cc_interval_us()), at least 4 segments at R, at most 1 s, and at
+ * least the loop's cost bound (cc_iv_at()). */
+static uint64_t host_iv(const struct ss_stack *st, const struct ss_cc_path *p,
+			const struct ss_cc_params *prm, uint32_t mss)
 {
 	uint64_t iv = ss_cc_interval_us(prm, p->rtt_us), seg = 4ull * mss * 1000000u / p->host.rate;
+	uint64_t floor = ((uint64_t)st->cc_wheel.n_armed + st->cc_members + 1) * st->cc_flow_us;
 
 	if (seg > iv)
 		iv = seg > 1000000u ? 1000000u : seg;
+	if (floor > iv)
+		iv = floor > 1000000u ? 1000000u : floor;
 	return iv;
 }
 
@@ -539,7 +544,7 @@ static void test_host_slack(void)
 		/* Slack in a row: one more doubling each run, up to 5. */
 		CHECK(p->slack == slack + 1 || p->slack == 5 || (slack == 0 && p->slack == 0));
 		slack = p->slack;
-		uint64_t iv = host_iv(p, &pol.params, sc0->tcp.f.mss), want = iv << p->slack;
+		uint64_t iv = host_iv(&h.st, p, &pol.params, sc0->tcp.f.mss), want = iv << p->slack;
 		if (iv >= 500000)
 			want = iv;
 		else if (want > 500000)
@@ -555,7 +560,7 @@ static void test_host_slack(void)
 	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_waits) + ctr(&h, SS_CTR_cc_paced_waits), 0);
 
 	/* Bulk: the first flow held back brings the run in. */
-	uint64_t start = p->host_start_us, end = start + host_iv(p, &pol.params, sc0->tcp.f.mss);
+	uint64_t start = p->host_start_us, end = start + host_iv(&h.st, p, &pol.params, sc0->tcp.f.mss);
 	CHECK(p->timer.deadline_us > end);
 	unsigned steps = 0;
 	while (!ctr(&h, SS_CTR_cc_host_slack_ends) && steps++ < 20000) {
@@ -586,13 +591,83 @@ static void test_host_slack(void)
 		runs = ctr(&h, SS_CTR_cc_host_intervals);
 		CHECK_EQ_U64(p->slack, 0);
 		CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us,
-			     host_iv(p, &pol.params, sc0->tcp.f.mss));
+			     host_iv(&h.st, p, &pol.params, sc0->tcp.f.mss));
 		checked++;
 	}
 	CHECK(checked >= 4);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_host_slack_ends), 1);
 	for (unsigned i = 0; i < 3; i++)
 		CHECK(!fl[i].bad && fl[i].got > 0 && fl[i].got <= fl[i].queued);
+	sh_fini(&h);
+}
+
+/*
+ * The loop's cost bound (stack_cc.c cc_iv_at()): every interval is at
+ * least cc_flow_us per flow under control, counting the one being timed.
+ * Three bulk flows at 20 ms a flow over a path whose 2 RTTs are well
+ * under a millisecond: with cc-share host each of the host's runs comes
+ * 80 ms after the last (3 members, and the run); with cc-share flow each
+ * flow's interval is 60 ms (2 others armed, and itself).
+ * cc_interval_floored counts them; the data stays exact.
+ */
+static void test_loop_cost_floor(enum ss_cc_share share)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[3];
+	unsigned checked = 0;
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol);
+	pol.share = share;
+	ss_stack_set_cc(&h.st, &pol);
+	CHECK_EQ_U64(h.st.cc_flow_us, 4);
+	h.st.cc_flow_us = 20000;
+	open_flows(&h, fl, 3);
+	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
+	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
+	/* Until all three have sent (flow) or joined (host), fewer count. */
+	run(&h, fl, 3, 100000, UINT64_MAX);
+	uint64_t runs = ctr(&h, SS_CTR_cc_host_intervals);
+
+	for (unsigned step = 0; step < 20000; step++) { /* 1 s */
+		keep_full(&h, fl, 3, UINT64_MAX);
+		tick(&h, fl, 3);
+		if (share == SS_CC_SHARE_HOST) {
+			if (ctr(&h, SS_CTR_cc_host_intervals) == runs)
+				continue;
+			runs = ctr(&h, SS_CTR_cc_host_intervals);
+			CHECK_EQ_U64(h.st.cc_members, 3);
+			CHECK_EQ_U64(p->n_members, 3);
+			CHECK_EQ_U64(h.st.cc_wheel.n_armed, 0);
+			if (!ss_timer_armed(&p->timer) || p->slack) /* bulk: bound, no slack */
+				continue;
+			CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us, 80000);
+			checked++;
+			continue;
+		}
+		CHECK_EQ_U64(h.st.cc_members, 0);
+		for (unsigned i = 0; i < 3; i++) {
+			if (!ss_timer_armed(&sc[i]->cc.timer) || sc[i]->cc.start_us != h.now_us)
+				continue;
+			CHECK_EQ_U64(h.st.cc_wheel.n_armed, 3);
+			CHECK_EQ_U64(sc[i]->cc.timer.deadline_us - sc[i]->cc.start_us, 60000);
+			checked++;
+		}
+	}
+	/* 1 s / 80 ms: 12 runs; 1 s / 60 ms: 16 intervals a flow. */
+	CHECK(checked >= (share == SS_CC_SHARE_HOST ? 12u : 48u));
+	CHECK(ctr(&h, SS_CTR_cc_interval_floored) >= checked);
+	CHECK(p->rtt_us > 0 && 2u * p->rtt_us < 5000); /* 2 RTTs alone: far shorter */
+	/* The writes stop: once all is read and acknowledged the flows go
+	 * idle and leave the loop, and the count falls back to nothing. */
+	for (unsigned step = 0; step < 20000; step++)
+		tick(&h, fl, 3);
+	CHECK_EQ_U64(h.st.cc_members, 0);
+	CHECK_EQ_U64(p->n_members, 0);
+	CHECK_EQ_U64(h.st.cc_wheel.n_armed, 0);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(!fl[i].bad && fl[i].got == fl[i].queued);
 	sh_fini(&h);
 }
 
@@ -714,6 +789,8 @@ int main(void)
 	test_interval_holds_segments();
 	test_host_share();
 	test_host_slack();
+	test_loop_cost_floor(SS_CC_SHARE_HOST);
+	test_loop_cost_floor(SS_CC_SHARE_FLOW);
 	test_hooks_inline(SS_CC_SHARE_FLOW);
 	test_hooks_inline(SS_CC_SHARE_HOST);
 	return check_done("test_stack_cc");
