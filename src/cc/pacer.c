@@ -319,6 +319,9 @@ int ss_pacer_group_init(struct ss_pacer_group *g, uint64_t rate, uint64_t burst,
 	link_init(&g->waitq);
 	g->n_wait = 0;
 	g->go_tick = PACER_NONE;
+	g->go_bytes = 0;
+	/* Until charges teach it, a release may take the whole depth. */
+	g->mean_charge = (uint32_t)u64_min(u64_max(burst, 1), UINT32_C(1) << 28);
 	return ss_pacer_bucket_init(&g->tb, rate, burst, now_ns);
 }
 
@@ -333,8 +336,10 @@ void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes
 		ss_pacer_charge_u32(p, f, (uint32_t)bytes, now_ns);
 		return;
 	}
-	if (f->group)
+	if (f->group) {
 		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
+		ss_pacer_group_count(f->group, bytes);
+	}
 	if (!f->rate)
 		return;
 	base = f->next_ns;
@@ -393,20 +398,40 @@ static void pacer_group_arm(struct ss_pacer *p, struct ss_pacer_group *g, uint64
 		pacer_enqueue(p, &g->ent, u64_max(t, after + 1));
 }
 
+/* May one more of @g go in tick @target: the bucket is out of debt and
+ * its credit pays for those that went in this tick, at the mean charge. */
+static bool pacer_group_may_go(struct ss_pacer_group *g, uint64_t now_ns, uint64_t target)
+{
+	uint64_t held = g->go_tick == target ? g->go_bytes : 0;
+
+	return ss_pacer_bucket_ready(&g->tb, now_ns) &&
+	       (uint64_t)g->tb.credit >= held * UINT64_C(1000000000);
+}
+
+/* One of @g goes in tick @target. */
+static void pacer_group_went(struct ss_pacer_group *g, uint64_t target)
+{
+	if (g->go_tick != target) {
+		g->go_tick = target;
+		g->go_bytes = 0;
+	}
+	g->go_bytes = u64_min(g->go_bytes + u64_max(g->mean_charge, 1), UINT64_C(1) << 32);
+}
+
 /* Flow @f's time has come; its group @g decides whether it goes now:
- * nobody of the group waits, none went in this tick, the bucket allows. */
+ * nobody of the group waits and the credit allows (pacer_group_may_go()). */
 static bool pacer_flow_gate(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t now_ns,
 			    uint64_t target)
 {
 	struct ss_pacer_group *g = f->group;
 
 	if (g->n_wait == 0) {
-		if (g->go_tick == target) {
-			p->tick_holds++;
-		} else if (ss_pacer_bucket_ready(&g->tb, now_ns)) {
-			g->go_tick = target;
+		if (pacer_group_may_go(g, now_ns, target)) {
+			pacer_group_went(g, target);
 			return true;
 		}
+		if (g->tb.credit >= 0) /* held by this tick's releases, not by debt */
+			p->tick_holds++;
 	}
 	link_add_tail(&g->waitq, &f->ent.link);
 	f->ent.where = SS_PACER_GROUP_WAIT;
@@ -415,23 +440,26 @@ static bool pacer_flow_gate(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_
 	return false;
 }
 
-/* Group @g's time has come: release its first waiting flow, if any and
- * if the bucket allows; stay queued while flows wait. */
-static struct ss_pacer_flow *pacer_group_release(struct ss_pacer *p, struct ss_pacer_group *g,
-						 uint64_t now_ns, uint64_t target)
+/* Group @g's time has come: release its waiting flows, in order, into
+ * @out (at most @room) while the credit allows; stay queued (from the
+ * next tick) while flows wait.  Returns how many went. */
+static unsigned pacer_group_release(struct ss_pacer *p, struct ss_pacer_group *g, uint64_t now_ns,
+				    uint64_t target, struct ss_pacer_flow **out, unsigned room)
 {
-	struct ss_pacer_flow *f = NULL;
+	unsigned n = 0;
 
-	if (g->n_wait && g->go_tick != target && ss_pacer_bucket_ready(&g->tb, now_ns)) {
-		f = ent_flow(link_ent(g->waitq.next));
+	while (n < room && g->n_wait && pacer_group_may_go(g, now_ns, target)) {
+		struct ss_pacer_flow *f = ent_flow(link_ent(g->waitq.next));
+
 		link_del(&f->ent.link);
 		f->ent.where = SS_PACER_IDLE;
 		g->n_wait--;
-		g->go_tick = target;
+		pacer_group_went(g, target);
+		out[n++] = f;
 	}
 	if (g->n_wait)
 		pacer_group_arm(p, g, now_ns, target);
-	return f;
+	return n;
 }
 
 unsigned ss_pacer_poll(struct ss_pacer *p, uint64_t now_ns, struct ss_pacer_flow **out,
@@ -472,10 +500,7 @@ unsigned ss_pacer_poll(struct ss_pacer *p, uint64_t now_ns, struct ss_pacer_flow
 		e = link_ent(p->slots[slot].next);
 		pacer_dequeue(p, e);
 		if (e->is_group) {
-			struct ss_pacer_flow *f = pacer_group_release(p, ent_group(e), now_ns, target);
-
-			if (f)
-				out[n++] = f;
+			n += pacer_group_release(p, ent_group(e), now_ns, target, out + n, max - n);
 		} else {
 			struct ss_pacer_flow *f = ent_flow(e);
 

@@ -503,9 +503,10 @@ static void test_group_cap(void)
 
 /*
  * A group's FIFO in detail: a flow whose time comes while others of its
- * group wait queues behind them (no overtaking), and the group releases
- * one waiting flow per tick even when its bucket could pay for more
- * before any of them is charged.
+ * group wait queues behind them (no overtaking), and in one tick the
+ * group releases only what its credit pays for, counting each release
+ * not yet charged at the group's mean charge (here, before any charge,
+ * its depth): one flow per tick while the credit is a byte.
  */
 static void test_group_fifo(void)
 {
@@ -562,10 +563,11 @@ static void test_group_fifo(void)
  * 50 us, and with @rare_late one time in 16 by up to 2 ms (this VM's
  * timed sleeps); after a poll that returned flows its next round polls
  * again 1 us later, as the fast path does.  Each release sends one
- * 2 x 1448 B quantum.  A late poll returns one flow, not every flow due:
- * over every span of departures, what left is within the bucket's depth
- * + its rate x the span + one quantum (the release not yet charged).
- * Before the one-per-tick rule a poll 1 ms late let ~18 flows out at once
+ * 2 x 1448 B quantum.  A late poll returns what the bucket pays for at
+ * the group's mean charge, not every flow due: over every span of
+ * departures, what left is within the bucket's depth + its rate x the
+ * span + one quantum (the release not yet charged).
+ * With nothing to bound a tick's releases a poll 1 ms late let ~18 flows out at once
  * (54 KB at 100 Mbit/s, seen at the test bed's bottleneck; this model
  * then measured 86 KB over the bound).  The shares stay even.  With short
  * delays only, the aggregate fills the rate; the time a 2 ms late wake-up
@@ -595,11 +597,13 @@ static void test_group_crowd(bool rare_late)
 		m[i].pf.next_ns = 1000000; /* in phase */
 		ss_pacer_schedule(&p, &m[i].pf);
 	}
-	/* 1 ms late: all 32 are due; one goes, the others wait in the FIFO. */
+	/* 1 ms late: all 32 are due; what the full bucket pays for at the
+	 * mean charge (at first the depth: 2 releases) goes, the others wait
+	 * in the FIFO. */
 	now = 2000000;
 	n = ss_pacer_poll(&p, now, out, OUT_MAX);
-	CHECK_EQ_U64(n, 1);
-	CHECK_EQ_U64(g.n_wait, NF - 1);
+	CHECK_EQ_U64(n, 2);
+	CHECK_EQ_U64(g.n_wait, NF - 2);
 	for (; now < end; n = ss_pacer_poll(&p, now, out, OUT_MAX)) {
 		for (unsigned j = 0; j < n; j++) {
 			struct model_flow *f = (struct model_flow *)(void *)out[j];
@@ -648,6 +652,69 @@ static void test_group_crowd(bool rare_late)
 	ss_pacer_fini(&p);
 }
 
+/*
+ * A group's FIFO is no funnel: 2048 RPC flows of one host (cc-share
+ * host), each sending one 118-byte segment every 3.4 ms (600k a second)
+ * and paced at 125 kB/s, against a 2 GB/s aggregate 1 MB deep, polled
+ * every 20 us.  One flow is in the FIFO at the start (the group was in
+ * debt).  Once charges have taught the group its mean (118 B), each poll
+ * lets out everything due (at most OUT_MAX a poll, the rest next tick),
+ * so every send leaves within two polls of its time and the FIFO
+ * empties; at one release per tick, 50k polls a second could not keep up
+ * with 600k sends and the FIFO held all 2048 flows for good.
+ */
+static void test_group_no_funnel(void)
+{
+	enum { NF = 2048 };
+	const uint64_t rate = 2048000000, burst = 1024000, seg = 118, gap = 3400000;
+	struct ss_pacer p;
+	struct ss_pacer_params prm = dflt();
+	struct ss_pacer_group g;
+	static struct model_flow m[NF];
+	static uint64_t due[NF];
+	struct ss_pacer_flow *out[OUT_MAX];
+	uint64_t now, late = 0, sends = 0, max_wait_end = 0;
+	unsigned n;
+
+	prm.max_lag_ns = 200000;
+	CHECK_EQ_U64(ss_pacer_init(&p, &prm, 0), 0);
+	CHECK_EQ_U64(ss_pacer_group_init(&g, rate, burst, 0), 0);
+	ss_pacer_bucket_charge(&g.tb, burst + 1000, 0); /* in debt for ~0.5 ms */
+	for (unsigned i = 0; i < NF; i++) {
+		m[i] = (struct model_flow){0};
+		ss_pacer_flow_init(&m[i].pf, 125000, 0);
+		ss_pacer_flow_set_group(&m[i].pf, &g);
+		due[i] = 1000 + (uint64_t)i * gap / NF; /* spread over one gap */
+		m[i].pf.next_ns = due[i];
+		ss_pacer_schedule(&p, &m[i].pf);
+	}
+	for (now = 20000; now < 200000000; now += 20000) { /* 200 ms */
+		n = ss_pacer_poll(&p, now, out, OUT_MAX);
+		for (unsigned j = 0; j < n; j++) {
+			struct model_flow *f = (struct model_flow *)(void *)out[j];
+			unsigned i = (unsigned)(f - m);
+
+			ss_pacer_charge(&p, &f->pf, seg, now);
+			sends++;
+			if (now > 100000000 && now - due[i] > 2 * 20000 + 1000)
+				late++;
+			due[i] += gap; /* its next request's reply */
+			f->pf.next_ns = f->pf.next_ns > due[i] ? f->pf.next_ns : due[i];
+			ss_pacer_schedule(&p, &f->pf);
+		}
+		if (g.n_wait)
+			max_wait_end = now > 100000000 && g.n_wait > max_wait_end ? g.n_wait : max_wait_end;
+	}
+	/* 200 ms of 2048 flows, one send each per 3.4 ms: ~120k sends. */
+	CHECK(sends >= (uint64_t)NF * (200000000 / gap) * 99 / 100);
+	CHECK_EQ_U64(late, 0);
+	CHECK(max_wait_end <= OUT_MAX);
+	CHECK(g.mean_charge >= seg && g.mean_charge <= seg + 8);
+	for (unsigned i = 0; i < NF; i++)
+		ss_pacer_cancel(&p, &m[i].pf);
+	ss_pacer_fini(&p);
+}
+
 int main(void)
 {
 	test_init_args();
@@ -663,5 +730,6 @@ int main(void)
 	test_group_fifo();
 	test_group_crowd(false);
 	test_group_crowd(true);
+	test_group_no_funnel();
 	return check_done("test_pacer");
 }
