@@ -621,7 +621,7 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 	ss_cc_policy_default(&pol);
 	pol.share = share;
 	ss_stack_set_cc(&h.st, &pol);
-	CHECK_EQ_U64(h.st.cc_flow_us, 4);
+	CHECK_EQ_U64(h.st.cc_flow_us, 2);
 	h.st.cc_flow_us = 20000;
 	open_flows(&h, fl, 3);
 	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
