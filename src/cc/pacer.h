@@ -43,7 +43,7 @@
  * back until it is repaid).  32 flows at one share of a host's aggregate
  * keep the phase they started in; a poll 1 ms late let ~18 of them out at
  * once, 54 KB into a 100 Mbit/s bottleneck in well under a millisecond,
- * when nothing bounded a tick's releases.  Then, until 2026-11-24, one
+ * when nothing bounded a tick's releases.  Then, until 2026-11-23, one
  * flow per tick: a FIFO drained at one flow per poll, and 16384 RPC flows
  * of one host (600k sends a second, each of 118 bytes, against a 2 GB/s
  * aggregate) went through it at the fast path's ~100k polls a second once
