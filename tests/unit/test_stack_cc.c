@@ -604,10 +604,10 @@ static void test_host_slack(void)
 /*
  * The loop's cost bound (stack_cc.c cc_iv_at()): every interval is at
  * least cc_flow_us per flow under control, counting the one being timed.
- * Three bulk flows at 20 ms a flow over a path whose 2 RTTs are well
+ * Three bulk flows at 5 ms a flow over a path whose 2 RTTs are well
  * under a millisecond: with cc-share host each of the host's runs comes
- * 80 ms after the last (3 members, and the run); with cc-share flow each
- * flow's interval is 60 ms (2 others armed, and itself).
+ * 20 ms after the last (3 members, and the run); with cc-share flow each
+ * flow's interval is 15 ms (2 others armed, and itself).
  * cc_interval_floored counts them; the data stays exact.
  */
 static void test_loop_cost_floor(enum ss_cc_share share)
@@ -622,15 +622,15 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 	pol.share = share;
 	ss_stack_set_cc(&h.st, &pol);
 	CHECK_EQ_U64(h.st.cc_flow_us, 2);
-	h.st.cc_flow_us = 20000;
+	h.st.cc_flow_us = 5000;
 	open_flows(&h, fl, 3);
 	struct ss_sconn *sc[3] = { sconn(&h, &fl[0]), sconn(&h, &fl[1]), sconn(&h, &fl[2]) };
 	struct ss_cc_path *p = &h.st.cc_paths[(SH_PEER_IP * 2654435761u) >> 24];
 	/* Until all three have sent (flow) or joined (host), fewer count. */
-	run(&h, fl, 3, 100000, UINT64_MAX);
+	run(&h, fl, 3, 50000, UINT64_MAX);
 	uint64_t runs = ctr(&h, SS_CTR_cc_host_intervals);
 
-	for (unsigned step = 0; step < 20000; step++) { /* 1 s */
+	for (unsigned step = 0; step < 6000; step++) { /* 300 ms */
 		keep_full(&h, fl, 3, UINT64_MAX);
 		tick(&h, fl, 3);
 		if (share == SS_CC_SHARE_HOST) {
@@ -642,7 +642,7 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 			CHECK_EQ_U64(h.st.cc_wheel.n_armed, 0);
 			if (!ss_timer_armed(&p->timer) || p->slack) /* bulk: bound, no slack */
 				continue;
-			CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us, 80000);
+			CHECK_EQ_U64(p->timer.deadline_us - p->host_start_us, 20000);
 			checked++;
 			continue;
 		}
@@ -651,17 +651,17 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 			if (!ss_timer_armed(&sc[i]->cc.timer) || sc[i]->cc.start_us != h.now_us)
 				continue;
 			CHECK_EQ_U64(h.st.cc_wheel.n_armed, 3);
-			CHECK_EQ_U64(sc[i]->cc.timer.deadline_us - sc[i]->cc.start_us, 60000);
+			CHECK_EQ_U64(sc[i]->cc.timer.deadline_us - sc[i]->cc.start_us, 15000);
 			checked++;
 		}
 	}
-	/* 1 s / 80 ms: 12 runs; 1 s / 60 ms: 16 intervals a flow. */
-	CHECK(checked >= (share == SS_CC_SHARE_HOST ? 12u : 48u));
+	/* 300 ms / 20 ms: 15 runs; 300 ms / 15 ms: 20 intervals a flow. */
+	CHECK(checked >= (share == SS_CC_SHARE_HOST ? 14u : 57u));
 	CHECK(ctr(&h, SS_CTR_cc_interval_floored) >= checked);
 	CHECK(p->rtt_us > 0 && 2u * p->rtt_us < 5000); /* 2 RTTs alone: far shorter */
 	/* The writes stop: once all is read and acknowledged the flows go
 	 * idle and leave the loop, and the count falls back to nothing. */
-	for (unsigned step = 0; step < 20000; step++)
+	for (unsigned step = 0; step < 4000; step++) /* 200 ms */
 		tick(&h, fl, 3);
 	CHECK_EQ_U64(h.st.cc_members, 0);
 	CHECK_EQ_U64(p->n_members, 0);
