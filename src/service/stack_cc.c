@@ -467,10 +467,11 @@ static void cc_host_pace_set(struct ss_stack *s, struct ss_cc_path *p, uint64_t 
  * ~1.3 ms) the both-ends throughput did not move; with many more, each
  * flow's share is small, and its rate moves once per longer interval (as
  * TCP's window moves once per RTT).
+ *
+ * An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2
+ * RTTs, and at least the loop's cost bound (cc_interval_floored counts
+ * each length the bound raised).
  */
-
-/* An interval of CC_IV_SEGS segments at @rate (0: no floor), at least 2
- * RTTs, and at least the loop's cost bound. */
 static uint32_t cc_iv_at(const struct ss_stack *s, uint32_t rtt, uint64_t rate, uint32_t mss)
 {
 	uint32_t iv = ss_cc_interval_us(&s->ccp->params, rtt);
