@@ -202,9 +202,13 @@ static __attribute__((noinline, cold)) size_t conn_tx_grow(struct ss_conn *c, si
 
 size_t ss_send_space(struct ss_conn *c, struct iovec iov[2])
 {
-	size_t n = conn_send_error(c) || c->tx_moved ? 0 : conn_tx_free(c);
+	bool may = !conn_send_error(c) && !c->tx_moved;
+	size_t n = may ? conn_tx_free(c) : 0;
 
-	if (__builtin_expect((c->tx_grow || n < c->tx_size / 2) && n &&
+	/* A full small ring (n == 0) is more than half full too: a sender
+	 * that only ever finds it full, then empty (waits longer than the
+	 * peer takes to acknowledge it), must move as well. */
+	if (__builtin_expect(may && (c->tx_grow || n < c->tx_size / 2) &&
 			     c->tx_size < c->ctx->app->txbuf_size, 0))
 		n = conn_tx_grow(c, n);
 	uint32_t size = c->tx_size;

@@ -217,6 +217,47 @@ static void test_tx_grow(void)
 }
 
 /*
+ * A sender that only ever finds its small transmit ring full, then (having
+ * waited longer than the acknowledgment takes) empty, never sees it "more
+ * than half full" with room left: it must move to the large ring all the
+ * same, or a bulk sender that sleeps on EAGAIN stays at 4 KiB a wait.
+ */
+static void test_tx_grow_from_full(void)
+{
+	struct fake_app x;
+	struct ss_event ev[4];
+	struct iovec iov[2];
+	const uint32_t slot = 3, gen = 1;
+
+	struct ss_conn *c = up_accepted(&x, slot, gen);
+	if (!c)
+		return;
+	const uint8_t *large = x.f.region + fake_tx_off(&x.f, slot);
+	const uint32_t lhome = ss_shm_ring_home(slot, BIG);
+
+	CHECK_EQ_U64(ss_send(c, data, 2 * SMALL), SMALL);
+	CHECK(ss_flush(x.ctx) == 0);
+	cmd_next(&x, SS_CMD_TX, SMALL, SS_CMDF_TX_HOME, 0);
+	CHECK_EQ_U64(ss_send(c, data + SMALL, 100), 0); /* full: EAGAIN */
+	fake_ev_conn(&x.f, 0, SS_EV_TX_ACKED, slot, gen, SMALL, 0);
+	CHECK_EQ_U64(ss_poll(x.ctx, ev, 4), 1);
+	/* All acknowledged at once: the large ring, from its home byte. */
+	CHECK_EQ_U64(ss_send_space(c, iov), SMALL);
+	CHECK_EQ_U64(app_off(&x, iov[0].iov_base), fake_tx_off(&x.f, slot) + lhome);
+	CHECK_EQ_U64(ss_send(c, data + SMALL, SMALL), SMALL);
+	for (uint32_t i = 0; i < SMALL; i++)
+		if (large[(lhome + i) & (BIG - 1)] != data[SMALL + i]) {
+			CHECK_EQ_U64(i, SMALL); /* the first byte that differs */
+			break;
+		}
+	CHECK(ss_flush(x.ctx) == 0);
+	cmd_next(&x, SS_CMD_TX, SMALL, SS_CMDF_TX_GROW, 0);
+	CHECK_EQ_U64(ss_send_space(c, iov), BIG - SMALL);
+	CHECK_EQ_U64(fake_app_bogus(&x), 0);
+	fake_app_down(&x);
+}
+
+/*
  * A fork while bytes sit in the large transmit ring and the TX that tells
  * the service of the move is not posted yet: they go back to the small
  * ring, where the service's origin has them, and the TX goes out plain.
@@ -286,6 +327,7 @@ int main(void)
 		data[i] = (uint8_t)check_rand(&seed);
 	test_rx_grow();
 	test_tx_grow();
+	test_tx_grow_from_full();
 	test_share_undoes_grow();
 	return check_done("test_lib_rings");
 }
