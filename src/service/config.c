@@ -34,7 +34,7 @@ const char *const ss_config_usage[] = {
 	"  --busy-yield N        with --idle-yield on, also give the CPU away after every\n"
 	"                        N frames of back-to-back busy rounds, so an application\n"
 	"                        on the same CPU takes its events while they are still in\n"
-	"                        cache (default 0: never; see docs/architecture.md)\n"
+	"                        cache (default 256; 0: never; see docs/architecture.md)\n"
 	"  --rx-budget N         frames a fast-path thread takes from its RX queue per round,\n"
 	"                        in bursts of 32, before the round's other work (default 128)\n"
 	"  --max-apps N          applications attached at once (default 16)\n"
@@ -95,7 +95,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->arp_entries = 256;
 	cfg->idle_polls = 64;
 	cfg->idle_yield = true;
-	cfg->busy_yield = 0;
+	cfg->busy_yield = 256;
 	cfg->idle_adapt = false;
 	cfg->shm_huge = SS_SHM_HUGE_AUTO;
 	cfg->rx_budget = 128;

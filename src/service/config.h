@@ -31,7 +31,7 @@ struct ss_config {
 	uint32_t arp_entries;   /* ARP cache capacity (power of two) */
 	uint32_t idle_polls;    /* the most empty polls before a fast-path thread sleeps */
 	bool idle_yield;        /* sched_yield() after each empty poll */
-	uint32_t busy_yield;    /* with idle_yield: sched_yield() every N frames of a busy spell (0: never, the default) */
+	uint32_t busy_yield;    /* with idle_yield: sched_yield() every N frames of a busy spell (default 256; 0: never) */
 	bool idle_adapt;        /* fewer empty polls while idle spells outlast them */
 	uint8_t shm_huge;       /* SS_SHM_HUGE_*: huge pages for the shared regions (bigmem.h) */
 	uint32_t rx_budget;     /* RX frames per round (bursts of SS_FP_BURST) */

@@ -251,7 +251,8 @@ def pings_20ms_apart(testbed, service_factory, args):
 def test_busy_yield(stop_testbed, service_factory, args, yields):
     """--busy-yield 1 gives the CPU away after every round with a frame:
     30 pings, each its own busy round, make at least 30 yields, and every
-    ping is answered.  By default (0), or with --idle-yield off, never."""
+    ping is answered.  By default (256: no spell here has that many
+    frames), or with --idle-yield off, never."""
     c = pings_20ms_apart(stop_testbed, service_factory, args)
     if yields:
         assert c["fp_busy_yields"] >= 30, c

@@ -34,7 +34,7 @@ static void test_defaults_and_options(void)
 	CHECK_EQ_U64(cfg.rx_desc, 2048);
 	CHECK_EQ_U64(cfg.rx_budget, 128);
 	CHECK(cfg.idle_yield);
-	CHECK_EQ_U64(cfg.busy_yield, 0); /* the default: off */
+	CHECK_EQ_U64(cfg.busy_yield, 256); /* the default */
 	CHECK(!cfg.idle_adapt); /* the default */
 	CHECK_STR(cfg.ctl_path, SS_CONFIG_DEFAULT_CTL);
 	CHECK_EQ_U64(cfg.eal_argc, 1);
