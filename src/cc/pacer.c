@@ -336,10 +336,8 @@ void ss_pacer_charge(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_t bytes
 		ss_pacer_charge_u32(p, f, (uint32_t)bytes, now_ns);
 		return;
 	}
-	if (f->group) {
-		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
-		ss_pacer_group_count(f->group, bytes);
-	}
+	if (f->group)
+		ss_pacer_group_charge(f->group, bytes, now_ns);
 	if (!f->rate)
 		return;
 	base = f->next_ns;

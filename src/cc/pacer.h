@@ -162,11 +162,14 @@ struct ss_pacer_group {
 	uint64_t go_bytes;            /* their provisional charges, bytes */
 };
 
-/* A charge of @bytes to @g's flows moves its mean (inline: per segment). */
-static inline void ss_pacer_group_count(struct ss_pacer_group *g, uint64_t bytes)
+/* @bytes sent by one of @g's flows: its bucket pays, and its mean charge
+ * moves (inline: per segment). */
+static inline void ss_pacer_group_charge(struct ss_pacer_group *g, uint64_t bytes,
+					 uint64_t now_ns)
 {
 	uint32_t b = bytes < (UINT32_C(1) << 28) ? (uint32_t)bytes : UINT32_C(1) << 28;
 
+	ss_pacer_bucket_charge(&g->tb, bytes, now_ns);
 	g->mean_charge = (uint32_t)(((uint64_t)g->mean_charge * 7 + b) / 8);
 }
 
@@ -275,10 +278,8 @@ static inline void ss_pacer_charge_rate(const struct ss_pacer *p, struct ss_pace
 static inline void ss_pacer_charge_u32(const struct ss_pacer *p, struct ss_pacer_flow *f,
 				       uint32_t bytes, uint64_t now_ns)
 {
-	if (f->group) {
-		ss_pacer_bucket_charge(&f->group->tb, bytes, now_ns);
-		ss_pacer_group_count(f->group, bytes);
-	}
+	if (f->group)
+		ss_pacer_group_charge(f->group, bytes, now_ns);
 	if (f->rate)
 		ss_pacer_charge_rate(p, f, bytes, now_ns);
 }
