@@ -538,7 +538,8 @@ static int setup(unsigned n_conns)
 		.max_flows = cfg->max_flows, .max_listeners = cfg->max_listeners,
 		.timer_slots = 4096, .cmd_budget = 256, .max_orphan_mem = cfg->max_orphan_mem,
 	};
-	struct ss_stack_io io = { &B.to_peer, frame_alloc, frame_send, B.tx_offload };
+	struct ss_stack_io io = { .arg = &B.to_peer, .frame_alloc = frame_alloc,
+				  .frame_send = frame_send, .tx_offload = B.tx_offload };
 	if (ss_stack_init(&B.st, &slim, &tp, &B.ctr, svc_mac, SVC_IP, 24, 0, &B.arp, &B.reg, 0,
 			  &io) != 0)
 		return -1;

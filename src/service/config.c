@@ -51,6 +51,7 @@ const char *const ss_config_usage[] = {
 	"  --time-wait-ms N      TIME_WAIT duration, 2*MSL (default 60000)\n"
 	"  --local-ports LO-HI   ephemeral ports for connect() and bind(0), as Linux's\n"
 	"                        ip_local_port_range (default 32768-60999)\n"
+	,
 	"  --delack-us N         hold the ACK of a lone segment for the reply, up to N us\n"
 	"                        (default 1000; 0 = ACK at the end of every burst)\n"
 	"  --delack-max-us N     the longest hold of a connection whose replies came after\n"
@@ -58,6 +59,8 @@ const char *const ss_config_usage[] = {
 	"                        --delack-us to N (default 128000; at most --delack-us:\n"
 	"                        no longer hold)\n"
 	"  --ecn on|off          negotiate ECN with peers (RFC 3168; default on)\n"
+	"  --tso on|off          TCP segmentation offload where the port has it and both\n"
+	"                        TX checksum offloads (default on)\n"
 	"  --tw-reuse on|off     connect() may take a 4-tuple in TIME_WAIT for 1 s or\n"
 	"                        more if it had timestamps (Linux's tcp_tw_reuse = 1;\n"
 	"                        default on)\n"
@@ -110,6 +113,7 @@ void ss_config_defaults(struct ss_config *cfg)
 	cfg->delack_us = 1000;
 	cfg->delack_max_us = 128000;
 	cfg->ecn = true;
+	cfg->tso = true;
 	cfg->tw_reuse = true;
 	cfg->syn_cookies = SS_SYN_COOKIES_ON;
 	cfg->local_port_lo = 32768;
@@ -330,6 +334,8 @@ static int apply(struct ss_config *cfg, const char *key, const char *val,
 		cfg->max_orphan_mem = v;
 	} else if (strcmp(key, "ecn") == 0) {
 		return parse_on_off(key, val, &cfg->ecn, err, errlen);
+	} else if (strcmp(key, "tso") == 0) {
+		return parse_on_off(key, val, &cfg->tso, err, errlen);
 	} else if (strcmp(key, "tw-reuse") == 0) {
 		return parse_on_off(key, val, &cfg->tw_reuse, err, errlen);
 	} else if (strcmp(key, "cc") == 0) {

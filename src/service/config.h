@@ -46,6 +46,7 @@ struct ss_config {
 	uint32_t delack_us;     /* delayed ACK for less than two segments; 0 = off */
 	uint32_t delack_max_us; /* the longer hold (tcp.h); <= delack_us: none */
 	bool ecn;               /* negotiate ECN (RFC 3168) */
+	bool tso;               /* TCP segmentation offload where the port has it */
 	uint8_t syn_cookies;    /* SS_SYN_COOKIES_* (stack.h) */
 	bool tw_reuse;          /* connect() may take a 4-tuple in TIME_WAIT (stack.h) */
 	uint16_t local_port_lo; /* ephemeral ports for connect() and bind(0), */

@@ -69,6 +69,8 @@
 	X(rx_ahead_stale)                                                        \
 	X(tx_tcp_segments)                                                       \
 	X(tx_tcp_payload_bytes)                                                  \
+	X(tx_tso_frames)                                                         \
+	X(tx_tso_no_frame)                                                       \
 	X(tcp_conn_created)                                                      \
 	X(tcp_conn_freed)                                                        \
 	X(tcp_conn_closed)                                                       \

@@ -128,7 +128,7 @@ static void reply_stats(const struct ss_ctl *ctl, struct sbuf *b)
 		  jbool(ss_nic_link_up(nic->port_id)), nic->name, nic->nb_queues, nic->nb_queues, nic->mtu,
 		  jbool(nic->caps.rss), nic->caps.reta_size,
 		  jbool(nic->use_rx_ip_csum || nic->use_rx_tcp_csum),
-		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->caps.tso),
+		  jbool(nic->use_tx_ip_csum || nic->use_tx_tcp_csum), jbool(nic->use_tso),
 		  nic->caps.max_rx_queues, nic->caps.max_tx_queues);
 	/* Drops below us: the port's own counters (frames the NIC or the
 	 * kernel socket behind the PMD could not hand over). */

@@ -207,6 +207,36 @@ void ss_fastpath_frame_send(void *arg, void *handle, size_t len, unsigned flags)
 	txq_add(fp, m);
 }
 
+uint8_t *ss_fastpath_frame_alloc_tso(void *arg, void **handle, size_t *cap)
+{
+	struct ss_fastpath *fp = arg;
+	struct rte_mbuf *m = fp->tso_pool ? rte_pktmbuf_alloc(fp->tso_pool) : NULL;
+	if (!m)
+		return NULL;
+	*handle = m;
+	*cap = rte_pktmbuf_tailroom(m);
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+/* A TSO segment (stack.h): both checksums and the cutting to the port. */
+void ss_fastpath_frame_send_tso(void *arg, void *handle, size_t len, unsigned l4_len, unsigned mss)
+{
+	struct ss_fastpath *fp = arg;
+	struct rte_mbuf *m = handle;
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM |
+		      RTE_MBUF_F_TX_TCP_SEG;
+	m->l2_len = SS_ETH_HDR_LEN;
+	m->l3_len = SS_IPV4_HDR_MIN;
+	m->l4_len = l4_len;
+	unsigned hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + l4_len;
+	if (mss + hdrs > fp->tso_frame_max) /* its payload then under the MSS */
+		mss = fp->tso_frame_max - hdrs;
+	m->tso_segsz = (uint16_t)mss;
+	txq_add(fp, m);
+}
+
 static unsigned rx_flags_of(const struct rte_mbuf *m)
 {
 	unsigned f = 0;

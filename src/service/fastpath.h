@@ -28,6 +28,8 @@ struct ss_fastpath {
 	uint16_t port;
 	uint16_t queue;
 	struct rte_mempool *pool;
+	struct rte_mempool *tso_pool; /* frames for TSO segments; NULL: no TSO */
+	uint16_t tso_frame_max;       /* a cut segment's longest frame (nic.h) */
 	const struct ss_nic *nic;
 	enum ss_nic_kind kind;
 	enum ss_nic_wait_mode wait_mode;
@@ -72,5 +74,7 @@ int ss_fastpath_run(void *arg);
 /* Frame output for the stack (struct ss_stack_io callbacks; arg is the fast path). */
 uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap);
 void ss_fastpath_frame_send(void *arg, void *handle, size_t len, unsigned flags);
+uint8_t *ss_fastpath_frame_alloc_tso(void *arg, void **handle, size_t *cap);
+void ss_fastpath_frame_send_tso(void *arg, void *handle, size_t len, unsigned l4_len, unsigned mss);
 
 #endif

@@ -152,6 +152,8 @@ int main(int argc, char **argv)
 		fp->port = nic.port_id;
 		fp->queue = (uint16_t)nfp;
 		fp->pool = nic.pool[nfp];
+		fp->tso_pool = nic.use_tso ? nic.tso_pool[nfp] : NULL;
+		fp->tso_frame_max = nic.tso_frame_max;
 		fp->nic = &nic;
 		fp->kind = nic.kind;
 		fp->wait_mode = nic.wait_mode;
@@ -203,7 +205,9 @@ int main(int argc, char **argv)
 		.local_port_lo = cfg.local_port_lo, .local_port_hi = cfg.local_port_hi,
 	};
 	struct ss_stack_io io = { fps[0], ss_fastpath_frame_alloc, ss_fastpath_frame_send,
-				  nic.use_tx_ip_csum && nic.use_tx_tcp_csum ? SS_TX_CSUM : 0 };
+				  nic.use_tx_ip_csum && nic.use_tx_tcp_csum ? SS_TX_CSUM : 0,
+				  nic.tso_max, ss_fastpath_frame_alloc_tso,
+				  ss_fastpath_frame_send_tso };
 	if ((rc = ss_stack_init(&stack, &slim, &tp, &fps[0]->ctr, nic.mac, cfg.ip, cfg.prefix_len,
 				cfg.gateway, &arp, &reg, 0, &io)) != 0) {
 		SS_ERR("TCP stack: %s", strerror(-rc));

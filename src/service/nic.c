@@ -552,6 +552,11 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
 	if (nic->use_tx_tcp_csum)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
+	/* TSO only with both checksum offloads (the port writes each cut
+	 * segment's); off with --tso off. */
+	nic->use_tso = cfg->tso && nic->caps.tso && nic->use_tx_ip_csum;
+	if (nic->use_tso)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
 
 	/* RX interrupts where the PMD may have them (not the socket PMDs,
 	 * whose sockets poll() reports, nor memif, which has none). */
@@ -605,6 +610,16 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 					nic->pool[q]->nb_mem_chunks);
 			nic->umem_outside += out;
 		}
+		if (nic->use_tso) {
+			snprintf(name, sizeof(name), "ss_p%u_q%u_tso", port, q);
+			nic->tso_pool[q] = ss_nic_tso_pool_create(name, SS_NIC_TSO_FRAMES, socket);
+			if (!nic->tso_pool[q]) {
+				SS_WARN("port %u: no pool of %u TSO frames for queue %u (%s): "
+					"segments of one MSS (raise EAL -m?)", port,
+					SS_NIC_TSO_FRAMES, q, rte_strerror(rte_errno));
+				nic->use_tso = false;
+			}
+		}
 		struct rte_eth_rxconf rxc = info.default_rxconf;
 		rxc.offloads = conf.rxmode.offloads;
 		rc = rte_eth_rx_queue_setup(port, (uint16_t)q, nrx, (unsigned)socket, &rxc,
@@ -620,6 +635,8 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		}
 	}
 
+	nic->tso_max = nic->use_tso ? ss_nic_tso_max() : 0;
+
 	rc = rte_eth_dev_start(port);
 	if (rc != 0) {
 		SS_ERR("port %u: start: %s", port, rte_strerror(-rc));
@@ -632,6 +649,10 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	rte_eth_macaddr_get(port, &mac);
 	memcpy(nic->mac, mac.addr_bytes, 6);
 	rte_eth_dev_get_mtu(port, &nic->mtu);
+	/* DPDK 22.11's tap PMD refuses (and keeps refusing) a TSO segment
+	 * whose cut segments' frames, Ethernet header included, exceed the
+	 * MTU: its cut segments are made that much shorter. */
+	nic->tso_frame_max = strcmp(nic->driver, "net_tap") == 0 ? nic->mtu : UINT16_MAX;
 	/* How an idle fast path sleeps on this port; the AF_XDP sockets
 	 * found here also name the queues whose fill rings are topped up. */
 	if (nic->kind == SS_NIC_KIND_AF_XDP || nic->kind == SS_NIC_KIND_AF_PACKET) {
@@ -669,7 +690,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	SS_INFO("port %u: tx ip csum %s; tx tcp csum %s; TSO %s", port,
 		offload_state(nic->caps.tx_ip_csum, nic->use_tx_ip_csum),
 		offload_state(nic->caps.tx_tcp_csum, nic->use_tx_tcp_csum),
-		offload_state(nic->caps.tso, false));
+		offload_state(nic->caps.tso, nic->use_tso));
 	if (nic->kind == SS_NIC_KIND_MEMIF)
 		SS_INFO("port %u: memif %s, link %s (up once the peer connects)", port,
 			nic->memif_server ? "server" : "client",
@@ -691,6 +712,7 @@ void ss_nic_close(struct ss_nic *nic)
 	rte_eth_dev_close(nic->port_id);
 	for (unsigned q = 0; q < SS_NIC_MAX_QUEUES; q++) {
 		rte_mempool_free(nic->pool[q]);
-		nic->pool[q] = NULL;
+		rte_mempool_free(nic->tso_pool[q]);
+		nic->pool[q] = nic->tso_pool[q] = NULL;
 	}
 }

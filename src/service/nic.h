@@ -39,6 +39,9 @@ struct ss_nic {
 	struct ss_nic_caps caps;
 	/* Offloads in use; for everything else the software path runs. */
 	bool use_rx_ip_csum, use_rx_tcp_csum, use_tx_ip_csum, use_tx_tcp_csum;
+	bool use_tso;                    /* with both TX checksums: tso_pool[] and tso_max */
+	uint32_t tso_max;                /* TCP payload bytes of one TSO segment, 0: none */
+	uint16_t tso_frame_max;          /* the longest frame a cut segment may make */
 	enum ss_nic_wait_mode wait_mode;
 	/* per queue, -1 if none (memif: none; its eventfds come and go with
 	 * the peer, see ss_nic_memif_fds()) */
@@ -48,6 +51,7 @@ struct ss_nic {
 	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
 	unsigned xsk_fill;               /* AF_XDP: buffers lent to the kernel, all queues */
 	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
+	struct rte_mempool *tso_pool[SS_NIC_MAX_QUEUES]; /* NULL without TSO */
 	/* memif: the PMD's regions (its process-private data), NULL where
 	 * its layout was not recognised (see ss_nic_memif_ring()) */
 	struct memif_region_2211 *const *memif_regions;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
@@ -46,17 +47,17 @@ struct ss_af_xdp_rx_plan ss_af_xdp_rx_plan(unsigned rx_desc)
  * load the kernel found it empty (xsk_rx_dropped).  AF_XDP does no DMA, so
  * its pool drops the IOVA requirement and its objects are contiguous.
  */
-struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool packed)
+static struct rte_mempool *pool_create(const char *name, unsigned n, unsigned cache, int socket,
+				       bool packed, uint16_t room)
 {
 	if (!packed)
-		return rte_pktmbuf_pool_create(name, n, MBUF_CACHE, 0,
-					       RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+		return rte_pktmbuf_pool_create(name, n, cache, 0, room, socket);
 	/* rte_pktmbuf_pool_create_by_ops(), with RTE_MEMPOOL_F_NO_IOVA_CONTIG. */
 	struct rte_pktmbuf_pool_private priv;
 	memset(&priv, 0, sizeof(priv));
-	priv.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE;
+	priv.mbuf_data_room_size = room;
 	struct rte_mempool *mp = rte_mempool_create_empty(
-		name, n, sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, MBUF_CACHE,
+		name, n, sizeof(struct rte_mbuf) + room, cache,
 		sizeof(priv), socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
 	if (!mp)
 		return NULL;
@@ -72,6 +73,25 @@ struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket,
 	}
 	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
 	return mp;
+}
+
+struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool packed)
+{
+	return pool_create(name, n, MBUF_CACHE, socket, packed, RTE_MBUF_DEFAULT_BUF_SIZE);
+}
+
+struct rte_mempool *ss_nic_tso_pool_create(const char *name, unsigned n, int socket)
+{
+	/* A small cache: each object is 64 KiB. */
+	return pool_create(name, n, 8, socket, !rte_eal_has_hugepages(),
+			   (uint16_t)SS_NIC_TSO_ROOM);
+}
+
+uint32_t ss_nic_tso_max(void)
+{
+	uint32_t room = SS_NIC_TSO_ROOM - RTE_PKTMBUF_HEADROOM - 14 - 20 - 60;
+	uint32_t ip = 0xffff - 20 - 60;
+	return room < ip ? room : ip;
 }
 
 struct umem_check {

@@ -3,6 +3,7 @@
 #define SS_SERVICE_NIC_POOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct rte_mempool;
 
@@ -55,6 +56,24 @@ unsigned ss_nic_pool_size(unsigned rx_desc, unsigned tx_desc, bool af_xdp);
  * hugepages one mbuf per 4 KiB page).  NULL and rte_errno on failure.
  */
 struct rte_mempool *ss_nic_pool_create(const char *name, unsigned n, int socket, bool packed);
+
+/* TSO frames per queue: each holds up to SS_NIC_TSO_ROOM bytes, so up to
+ * 45 MSS-sized segments of 1,448 bytes. */
+#define SS_NIC_TSO_FRAMES 127
+#define SS_NIC_TSO_ROOM 65535u /* an mbuf's data room is 16 bits */
+
+/*
+ * A pool of @n mbufs for TSO segments, SS_NIC_TSO_ROOM bytes of data room
+ * each: packed (as above) when the EAL has no hugepages, where an
+ * IOVA-contiguous object must fit one 4 KiB page.  NULL and rte_errno on
+ * failure.
+ */
+struct rte_mempool *ss_nic_tso_pool_create(const char *name, unsigned n, int socket);
+
+/* The most TCP payload of one TSO segment in such a frame: behind the
+ * headroom, Ethernet, IPv4 and the largest TCP header, and within IPv4's
+ * 16-bit total length.  Pure. */
+uint32_t ss_nic_tso_max(void);
 
 /*
  * How many of @mp's mbufs lie outside the UMEM the AF_XDP PMD derives

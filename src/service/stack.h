@@ -57,6 +57,16 @@ struct ss_stack_io {
 	/* SS_TX_CSUM: the port computes checksums, so TCP segments to the
 	 * wire go out marked for it; 0: every checksum in software. */
 	unsigned tx_offload;
+	/* TSO (with SS_TX_CSUM only): the most TCP payload bytes of one
+	 * segment the port cuts into MSS-sized ones; 0: no TSO.  Such a
+	 * segment's frame comes from frame_alloc_tso (room for tso_max
+	 * bytes of payload behind the headers) when it does not fit
+	 * frame_alloc's, and goes with frame_send_tso: @l4_len its TCP
+	 * header's length, @mss the payload of each cut segment; its TCP
+	 * checksum field holds the pseudo-header sum without the length. */
+	uint32_t tso_max;
+	uint8_t *(*frame_alloc_tso)(void *arg, void **handle, size_t *cap);
+	void (*frame_send_tso)(void *arg, void *handle, size_t len, unsigned l4_len, unsigned mss);
 };
 
 #define SC_DIRTY 0x01       /* on the stack's dirty list */

@@ -46,11 +46,34 @@ static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len, u
  * segment of @len bytes after the Ethernet and IPv4 headers of a frame to
  * the NIC or, for our own address, on the loopback queue; the frame's
  * handle waits in s->seg_handle for the segment's seg_send. */
+/* conn_seg_buf() for a TSO segment (more than an MSS of payload, only on
+ * a connection with tso_max): a frame from frame_alloc_tso.  None left:
+ * NULL, counted, and the engine sends the segment's first MSS instead. */
+static __attribute__((noinline)) uint8_t *conn_seg_buf_tso(struct ss_stack *s, size_t len)
+{
+	size_t cap, hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
+	uint8_t *buf = s->io.frame_alloc_tso(s->io.arg, &s->seg_handle, &cap);
+
+	if (!buf) {
+		ss_ctr_inc(s->ctr, SS_CTR_tx_tso_no_frame);
+		return NULL;
+	}
+	if (hdrs + len > cap || len + SS_IPV4_HDR_MIN > 0xffff) {
+		s->io.frame_send(s->io.arg, s->seg_handle, 0, 0);
+		ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_seg_too_big);
+		return NULL;
+	}
+	return buf + hdrs;
+}
+
 static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 {
 	struct ss_stack *s = arg;
 	bool loop = c->remote_ip == s->ip;
 	size_t cap, hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
+
+	if (__builtin_expect(len > SS_TCP_HDR_MAX + (size_t)c->f.mss, 0) && c->tso_max && !loop)
+		return conn_seg_buf_tso(s, len);
 	uint8_t *buf = frame_get(s, loop, &s->seg_handle, &cap);
 
 	if (!buf) {
@@ -69,6 +92,35 @@ static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 	return buf + hdrs;
 }
 
+/* conn_seg_finish() for a TSO segment (with checksum offload only): the
+ * TCP checksum field takes the pseudo-header sum without the length (the
+ * port adds each cut segment's), the IPv4 header the whole length (the
+ * port writes each one's), and the ids of all cut segments are taken. */
+static __attribute__((noinline)) void conn_seg_finish_tso(struct ss_stack *s,
+							  struct ss_tcp_conn *c, uint8_t *l4,
+							  size_t hdr_len, size_t payload_len,
+							  uint8_t ip_ecn)
+{
+	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
+	size_t len = hdr_len + payload_len;
+	unsigned mss = c->f.mss;
+	unsigned nseg = (unsigned)((payload_len + mss - 1) / mss);
+
+	ss_tcp_csum_set_base(l4, 0, c->csum_base, true);
+	ss_ipv4_write(l3, ip_ecn & 3, (uint16_t)(SS_IPV4_HDR_MIN + len), s->ip_id, IP_DF, TTL,
+		      SS_IPPROTO_TCP, c->local_ip, c->remote_ip);
+	s->ip_id = (uint16_t)(s->ip_id + nseg);
+	ss_wr16(l3 + 10, 0);
+	memcpy(buf, sconn_of(c)->peer_mac, SS_ETH_ALEN);
+	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
+	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
+	s->io.frame_send_tso(s->io.arg, s->seg_handle, SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + len,
+			     (unsigned)hdr_len, mss);
+	ss_ctr_inc(s->ctr, SS_CTR_tx_tso_frames);
+	ss_ctr_add(s->ctr, SS_CTR_tx_tcp_segments, nseg);
+	ss_ctr_add(s->ctr, SS_CTR_tx_tcp_payload_bytes, payload_len);
+}
+
 /* A segment written at @l4 (conn_seg_buf()), its checksum field 0: the
  * checksum, or with @ol the pseudo-header sum for the port (never for the
  * loopback queue, which takes checksums as verified anyway), the IPv4 and
@@ -81,6 +133,10 @@ conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t h
 	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
 	size_t len = hdr_len + payload_len;
 
+	if (ol && __builtin_expect(payload_len > c->f.mss, 0) && c->tso_max) {
+		conn_seg_finish_tso(s, c, l4, hdr_len, payload_len, ip_ecn);
+		return;
+	}
 	ss_tcp_csum_set_base(l4, len, c->csum_base, ol);
 	/* IPv4 and Ethernet headers written field by field, the IPv4
 	 * checksum from the values (no struct, no pass over the header). */
@@ -466,6 +522,8 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 	ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
 			       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) ? conn_seg_send_ol
 									: conn_seg_send);
+	if (rip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
+		ss_tcp_conn_set_tso(&sc->tcp, s->io.tso_max);
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
 	stack_conn_set_handle(s, sc, a, slot, ctx);

@@ -332,6 +332,9 @@ struct ss_tcp_conn {
 
 	/* cold */
 	uint32_t irs;
+	uint32_t tso_max;       /* the most payload bytes of one segment the port
+				 * cuts into MSS-sized ones (TSO); 0: none.  Read
+				 * only with more than an MSS to send (bulk) */
 	uint16_t peer_mss;
 	uint8_t error;          /* errno for RESET/ERROR events, else 0 */
 	uint8_t persist_backoff;
@@ -400,6 +403,20 @@ static inline void ss_tcp_conn_set_direct(struct ss_tcp_conn *c, ss_tcp_seg_buf_
 {
 	c->seg_buf = seg_buf;
 	c->seg_send = seg_send;
+}
+
+/*
+ * TCP segmentation offload for @c: new data goes out in segments of up to
+ * @max payload bytes (rounded down to a multiple of the MSS, at least two
+ * MSS to matter), which the port cuts into MSS-sized segments with the
+ * same header but their own sequence numbers, IP ids and checksums, FIN
+ * and PSH on the last.  Retransmissions, probes and a segment that
+ * carries CWR stay one MSS; a paced flow's segment stays within its
+ * budget.  0 (the default): every segment at most one MSS.
+ */
+static inline void ss_tcp_conn_set_tso(struct ss_tcp_conn *c, uint32_t max)
+{
+	c->tso_max = max;
 }
 
 /* Active open: CLOSED -> SYN_SENT, emits SYN with MSS, SACK_PERM, TS,

@@ -405,6 +405,27 @@ static __attribute__((noinline, cold)) void tcp_delack_late(struct ss_tcp_conn *
 	}
 }
 
+/*
+ * The most payload the loop's next new-data segment may carry: one MSS,
+ * or with TSO (ss_tcp_conn_set_tso()) the largest multiple of it within
+ * tso_max and, for a paced flow, within its budget.  One MSS for a
+ * resend (snd_nxt behind snd_max after a timeout) and for the segment
+ * that carries CWR (RFC 3168 §6.1.2: the first new data after the
+ * reduction; a port would repeat it on every cut segment).
+ */
+static inline uint32_t tcp_seg_max(const struct ss_tcp_conn *c)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t max = c->tso_max;
+
+	if (max < 2u * f->mss || ss_seq_lt(f->snd_nxt, f->snd_max) || c->cwr_pending)
+		return f->mss;
+	if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED && max > c->tx_budget)
+		max = c->tx_budget;
+	max -= max % f->mss;
+	return max > f->mss ? max : f->mss;
+}
+
 static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool one)
 {
 	struct ss_tcp_flow *f = &c->f;
@@ -466,7 +487,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 
 			if (c->persist_deadline_us)
 				break; /* zero window: only the persist timer probes */
-			len = tcp_min3(avail, usable, f->mss);
+			len = tcp_min3(avail, usable, avail > f->mss ? tcp_seg_max(c) : f->mss);
 			if (!len) {
 				if (f->cwnd <= f->snd_wnd)
 					c->cc.win_limited++;
@@ -494,8 +515,16 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			break;
 		}
 		bool rexmit = ss_seq_lt(f->snd_nxt, f->snd_max);
+		int rc = tcp_output_seg(c, f->snd_nxt, len, flags, now_us);
 
-		if (tcp_output_seg(c, f->snd_nxt, len, flags, now_us) != 0) {
+		if (rc != 0 && len > f->mss) {
+			/* No frame for a TSO segment: its first MSS, which
+			 * ends neither the burst nor the stream. */
+			len = f->mss;
+			flags = SS_TCP_ACK;
+			rc = tcp_output_seg(c, f->snd_nxt, len, flags, now_us);
+		}
+		if (rc != 0) {
 			failed = true; /* stays queued; the timer retries */
 			break;
 		}

@@ -53,6 +53,13 @@ static const uint8_t sh_peer_mac[6] = { 0x02, 0, 0, 0, 0, 2 };
 static unsigned sh_tx_offload = 0;
 /* Frames sent marked SS_TX_CSUM, all harnesses together. */
 static uint64_t sh_csum_offload_total = 0;
+/* ss_stack_io.tso_max for the next sh_init() (with SS_TX_CSUM): the
+ * "port" cuts TSO segments as a NIC does (sh_frame_send_tso()). */
+static uint32_t sh_tso_max = 0;
+/* TSO segments the "port" was given, and those not built as a port
+ * expects them, all harnesses together. */
+static uint64_t sh_tso_total = 0, sh_tso_bad = 0;
+#define SH_TSO_CAP 65536
 
 struct sh_frame {
 	uint8_t b[SH_FRAME_CAP];
@@ -77,6 +84,7 @@ struct sh {
 
 	/* Frames from the stack, not yet given to the peer. */
 	struct sh_frame *out;
+	uint8_t *tso_buf;   /* the one TSO frame, SH_TSO_CAP bytes (sh_tso_max) */
 	unsigned n_out;
 	uint64_t frames_from_stack, frames_to_stack;
 	uint64_t frames_csum_offload; /* sent marked SS_TX_CSUM */
@@ -131,7 +139,8 @@ static inline void sh_frame_send(void *arg, void *handle, size_t len, unsigned f
 	struct sh *h = arg;
 	struct sh_frame *f = handle;
 	if (len == 0) {
-		h->n_out--; /* only the last one can be given back */
+		if (handle != h->tso_buf)
+			h->n_out--; /* only the last one can be given back */
 		return;
 	}
 	f->len = len;
@@ -140,6 +149,64 @@ static inline void sh_frame_send(void *arg, void *handle, size_t len, unsigned f
 	if (flags & SS_TX_CSUM) {
 		h->frames_csum_offload++;
 		sh_csum_offload_total++;
+	}
+}
+
+static inline uint8_t *sh_frame_alloc_tso(void *arg, void **handle, size_t *cap)
+{
+	struct sh *h = arg;
+	*handle = h->tso_buf;
+	*cap = SH_TSO_CAP;
+	return h->tso_buf;
+}
+
+/*
+ * What a port with TSO does to a TSO segment: cut into segments of @mss
+ * payload bytes, each with the headers, its own sequence number, IPv4
+ * length and id, FIN and PSH on the last only, and both checksums (left
+ * to sh_frame_csum_finish(), as SS_TX_CSUM frames: the TCP field gets
+ * the pseudo-header sum with the cut segment's length).  As the stack
+ * hands it over: IPv4 checksum 0, the TCP field the pseudo-header sum
+ * without the length (rte_ipv4_phdr_cksum() with RTE_MBUF_F_TX_TCP_SEG),
+ * and more than one MSS of payload.
+ */
+static inline void sh_frame_send_tso(void *arg, void *handle, size_t len, unsigned l4_len,
+				     unsigned mss)
+{
+	struct sh *h = arg;
+	uint8_t *b = handle;
+	size_t hl = 34 + l4_len;
+
+	sh_tso_total++;
+	uint16_t phdr0 = (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(SH_SVC_IP, SH_PEER_IP,
+								      SS_IPPROTO_TCP, 0));
+	if (b != h->tso_buf || len <= hl + mss || len > SH_TSO_CAP || ss_rd16(b + 24) != 0 ||
+	    ss_rd16(b + 50) != phdr0 || ss_rd16(b + 16) != len - 14 || l4_len != (b[46] >> 4) * 4u) {
+		sh_tso_bad++;
+		return;
+	}
+	uint32_t seq = ss_rd32(b + 38);
+	uint16_t id = ss_rd16(b + 18);
+	uint8_t flags = b[47];
+	for (size_t off = 0, pay = len - hl; off < pay; off += mss) {
+		size_t n = pay - off < mss ? pay - off : mss;
+		void *fh;
+		size_t cap;
+		uint8_t *f = sh_frame_alloc(h, &fh, &cap);
+		if (!f) {
+			sh_tso_bad++;
+			return;
+		}
+		memcpy(f, b, hl);
+		memcpy(f + hl, b + hl + off, n);
+		ss_wr16(f + 16, (uint16_t)(20 + l4_len + n));
+		ss_wr16(f + 18, id++);
+		ss_wr32(f + 38, seq + (uint32_t)off);
+		if (off + n < pay)
+			f[47] = (uint8_t)(flags & ~(SS_TCP_FIN | SS_TCP_PSH));
+		ss_wr16(f + 50, (uint16_t)~ss_csum_fold(ss_csum_pseudo_ipv4(
+					SH_SVC_IP, SH_PEER_IP, SS_IPPROTO_TCP, (uint16_t)(l4_len + n))));
+		sh_frame_send(h, fh, hl + n, SS_TX_CSUM);
 	}
 }
 
@@ -368,6 +435,7 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 {
 	memset(h, 0, sizeof(*h));
 	h->out = calloc(SH_MAX_FRAMES, sizeof(*h->out));
+	h->tso_buf = calloc(1, SH_TSO_CAP);
 	h->now_us = 1000000;
 	ss_tcp_params_default(&h->params);
 	h->params.ecn = 1; /* both ends negotiate ECN: the marks travel too */
@@ -383,7 +451,8 @@ static inline int sh_init(struct sh *h, const char *attach_line)
 				      .timer_slots = 256, .cmd_budget = 32,
 				      .max_orphan_mem = 1u << 20,
 				      .loop_slots = sh_loop_slots };
-	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send, sh_tx_offload };
+	struct ss_stack_io io = { h, sh_frame_alloc, sh_frame_send, sh_tx_offload,
+				  sh_tso_max, sh_frame_alloc_tso, sh_frame_send_tso };
 	if (ss_stack_init(&h->st, &sl, &h->params, &h->ctr, sh_svc_mac, SH_SVC_IP, 24, 0, &h->arp,
 			  &h->reg, 0, &io) != 0)
 		return -1;
@@ -411,6 +480,7 @@ static inline void sh_fini(struct sh *h)
 		free(h->peer[i].txbuf);
 	}
 	free(h->out);
+	free(h->tso_buf);
 }
 
 /* This process's name as the service reads it at attach (/proc/PID/comm):

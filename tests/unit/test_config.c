@@ -58,6 +58,10 @@ static void test_defaults_and_options(void)
 	CHECK(cfg.tw_reuse); /* the default */
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--tw-reuse", "off"), 0);
 	CHECK(!cfg.tw_reuse);
+	CHECK(cfg.tso); /* the default */
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--tso", "off"), 0);
+	CHECK(!cfg.tso);
+	CHECK(PARSE("--ip", "198.18.0.1/24", "--tso", "maybe") != 0);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-yield", "off"), 0);
 	CHECK(!cfg.idle_yield);
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--idle-adapt", "on"), 0);

@@ -1780,7 +1780,15 @@ int main(void)
 	uint64_t marked = sh_csum_offload_total;
 	sh_tx_offload = SS_TX_CSUM;
 	conn_tests();
-	sh_tx_offload = 0;
 	CHECK(sh_csum_offload_total > marked + 100);
+	/* And with TSO: segments of up to 5 MSS (and a few bytes, which the
+	 * stack rounds down) cut by the "port" (sh_frame_send_tso()). */
+	CHECK_EQ_U64(sh_tso_total, 0);
+	sh_tso_max = 5 * 1448 + 100;
+	conn_tests();
+	sh_tso_max = 0;
+	sh_tx_offload = 0;
+	CHECK(sh_tso_total > 100);
+	CHECK_EQ_U64(sh_tso_bad, 0);
 	return check_done("test_stack");
 }

@@ -26,7 +26,7 @@
  * counted each time it is newly raised (it must be raised exactly once).
  */
 #define H_MAX_SEGS 512
-#define H_SEG_DATA 1500
+#define H_SEG_DATA 8192 /* TSO segments (test_tcp_tso.c) up to 5 MSS */
 #define H_SRC_IP 0x0a000001u
 #define H_DST_IP 0x0a000002u
 
@@ -62,6 +62,7 @@ struct harness {
 	struct h_seg out[H_MAX_SEGS];
 	unsigned nout;
 	int emit_fail;          /* emit returns -1 (seg_buf NULL) while nonzero */
+	size_t seg_buf_max;     /* nonzero: seg_buf (and emit) fail for longer segments */
 	uint8_t seg_buf[SS_TCP_HDR_MAX + H_SEG_DATA]; /* the direct path's segment */
 	size_t seg_len;         /* what the engine asked seg_buf for */
 	uint64_t now;
@@ -123,7 +124,7 @@ static inline int h_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_s
 {
 	struct harness *h = arg;
 
-	if (h->emit_fail)
+	if (h->emit_fail || (h->seg_buf_max && seg->hdr.hdr_len + seg->len > h->seg_buf_max))
 		return -1;
 	if (h->nout >= H_MAX_SEGS || seg->len > H_SEG_DATA) {
 		check_fail_(__FILE__, __LINE__, "harness: too many or too long segments");
@@ -142,7 +143,7 @@ static inline uint8_t *h_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 	struct harness *h = arg;
 
 	(void)c;
-	if (h->emit_fail)
+	if (h->emit_fail || (h->seg_buf_max && len > h->seg_buf_max))
 		return NULL;
 	if (h->nout >= H_MAX_SEGS || len > sizeof(h->seg_buf)) {
 		check_fail_(__FILE__, __LINE__, "harness: too many or too long segments");
@@ -305,7 +306,8 @@ static inline int h_emit_shadow(void *arg, struct ss_tcp_conn *c, const struct s
 {
 	struct h_shadow *sh = arg;
 
-	if (sh->h->emit_fail)
+	if (sh->h->emit_fail ||
+	    (sh->h->seg_buf_max && seg->hdr.hdr_len + seg->len > sh->h->seg_buf_max))
 		return -1;
 	if (sh->nout >= H_MAX_SEGS || seg->len > H_SEG_DATA)
 		return -1;
