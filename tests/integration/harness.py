@@ -174,10 +174,11 @@ class Service:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def service_start(tb, extra_args=None):
-    """A started Service in @tb; the test fails (with the logs) if it does not start."""
+def service_start(tb, extra_args=None, **kw):
+    """A started Service in @tb (@kw: Service's other arguments); the test
+    fails (with the logs) if it does not start."""
     import pytest
-    svc = Service(tb, extra_args=extra_args)
+    svc = Service(tb, extra_args=extra_args, **kw)
     try:
         svc.start()
     except ServiceError as e:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import PYTHON, Service, ServiceError, counters_delta
+from harness import PYTHON, ServiceError, counters_delta, service_start
 from harness import testbed as tbmod
 from test_loopback import Proc, accel, procs, stream_sha256  # noqa: F401
 
@@ -66,14 +66,8 @@ def start_on_tap(tb, tso):
     tap = tb.prefix + "-tap"
     eal = ["--no-huge", "--no-pci", "--no-shconf", "-l", "0", "-m", "256",
            "--vdev=net_tap0,iface=%s" % tap]
-    svc = Service(tb, eal=eal, cidr="%s/24" % SVC_IP, gateway=KERNEL_IP,
-                  extra_args=["--time-wait-ms", "1000", "--tso", tso])
-    try:
-        svc.start()
-    except ServiceError as e:
-        svc.kill()
-        svc.cleanup()
-        pytest.fail(str(e), pytrace=False)
+    svc = service_start(tb, ["--time-wait-ms", "1000", "--tso", tso], eal=eal,
+                        cidr="%s/24" % SVC_IP, gateway=KERNEL_IP)
     tbmod.run(["ip", "-n", tb.svc_ns, "addr", "add", "%s/24" % KERNEL_IP, "dev", tap])
     tbmod.run(["ip", "-n", tb.svc_ns, "link", "set", tap, "up"])
     tb.ns_exec(tb.svc_ns, ["ethtool", "-K", tap, "tx", "off", "tso", "off", "gso", "off"])
