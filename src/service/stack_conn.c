@@ -92,6 +92,25 @@ static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 	return buf + hdrs;
 }
 
+/* The IPv4 header (the next id; with @ol its checksum left 0 for the
+ * port, else computed from the values: no struct, no pass over the header)
+ * and the Ethernet header in front of the TCP segment of @len bytes at @l4. */
+static inline __attribute__((always_inline)) void
+conn_seg_lower_hdrs(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t len,
+		    uint8_t ip_ecn, bool ol)
+{
+	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
+
+	ss_ipv4_write(l3, ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
+		      (uint16_t)(SS_IPV4_HDR_MIN + len), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
+		      c->local_ip, c->remote_ip);
+	if (ol)
+		ss_wr16(l3 + 10, 0); /* the port's (it sums the header with the field 0) */
+	memcpy(buf, sconn_of(c)->peer_mac, SS_ETH_ALEN);
+	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
+	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
+}
+
 /* conn_seg_finish() for a TSO segment (with checksum offload only): the
  * TCP checksum field takes the pseudo-header sum without the length (the
  * port adds each cut segment's), the IPv4 header the whole length (the
@@ -101,19 +120,13 @@ static __attribute__((noinline)) void conn_seg_finish_tso(struct ss_stack *s,
 							  size_t hdr_len, size_t payload_len,
 							  uint8_t ip_ecn)
 {
-	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
 	size_t len = hdr_len + payload_len;
 	unsigned mss = c->f.mss;
 	unsigned nseg = (unsigned)((payload_len + mss - 1) / mss);
 
 	ss_tcp_csum_set_base(l4, 0, c->csum_base, true);
-	ss_ipv4_write(l3, ip_ecn & 3, (uint16_t)(SS_IPV4_HDR_MIN + len), s->ip_id, IP_DF, TTL,
-		      SS_IPPROTO_TCP, c->local_ip, c->remote_ip);
-	s->ip_id = (uint16_t)(s->ip_id + nseg);
-	ss_wr16(l3 + 10, 0);
-	memcpy(buf, sconn_of(c)->peer_mac, SS_ETH_ALEN);
-	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
-	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
+	conn_seg_lower_hdrs(s, c, l4, len, ip_ecn, true);
+	s->ip_id = (uint16_t)(s->ip_id + nseg - 1); /* the port numbers the cut segments */
 	s->io.frame_send_tso(s->io.arg, s->seg_handle, SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + len,
 			     (unsigned)hdr_len, mss);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tso_frames);
@@ -130,7 +143,6 @@ static inline __attribute__((always_inline)) void
 conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t hdr_len,
 		size_t payload_len, uint8_t ip_ecn, bool ol)
 {
-	uint8_t *l3 = l4 - SS_IPV4_HDR_MIN, *buf = l3 - SS_ETH_HDR_LEN;
 	size_t len = hdr_len + payload_len;
 
 	if (ol && __builtin_expect(payload_len > c->f.mss, 0) && c->tso_max) {
@@ -138,16 +150,7 @@ conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t h
 		return;
 	}
 	ss_tcp_csum_set_base(l4, len, c->csum_base, ol);
-	/* IPv4 and Ethernet headers written field by field, the IPv4
-	 * checksum from the values (no struct, no pass over the header). */
-	ss_ipv4_write(l3, ip_ecn & 3, /* DSCP 0; ECT(0) on new data when ECN is on */
-		      (uint16_t)(SS_IPV4_HDR_MIN + len), s->ip_id++, IP_DF, TTL, SS_IPPROTO_TCP,
-		      c->local_ip, c->remote_ip);
-	if (ol)
-		ss_wr16(l3 + 10, 0); /* the port's (it sums the header with the field 0) */
-	memcpy(buf, sconn_of(c)->peer_mac, SS_ETH_ALEN);
-	memcpy(buf + SS_ETH_ALEN, s->mac, SS_ETH_ALEN);
-	ss_wr16(buf + 12, SS_ETHERTYPE_IPV4);
+	conn_seg_lower_hdrs(s, c, l4, len, ip_ecn, ol);
 	frame_put(s, c->remote_ip == s->ip, s->seg_handle, SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + len,
 		  ol ? SS_TX_CSUM : 0);
 	ss_ctr_inc(s->ctr, SS_CTR_tx_tcp_segments);

@@ -224,6 +224,19 @@ def stream_sha256(seed, total):
     return h.hexdigest()
 
 
+def wait_stream(client, server, nbytes, seed):
+    """Waits for a tcp_peer.py send/recv pair: both end without error, each
+    counted @nbytes, and both streams hash to the pattern of @seed.
+    Returns their JSON lines."""
+    rc_c, doc_c = client.wait_json(90)
+    rc_s, doc_s = server.wait_json(30)
+    assert rc_c == 0 and doc_c.get("error") is None, client.describe()
+    assert rc_s == 0 and doc_s.get("error") is None, server.describe()
+    assert doc_c["bytes"] == nbytes and doc_s["bytes"] == nbytes, (doc_c, doc_s)
+    assert doc_s["sha256"] == doc_c["sha256"] == stream_sha256(seed, nbytes), (doc_c, doc_s)
+    return doc_c, doc_s
+
+
 # ---- tests --------------------------------------------------------------
 
 @pytest.mark.parametrize("sender", ["connector", "listener"])
@@ -263,12 +276,7 @@ def test_loopback_posix_send_recv(bed, procs):
     client = accel(procs, svc, [PYTHON, PEER_PY, "send", "--dst",
                                 "%s:%d" % (tb.service_ip, port), "--bytes", nbytes,
                                 "--seed", seed, "--timeout", 60])
-    rc_c, doc_c = client.wait_json(90)
-    rc_s, doc_s = server.wait_json(30)
-    assert rc_c == 0 and doc_c.get("error") is None, client.describe()
-    assert rc_s == 0 and doc_s.get("error") is None, server.describe()
-    assert doc_c["bytes"] == nbytes and doc_s["bytes"] == nbytes, (doc_c, doc_s)
-    assert doc_s["sha256"] == doc_c["sha256"] == stream_sha256(seed, nbytes), (doc_c, doc_s)
+    wait_stream(client, server, nbytes, seed)
     assert_looped(svc, before, nbytes // 1448)
     assert_idle(svc, 5 + TIME_WAIT_MS / 1000)
 

@@ -30,7 +30,7 @@ import pytest
 
 from harness import PYTHON, ServiceError, counters_delta, service_start
 from harness import testbed as tbmod
-from test_loopback import Proc, accel, procs, stream_sha256  # noqa: F401
+from test_loopback import Proc, accel, procs, wait_stream  # noqa: F401
 
 PEER_PY = Path(__file__).resolve().parent / "tcp_peer.py"
 MiB = 1 << 20
@@ -94,12 +94,7 @@ def test_tso_bulk_to_linux(bed, procs, tso):
         client = accel(procs, svc, [PYTHON, PEER_PY, "send", "--dst",
                                     "%s:%d" % (KERNEL_IP, lport), "--bytes", nbytes,
                                     "--seed", seed, "--timeout", 60])
-        rc_c, doc_c = client.wait_json(90)
-        rc_s, doc_s = server.wait_json(30)
-        assert rc_c == 0 and doc_c.get("error") is None, client.describe()
-        assert rc_s == 0 and doc_s.get("error") is None, server.describe()
-        assert doc_c["bytes"] == nbytes and doc_s["bytes"] == nbytes, (doc_c, doc_s)
-        assert doc_s["sha256"] == doc_c["sha256"] == stream_sha256(seed, nbytes), (doc_c, doc_s)
+        _, doc_s = wait_stream(client, server, nbytes, seed)
 
         time.sleep(0.3)
         d = counters_delta(before, svc.stats())
