@@ -42,11 +42,7 @@ static void frame_put(struct ss_stack *s, bool loop, void *handle, size_t len, u
 		stack_loop_commit(s, len);
 }
 
-/* The engine's seg_buf callback (ss_tcp_seg_buf_fn): room for a TCP
- * segment of @len bytes after the Ethernet and IPv4 headers of a frame to
- * the NIC or, for our own address, on the loopback queue; the frame's
- * handle waits in s->seg_handle for the segment's seg_send. */
-/* conn_seg_buf() for a TSO segment (more than an MSS of payload, only on
+/* conn_seg_buf_tsoc() for a TSO segment (more than an MSS of payload, only on
  * a connection with tso_max): a frame from frame_alloc_tso.  None left:
  * NULL, counted, and the engine sends the segment's first MSS instead. */
 static __attribute__((noinline)) uint8_t *conn_seg_buf_tso(struct ss_stack *s, size_t len)
@@ -66,14 +62,15 @@ static __attribute__((noinline)) uint8_t *conn_seg_buf_tso(struct ss_stack *s, s
 	return buf + hdrs;
 }
 
+/* The engine's seg_buf callback (ss_tcp_seg_buf_fn): room for a TCP
+ * segment of @len bytes after the Ethernet and IPv4 headers of a frame to
+ * the NIC or, for our own address, on the loopback queue; the frame's
+ * handle waits in s->seg_handle for the segment's seg_send. */
 static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 {
 	struct ss_stack *s = arg;
 	bool loop = c->remote_ip == s->ip;
 	size_t cap, hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN;
-
-	if (__builtin_expect(len > SS_TCP_HDR_MAX + (size_t)c->f.mss, 0) && c->tso_max && !loop)
-		return conn_seg_buf_tso(s, len);
 	uint8_t *buf = frame_get(s, loop, &s->seg_handle, &cap);
 
 	if (!buf) {
@@ -90,6 +87,18 @@ static uint8_t *conn_seg_buf(void *arg, struct ss_tcp_conn *c, size_t len)
 		return NULL;
 	}
 	return buf + hdrs;
+}
+
+/* The seg_buf callback of a connection with TSO (ss_tcp_conn_set_tso():
+ * a port with TSO and checksum offload, never the loopback queue):
+ * conn_seg_buf(), or a 64 KiB frame for a segment of more than an MSS.
+ * A callback of its own, so that connections without TSO do not test for
+ * it per segment. */
+static uint8_t *conn_seg_buf_tsoc(void *arg, struct ss_tcp_conn *c, size_t len)
+{
+	if (__builtin_expect(len > SS_TCP_HDR_MAX + (size_t)c->f.mss, 0))
+		return conn_seg_buf_tso(arg, len);
+	return conn_seg_buf(arg, c, len);
 }
 
 /* The IPv4 header (the next id; with @ol its checksum left 0 for the
@@ -145,10 +154,6 @@ conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t h
 {
 	size_t len = hdr_len + payload_len;
 
-	if (ol && __builtin_expect(payload_len > c->f.mss, 0) && c->tso_max) {
-		conn_seg_finish_tso(s, c, l4, hdr_len, payload_len, ip_ecn);
-		return;
-	}
 	ss_tcp_csum_set_base(l4, len, c->csum_base, ol);
 	conn_seg_lower_hdrs(s, c, l4, len, ip_ecn, ol);
 	frame_put(s, c->remote_ip == s->ip, s->seg_handle, SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + len,
@@ -159,7 +164,8 @@ conn_seg_finish(struct ss_stack *s, struct ss_tcp_conn *c, uint8_t *l4, size_t h
 }
 
 /* The engine's seg_send callbacks (ss_tcp_seg_send_fn), one per checksum
- * mode: the choice is made once per connection (conn_setup()). */
+ * mode and one for TSO: the choice is made once per connection
+ * (conn_setup()). */
 static void conn_seg_send(void *arg, struct ss_tcp_conn *c, uint8_t *seg, size_t hdr_len,
 			  size_t payload_len, uint8_t ip_ecn)
 {
@@ -172,6 +178,17 @@ static void conn_seg_send_ol(void *arg, struct ss_tcp_conn *c, uint8_t *seg, siz
 	conn_seg_finish(arg, c, seg, hdr_len, payload_len, ip_ecn, true);
 }
 
+/* conn_seg_send_ol() for a connection with TSO: a segment of more than an
+ * MSS (in a frame from conn_seg_buf_tsoc()) goes to the port to be cut. */
+static void conn_seg_send_tso(void *arg, struct ss_tcp_conn *c, uint8_t *seg, size_t hdr_len,
+			      size_t payload_len, uint8_t ip_ecn)
+{
+	if (__builtin_expect(payload_len > c->f.mss, 0))
+		conn_seg_finish_tso(arg, c, seg, hdr_len, payload_len, ip_ecn);
+	else
+		conn_seg_finish(arg, c, seg, hdr_len, payload_len, ip_ecn, true);
+}
+
 /* The engine's emit callback, for the segments it does not write itself
  * (SYN, RST, SACK blocks, and every segment of a connection without the
  * direct callbacks): the header from @seg, the payload straight from the
@@ -180,14 +197,17 @@ static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_o
 {
 	struct ss_stack *s = arg;
 	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
-	uint8_t *l4 = conn_seg_buf(s, c, hdr_len + seg->len);
+	uint8_t *l4 = c->tso_max ? conn_seg_buf_tsoc(s, c, hdr_len + seg->len)
+				 : conn_seg_buf(s, c, hdr_len + seg->len);
 
 	if (!l4)
 		return -1;
 	ss_tcp_hdr_write(l4, &seg->hdr);
 	if (seg->len)
 		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + hdr_len, seg->len);
-	if (c->remote_ip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
+	if (c->tso_max)
+		conn_seg_send_tso(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
+	else if (c->remote_ip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
 		conn_seg_send_ol(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
 	else
 		conn_seg_send(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
@@ -522,11 +542,14 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
 	ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size); /* the scale for the large ring */
-	ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
-			       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) ? conn_seg_send_ol
-									: conn_seg_send);
-	if (rip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
+	if (rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) && s->io.tso_max) {
+		ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf_tsoc, conn_seg_send_tso);
 		ss_tcp_conn_set_tso(&sc->tcp, s->io.tso_max);
+	} else {
+		ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
+				       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM)
+					       ? conn_seg_send_ol : conn_seg_send);
+	}
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
 	stack_conn_set_handle(s, sc, a, slot, ctx);
