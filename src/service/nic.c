@@ -554,7 +554,8 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
 	/* TSO only with both checksum offloads (the port writes each cut
 	 * segment's); off with --tso off. */
-	nic->use_tso = cfg->tso && nic->caps.tso && nic->use_tx_ip_csum;
+	nic->use_tso = cfg->tso && nic->caps.tso && nic->use_tx_ip_csum &&
+		       nic->use_tx_tcp_csum;
 	if (nic->use_tso)
 		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
 

@@ -11,6 +11,9 @@
 #include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 
+#include "wire/eth.h"
+#include "wire/tcp.h"
+
 #define MBUF_CACHE 256
 #define RX_BURST_SLACK 512
 #define SS_AF_XDP_RX_DESC_MAX 32768u
@@ -89,8 +92,9 @@ struct rte_mempool *ss_nic_tso_pool_create(const char *name, unsigned n, int soc
 
 uint32_t ss_nic_tso_max(void)
 {
-	uint32_t room = SS_NIC_TSO_ROOM - RTE_PKTMBUF_HEADROOM - 14 - 20 - 60;
-	uint32_t ip = 0xffff - 20 - 60;
+	uint32_t room = SS_NIC_TSO_ROOM - RTE_PKTMBUF_HEADROOM - SS_ETH_HDR_LEN -
+			SS_IPV4_HDR_MIN - SS_TCP_HDR_MAX;
+	uint32_t ip = 0xffff - SS_IPV4_HDR_MIN - SS_TCP_HDR_MAX; /* IPv4's total length */
 	return room < ip ? room : ip;
 }
 

@@ -189,28 +189,39 @@ static void conn_seg_send_tso(void *arg, struct ss_tcp_conn *c, uint8_t *seg, si
 		conn_seg_finish(arg, c, seg, hdr_len, payload_len, ip_ecn, true);
 }
 
+/* The frame callbacks for a connection to @rip: one per checksum mode,
+ * and with @tso (the port has it) TSO's, which need checksum offload and
+ * are never for our own address. */
+static void conn_frame_fns(const struct ss_stack *s, uint32_t rip, bool tso,
+			   ss_tcp_seg_buf_fn *buf, ss_tcp_seg_send_fn *send)
+{
+	bool ol = rip != s->ip && (s->io.tx_offload & SS_TX_CSUM);
+
+	tso = tso && ol;
+	*buf = tso ? conn_seg_buf_tsoc : conn_seg_buf;
+	*send = tso ? conn_seg_send_tso : ol ? conn_seg_send_ol : conn_seg_send;
+}
+
 /* The engine's emit callback, for the segments it does not write itself
  * (SYN, RST, SACK blocks, and every segment of a connection without the
  * direct callbacks): the header from @seg, the payload straight from the
- * transmit ring, in the frame conn_seg_buf() gives. */
+ * transmit ring, through the frame callbacks of the connection's mode. */
 static int conn_emit(void *arg, struct ss_tcp_conn *c, const struct ss_tcp_seg_out *seg)
 {
 	struct ss_stack *s = arg;
 	size_t hdr_len = SS_TCP_HDR_MIN + ss_tcp_opts_len(&seg->hdr.opts);
-	uint8_t *l4 = c->tso_max ? conn_seg_buf_tsoc(s, c, hdr_len + seg->len)
-				 : conn_seg_buf(s, c, hdr_len + seg->len);
+	ss_tcp_seg_buf_fn buf;
+	ss_tcp_seg_send_fn send;
+
+	conn_frame_fns(s, c->remote_ip, c->tso_max != 0, &buf, &send);
+	uint8_t *l4 = buf(s, c, hdr_len + seg->len);
 
 	if (!l4)
 		return -1;
 	ss_tcp_hdr_write(l4, &seg->hdr);
 	if (seg->len)
 		ss_tcp_ring_copy_out(&c->tx, seg->tx_pos, l4 + hdr_len, seg->len);
-	if (c->tso_max)
-		conn_seg_send_tso(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
-	else if (c->remote_ip != s->ip && (s->io.tx_offload & SS_TX_CSUM))
-		conn_seg_send_ol(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
-	else
-		conn_seg_send(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
+	send(s, c, l4, hdr_len, seg->len, seg->hdr.ip_ecn);
 	return 0;
 }
 
@@ -542,14 +553,12 @@ static void conn_setup(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a
 	ss_tcp_conn_init(&sc->tcp, &s->params, s->ip, lport, rip, rport, iss,
 			 stack_conn_ts_offset(s, iss), rx, tx, conn_emit, s);
 	ss_tcp_conn_rx_room(&sc->tcp, a->rxbuf_size); /* the scale for the large ring */
-	if (rip != s->ip && (s->io.tx_offload & SS_TX_CSUM) && s->io.tso_max) {
-		ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf_tsoc, conn_seg_send_tso);
+	ss_tcp_seg_buf_fn buf;
+	ss_tcp_seg_send_fn send;
+	conn_frame_fns(s, rip, s->io.tso_max != 0, &buf, &send);
+	ss_tcp_conn_set_direct(&sc->tcp, buf, send);
+	if (buf == conn_seg_buf_tsoc)
 		ss_tcp_conn_set_tso(&sc->tcp, s->io.tso_max);
-	} else {
-		ss_tcp_conn_set_direct(&sc->tcp, conn_seg_buf,
-				       rip != s->ip && (s->io.tx_offload & SS_TX_CSUM)
-					       ? conn_seg_send_ol : conn_seg_send);
-	}
 	sc->key = (struct ss_flow_key){ .local_ip = s->ip, .remote_ip = rip,
 					.local_port = lport, .remote_port = rport };
 	stack_conn_set_handle(s, sc, a, slot, ctx);
