@@ -234,6 +234,16 @@ extern const struct ss_cc_ops ss_cc_timely_ops;
 extern const struct ss_cc_ops ss_cc_cubic_ops;
 extern const struct ss_cc_ops ss_cc_newreno_ops;
 
+/*
+ * ss_cc_dctcp_win_adopt - dctcp-win takes over a flow another algorithm
+ * ran until now, whose window is @cwnd bytes (at least 2 @mss are kept):
+ * it goes on from there in congestion avoidance, with the initial alpha
+ * (RFC 8257 §3.3), so the first marks cut as a loss would.  The service's
+ * "auto" choice moves a flow to it once its path marks CE.
+ */
+void ss_cc_dctcp_win_adopt(union ss_cc_state *st, const struct ss_cc_params *p, uint32_t mss,
+			   uint32_t cwnd, struct ss_cc_out *out);
+
 /* The algorithm called @name ("dctcp-rate", ...), or NULL. */
 const struct ss_cc_ops *ss_cc_find(const char *name);
 

@@ -45,6 +45,23 @@ static void dctcp_win_init(union ss_cc_state *u, const struct ss_cc_params *p, u
 	dctcp_win_out(st, 0, out);
 }
 
+void ss_cc_dctcp_win_adopt(union ss_cc_state *u, const struct ss_cc_params *p, uint32_t mss,
+			   uint32_t cwnd, struct ss_cc_out *out)
+{
+	struct ss_cc_dctcp_win *st = &u->dctcp_win;
+
+	st->cwnd = cwnd > 2u * mss ? cwnd : 2u * mss;
+	if (st->cwnd > p->dctcp_win.max_cwnd)
+		st->cwnd = p->dctcp_win.max_cwnd;
+	/* The window came from another algorithm's probing: go on from it in
+	 * congestion avoidance, not in slow start (RFC 5681 §3.1 sets
+	 * ssthresh from what the path showed; here it is the window itself). */
+	st->ssthresh = st->cwnd;
+	st->ca_acc = 0;
+	st->alpha = p->dctcp_win.alpha_init_ppm;
+	dctcp_win_out(st, 0, out);
+}
+
 static void dctcp_win_on_interval(union ss_cc_state *u, const struct ss_cc_params *pp,
 				  const struct ss_cc_sample *s, struct ss_cc_out *out)
 {

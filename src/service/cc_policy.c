@@ -2,6 +2,7 @@
 #include "service/cc_policy.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +22,18 @@ __attribute__((format(printf, 3, 4))) static int policy_fail(char *err, size_t e
 void ss_cc_policy_default(struct ss_cc_policy *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->ops = ss_cc_default();
+	p->ops = &ss_cc_cubic_ops;
+	p->pick_auto = true;
 	ss_cc_params_default(&p->params);
 	/* One controller per remote host, its flows paced as one aggregate:
 	 * fair at 2, 8 and 32 flows where one per flow is not, at the same
 	 * RPC throughput (docs/congestion.md, "Host-shared control"). */
 	p->share = SS_CC_SHARE_HOST;
+}
+
+const char *ss_cc_policy_name(const struct ss_cc_policy *p)
+{
+	return p->pick_auto ? "auto" : p->ops ? p->ops->name : "engine";
 }
 
 const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm)
@@ -43,10 +50,14 @@ static const struct ss_cc_ops *algo_lookup(const char *name, const char *what, c
 	const struct ss_cc_ops *ops = ss_cc_find(name);
 
 	if (!ops) {
-		char names[128] = "";
+		char names[128];
+		/* "auto" is the service's choice, not an algorithm of its own. */
+		bool service = strcmp(what, "cc") == 0;
+
+		snprintf(names, sizeof(names), "%s", service ? "auto" : "");
 		for (unsigned i = 0; ss_cc_at(i); i++)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
-				 i ? ", " : "", ss_cc_at(i)->name);
+				 i || service ? ", " : "", ss_cc_at(i)->name);
 		policy_fail(err, errlen, "%s: unknown algorithm '%s' (one of %s)", what, name, names);
 	}
 	return ops;
@@ -54,11 +65,18 @@ static const struct ss_cc_ops *algo_lookup(const char *name, const char *what, c
 
 int ss_cc_policy_set_algo(struct ss_cc_policy *p, const char *val, char *err, size_t errlen)
 {
-	const struct ss_cc_ops *ops = algo_lookup(val, "cc", err, errlen);
+	const struct ss_cc_ops *ops;
 
+	if (val && strcmp(val, "auto") == 0) {
+		p->ops = &ss_cc_cubic_ops;
+		p->pick_auto = true;
+		return 0;
+	}
+	ops = algo_lookup(val, "cc", err, errlen);
 	if (!ops)
 		return -1;
 	p->ops = ops;
+	p->pick_auto = false;
 	return 0;
 }
 

@@ -9,8 +9,15 @@
 #include "cc/cc.h"
 
 /*
- * The service picks one algorithm for every flow (`cc = ALG`, default
- * dctcp-rate); rules keyed by the application's process name (its comm,
+ * The service picks the algorithm of every flow (`cc = ALG`), by default
+ * "auto": each connection by its path, when its handshake completes.  A
+ * flow starts on cubic (RFC 9438, a loss-based window as Linux's default
+ * is: right on any path, lossy ones included, where DCTCP on rates cuts
+ * at every random loss and collapses); if ECN was negotiated and the path
+ * marks CE, the flow moves to dctcp-win (RFC 8257) at its first marked
+ * interval, from the window it has (a datacenter fabric that marks is
+ * where DCTCP keeps queues short).  Counters: cc_auto_cubic, flows that
+ * started so; cc_auto_dctcp, flows that moved.  Rules keyed by the application's process name (its comm,
  * as /proc/PID/comm shows it when it attaches) override the algorithm
  * (`cc-app = NAME=ALG`) and set a bandwidth cap over all of the
  * application's flows (`app-rate-cap = NAME=MBIT`).  One rule per name;
@@ -31,22 +38,27 @@ enum ss_cc_share { SS_CC_SHARE_HOST, SS_CC_SHARE_FLOW };
 
 struct ss_cc_policy {
 	const struct ss_cc_ops *ops; /* NULL: the TCP engine's own NewReno, no
-				      * control loop (the stack's unit tests) */
+				      * control loop (the stack's unit tests);
+				      * with pick_auto, cubic: where flows start */
+	bool pick_auto;              /* "auto" (the default): per connection, above */
 	struct ss_cc_params params;
 	uint8_t share;               /* enum ss_cc_share (default: flow) */
 	uint32_t n_rules;
 	struct ss_cc_app_rule rules[SS_CC_APP_RULES];
 };
 
-/* dctcp-rate, default parameters, no rules. */
+/* "auto", default parameters, no rules. */
 void ss_cc_policy_default(struct ss_cc_policy *p);
+
+/* The service's choice by name: "auto" or the algorithm's. */
+const char *ss_cc_policy_name(const struct ss_cc_policy *p);
 
 /* The rule for process name @comm, or NULL. */
 const struct ss_cc_app_rule *ss_cc_policy_rule(const struct ss_cc_policy *p, const char *comm);
 
 /*
  * Configuration values.  Each returns 0, or -1 with a message in @err:
- *   ss_cc_policy_set_algo  "ALG" (a name ss_cc_find() knows)
+ *   ss_cc_policy_set_algo  "auto", or "ALG" (a name ss_cc_find() knows)
  *   ss_cc_policy_add_algo  "NAME=ALG"
  *   ss_cc_policy_add_cap   "NAME=MBIT" (Mbit/s, decimals allowed, 0.1 .. 100000)
  */

@@ -155,6 +155,8 @@
 	X(cc_host_slack_runs)                                                     \
 	X(cc_host_slack_ends)                                                     \
 	X(cc_interval_floored)                                                    \
+	X(cc_auto_cubic)                                                          \
+	X(cc_auto_dctcp)                                                          \
 	X(cc_share_collisions)                                                   \
 	X(cc_host_waits)                                                         \
 	X(cc_host_pace_capped)                                                   \

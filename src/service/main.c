@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 		SS_ERR("congestion control: %s", strerror(-rc));
 		goto out_fps;
 	}
-	SS_INFO("congestion control: %s (%u application rule%s)", cfg.cc.ops->name,
+	SS_INFO("congestion control: %s (%u application rule%s)", ss_cc_policy_name(&cfg.cc),
 		cfg.cc.n_rules, cfg.cc.n_rules == 1 ? "" : "s");
 	if (cfg.cc_trace[0]) {
 		if (!(cc_trace = fopen(cfg.cc_trace, "we"))) {

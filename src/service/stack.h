@@ -91,6 +91,8 @@ struct ss_sconn_cc {
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
 	bool shared;                  /* paced at its host's share (cc-share host) */
+	bool auto_ecn;                /* "auto" started it on cubic with ECN
+				       * negotiated: dctcp-win once it sees marks */
 	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */
 	struct ss_timer timer;        /* on the stack's cc_wheel while active and
 				       * not shared (a member's is its host's) */

@@ -148,7 +148,8 @@ static void cc_app_policy(struct ss_stack *s, struct ss_app *a)
 	if (r->cap_bps)
 		a->cap = &s->caps[r - s->ccp->rules];
 	SS_INFO("app %u (%s): congestion control %s, cap %.1f Mbit/s", a->id, a->comm,
-		(a->cc_ops ? a->cc_ops : s->ccp->ops)->name, (double)r->cap_bps * 8 / 1e6);
+		a->cc_ops ? a->cc_ops->name : ss_cc_policy_name(s->ccp),
+		(double)r->cap_bps * 8 / 1e6);
 }
 
 static void cc_update_paced(struct ss_sconn *sc)
@@ -273,12 +274,20 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	const struct ss_cc_ops *ops = s->ccp->ops;
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_cc_out out;
+	bool pick = s->ccp->pick_auto;
 
 	if (sc->app) {
 		cc_app_policy(s, sc->app);
-		if (sc->app->cc_ops)
+		if (sc->app->cc_ops) {
 			ops = sc->app->cc_ops;
+			pick = false;
+		}
 	}
+	/* "auto" (cc_policy.h): cubic, and dctcp-win later where ECN was
+	 * negotiated and the path turns out to mark. */
+	sc->cc.auto_ecn = pick && c->ecn_ok;
+	if (pick)
+		ss_ctr_inc(s->ctr, SS_CTR_cc_auto_cubic);
 	ss_pacer_flow_init(&sc->cc.pf, 0, cc_now_ns(s));
 	ss_timer_init(&sc->cc.timer);
 	sc->cc.ops = ops;
@@ -893,6 +902,20 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 	ss_timer_arm(&s->cc_host_wheel, &p->timer, s->now_us + cc_host_next_iv(s, p, mss));
 }
 
+/* "auto": @sc's path marks CE (ECN was negotiated): from this interval on
+ * dctcp-win runs it, from the window cubic had reached; this interval's
+ * marks are its first (cc_policy.h). */
+static __attribute__((noinline, cold)) void cc_auto_to_dctcp(struct ss_stack *s,
+							     struct ss_sconn *sc)
+{
+	struct ss_cc_out out;
+
+	sc->cc.auto_ecn = false;
+	sc->cc.ops = &ss_cc_dctcp_win_ops;
+	ss_cc_dctcp_win_adopt(&sc->cc.st, &s->ccp->params, sc->tcp.f.mss, sc->tcp.f.cwnd, &out);
+	ss_ctr_inc(s->ctr, SS_CTR_cc_auto_dctcp);
+}
+
 /* One control interval of @sc, a flow on its own (not a host's member), has ended. */
 static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 {
@@ -905,6 +928,8 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		return;
 	cc_sample(s, sc, &smp);
 	idle = cc_flow_idle(sc);
+	if (__builtin_expect(sc->cc.auto_ecn && smp.ecn_bytes, 0))
+		cc_auto_to_dctcp(s, sc);
 	if (!(s->ccp->share == SS_CC_SHARE_HOST && sc->cc.ops == &ss_cc_dctcp_rate_ops &&
 	      cc_host_interval(s, sc, &smp, &out)))
 		sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);

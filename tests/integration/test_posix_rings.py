@@ -3,12 +3,13 @@
 An unmodified program (python) talks to a Linux server in peer1.  Bulk: it
 sends 4 MiB of random bytes, shuts down its side, and reads back what the
 server echoes after it has read everything; the SHA-256 of both must be
-equal.  Such a connection starts on 4 KiB rings and moves to the large
-ones once each way: the service's counters `app_rx_grown` and
-`app_tx_grown` go up by exactly one each.  With SLIPSTREAM_SMALL_RINGS=0
-every connection has the large rings from the start and neither moves.
-Request/response: 300 requests of 100 bytes, each answered before the
-next, keep to the small rings (no move either way).
+equal.  By default (and with SLIPSTREAM_SMALL_RINGS=0) every connection
+has its full rings from the start and neither moves.  With
+SLIPSTREAM_SMALL_RINGS=1 such a connection starts on 4 KiB rings and moves
+to the large ones once each way: the service's counters `app_rx_grown`
+and `app_tx_grown` go up by exactly one each.  Request/response: 300
+requests of 100 bytes, each answered before the next, keep to the small
+rings (no move either way).
 """
 
 import json
@@ -118,7 +119,8 @@ def _run(tb, svc, mode, small_env):
         server.wait()
 
 
-@pytest.mark.parametrize("small_env,moves", [(None, 1), ("0", 0)], ids=["default", "fixed"])
+@pytest.mark.parametrize("small_env,moves", [(None, 0), ("0", 0), ("1", 1)],
+                         ids=["default", "fixed", "small"])
 def test_bulk_both_ways(bed, small_env, moves):
     tb, svc = bed
     doc, delta = _run(tb, svc, "bulk", small_env)
@@ -131,7 +133,7 @@ def test_bulk_both_ways(bed, small_env, moves):
 
 def test_rpc_stays_small(bed):
     tb, svc = bed
-    doc, delta = _run(tb, svc, "rpc", None)
+    doc, delta = _run(tb, svc, "rpc", "1")
     assert doc["bad"] == 0, doc
     assert delta.get("app_rx_grown", 0) == 0, delta
     assert delta.get("app_tx_grown", 0) == 0, delta

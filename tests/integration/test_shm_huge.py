@@ -21,7 +21,8 @@ from harness import BUILD
 KNOB = "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
 PORT = 7300
 CONNS = 600
-SLOT = 128 * 1024  # the default rings: 64 KiB each way
+SLOT = 512 * 1024  # the POSIX layer's default rings: 256 KiB each way
+AHEAD = (32 << 20) // SLOT  # slots populated at attach (populate.h: 32 MiB)
 
 
 def knob_mode():
@@ -85,15 +86,15 @@ def test_regions_huge_and_populated_ahead(shmem_thp, prefix_new_fn):
         srv = echo_run(bed)
         st = bed.svc.query("stats")
         info, ctr = st["service"], st["counters"]
-        # The first kick mark is slot 128 (32 MiB of rings populated at
-        # attach); the plan made then reaches at least 129 + 256 slots.
-        # How many marks follow depends on how far the connections had got
-        # when the slow path planned.
+        # The first kick mark is slot AHEAD / 2 (AHEAD slots, 32 MiB of
+        # rings, populated at attach); the plan made then reaches at least
+        # AHEAD / 2 + 1 + AHEAD slots.  How many marks follow depends on how
+        # far the connections had got when the slow path planned.
         assert ctr["app_populate_kicks"] >= 1, ctr["app_populate_kicks"]
         # Slots handed out before the slow path got to their rings (a
-        # burst outrunning it): at most every slot past the first 256.
-        assert 0 <= ctr["app_slot_unpopulated"] <= CONNS - 256, ctr["app_slot_unpopulated"]
-        assert info["shm_populated_bytes"] >= (129 + 256) * SLOT, info
+        # burst outrunning it): at most every slot past the first AHEAD.
+        assert 0 <= ctr["app_slot_unpopulated"] <= CONNS - AHEAD, ctr["app_slot_unpopulated"]
+        assert info["shm_populated_bytes"] >= (AHEAD // 2 + 1 + AHEAD) * SLOT, info
         assert info["shm_populate_errors"] == 0, info
         assert pmd_mapped_kb(bed.svc.pid) >= 2048 * 16, pmd_mapped_kb(bed.svc.pid)
         bed.stop(srv)

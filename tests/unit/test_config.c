@@ -141,7 +141,7 @@ static void test_errors(void)
 		{ "--busy-yield", "1000001", "busy-yield: expected 0..1000000, got '1000001'" },
 		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
 		{ "--bogus", "1", "unknown option 'bogus'" },
-		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
+		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of auto, dctcp-rate, dctcp-win, timely, cubic, newreno)" },
 		{ "--cc-app", "redis-server", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'redis-server'" },
 		{ "--cc-app", "=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got '=cubic'" },
 		{ "--cc-app", "a-very-long-process-name=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'a-very-long-process-name=cubic'" },
@@ -194,7 +194,8 @@ static void test_errors(void)
 static void test_cc_options(void)
 {
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24"), 0);
-	CHECK(cfg.cc.ops == ss_cc_find("dctcp-rate"));
+	CHECK(cfg.cc.pick_auto && cfg.cc.ops == &ss_cc_cubic_ops);
+	CHECK_STR(ss_cc_policy_name(&cfg.cc), "auto");
 	CHECK_EQ_U64(cfg.cc.n_rules, 0);
 	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 2);
 	CHECK_EQ_U64(cfg.cc.share, SS_CC_SHARE_HOST);
@@ -208,7 +209,8 @@ static void test_cc_options(void)
 	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc", "cubic", "--cc-app", "redis-server=dctcp-win",
 			   "--app-rate-cap", "iperf3=50", "--app-rate-cap", "redis-server=2.5",
 			   "--cc-app", "iperf3=timely", "--cc-interval-rtts", "3"), 0);
-	CHECK(cfg.cc.ops == &ss_cc_cubic_ops);
+	CHECK(cfg.cc.ops == &ss_cc_cubic_ops && !cfg.cc.pick_auto);
+	CHECK_STR(ss_cc_policy_name(&cfg.cc), "cubic");
 	CHECK_EQ_U64(cfg.cc.params.interval_rtts, 3);
 	CHECK_EQ_U64(cfg.cc.n_rules, 2);
 	const struct ss_cc_app_rule *r = ss_cc_policy_rule(&cfg.cc, "redis-server");

@@ -120,6 +120,17 @@ static struct ss_sconn *sconn(struct sh *h, const struct flow *f)
 	return h->app->slot_conn[f->slot];
 }
 
+/* The service's defaults with dctcp-rate for every flow: the control
+ * loop, the host-shared controller and the pacer that most tests here
+ * exercise ("auto", the default, starts flows on cubic). */
+static void policy_dctcp_rate(struct ss_cc_policy *pol)
+{
+	char err[160];
+
+	ss_cc_policy_default(pol);
+	CHECK(ss_cc_policy_set_algo(pol, "dctcp-rate", err, sizeof(err)) == 0);
+}
+
 /* The control loop runs only for active flows: a sending flow gets
  * intervals and rate updates; once it has sent everything and all is
  * acknowledged it leaves the wheel (cc_idle), and comes back when it
@@ -135,7 +146,7 @@ static void test_loop_follows_active_flows(void)
 	FILE *tf = open_memstream(&trace, &trace_len);
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	ss_stack_set_cc(&h.st, &pol);
 	ss_stack_set_cc_trace(&h.st, tf);
 	open_flows(&h, fl, 2);
@@ -224,7 +235,7 @@ static void test_app_cap(const struct ss_cc_ops *algo, enum ss_cc_share share)
 	char err[128], rule[64];
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	pol.ops = algo;
 	pol.share = share;
 	snprintf(rule, sizeof(rule), "%s=8", self_comm);
@@ -262,7 +273,7 @@ static void test_app_algorithm(void)
 	char err[128], rule[64];
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	snprintf(rule, sizeof(rule), "%s=newreno", self_comm);
 	CHECK(ss_cc_policy_add_algo(&pol, rule, err, sizeof(err)) == 0);
 	ss_stack_set_cc(&h.st, &pol);
@@ -298,7 +309,7 @@ static void test_ecn_feedback(void)
 	struct flow fl[1];
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 1);
 	CHECK_EQ_U64(fl[0].peer->c.ecn_ok, 1);
@@ -315,6 +326,62 @@ static void test_ecn_feedback(void)
 	sh_fini(&h);
 }
 
+/*
+ * "auto", the default: a flow starts on cubic (window mode, not paced,
+ * the RFC 3168 echo); with ECN negotiated it moves to dctcp-win at the
+ * first interval whose ACKs carry marks, once, from the window cubic
+ * had; without ECN it stays on cubic whatever happens.  Data exact.
+ */
+static void test_auto_pick(bool ecn)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[1];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.params.ecn = ecn;
+	ss_cc_policy_default(&pol);
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	struct ss_sconn *sc = sconn(&h, &fl[0]);
+	CHECK_EQ_U64(sc->tcp.ecn_ok, ecn);
+	CHECK(sc->cc.ops == &ss_cc_cubic_ops);
+	CHECK_EQ_U64(sc->cc.auto_ecn, ecn);
+	CHECK_EQ_U64(sc->tcp.cc_mode, SS_TCP_CC_WINDOW);
+	CHECK_EQ_U64(sc->tcp.ecn_dctcp, 0);
+	CHECK_EQ_U64(sc->tcp.tx_budget, SS_TCP_BUDGET_UNLIMITED); /* not paced */
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_cubic), 1);
+	/* No marks: cubic all along. */
+	run(&h, fl, 1, 100000, 300000);
+	CHECK_EQ_U64(fl[0].got, 300000);
+	CHECK(!fl[0].bad);
+	CHECK(sc->cc.ops == &ss_cc_cubic_ops);
+	CHECK(ctr(&h, SS_CTR_cc_window_updates) > 0);
+	uint32_t cwnd = sc->tcp.f.cwnd;
+	/* Marks on every data segment (they reach the peer only with ECN). */
+	h.lose = mark_ce;
+	run(&h, fl, 1, 300000, 350000);
+	CHECK_EQ_U64(fl[0].got, 350000);
+	CHECK(!fl[0].bad);
+	if (ecn) {
+		CHECK(sc->cc.ops == &ss_cc_dctcp_win_ops);
+		CHECK_EQ_U64(sc->cc.auto_ecn, 0);
+		CHECK_EQ_U64(sc->tcp.cc_mode, SS_TCP_CC_WINDOW);
+		CHECK_EQ_U64(sc->tcp.ecn_dctcp, 1);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_dctcp), 1);
+		/* Every byte marked: DCTCP's alpha nears 1 and the window
+		 * halves each interval, down from cubic's. */
+		CHECK(sc->tcp.f.cwnd < cwnd);
+		CHECK(ctr(&h, SS_CTR_cc_reductions) > 0);
+	} else {
+		CHECK_EQ_U64(fl[0].peer->c.st.ce_segs, 0);
+		CHECK(sc->cc.ops == &ss_cc_cubic_ops);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_dctcp), 0);
+	}
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_cubic), 1);
+	sh_fini(&h);
+}
+
 /* The control interval is one per path: two flows to one host whose own
  * srtt differ 9x (a receiver that reads one of them late) still get the
  * same interval, 2 RTTs of the host's path estimate, so neither gains
@@ -327,7 +394,7 @@ static void test_interval_per_path(void)
 	uint32_t armed[2] = { 0, 0 };
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	pol.share = SS_CC_SHARE_FLOW; /* flows' own timers (a host's members have its) */
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
@@ -364,7 +431,7 @@ static void test_interval_holds_segments(void)
 	unsigned checked = 0;
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	pol.share = SS_CC_SHARE_FLOW; /* flows' own timers (a host's members have its) */
 	pol.params.dctcp_rate.init_rate = 250000;
 	pol.params.dctcp_rate.max_rate = 250000;
@@ -402,7 +469,7 @@ static void test_host_share(void)
 	unsigned equal = 0;
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	CHECK_EQ_U64(pol.share, SS_CC_SHARE_HOST); /* the default */
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
@@ -475,7 +542,7 @@ static void test_host_share(void)
 
 	/* cc-share flow: no host controller. */
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	pol.share = SS_CC_SHARE_FLOW;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 2);
@@ -521,7 +588,7 @@ static void test_host_slack(void)
 	struct flow fl[3];
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 3);
 	struct ss_sconn *sc0 = sconn(&h, &fl[0]);
@@ -618,7 +685,7 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 	unsigned checked = 0;
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol);
+	policy_dctcp_rate(&pol);
 	pol.share = share;
 	ss_stack_set_cc(&h.st, &pol);
 	CHECK_EQ_U64(h.st.cc_flow_us, 2);
@@ -692,7 +759,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 	struct ss_cc_policy pol;
 
 	CHECK(sh_init(&h, ATTACH) == 0);
-	ss_cc_policy_default(&pol); /* dctcp-rate, paced */
+	policy_dctcp_rate(&pol); /* paced */
 	pol.share = share;
 	ss_stack_set_cc(&h.st, &pol);
 	open_flows(&h, fl, 1);
@@ -785,6 +852,8 @@ int main(void)
 	test_app_cap(&ss_cc_cubic_ops, SS_CC_SHARE_HOST);
 	test_app_algorithm();
 	test_ecn_feedback();
+	test_auto_pick(true);
+	test_auto_pick(false);
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();

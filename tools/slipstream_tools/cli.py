@@ -214,7 +214,7 @@ def parser_build():
                    help="connection slots to ask for (default 4096)")
     p.add_argument("--buf", type=_pow2, metavar="BYTES",
                    help="receive and transmit ring per connection, power of two "
-                   "(default 65536)")
+                   "(default 262144)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="CMD",
                    help="the command and its arguments, after --")
     p.set_defaults(func=cmd_run)

@@ -282,11 +282,16 @@ static struct ss_app *attach_n(unsigned n, char *why, size_t why_len)
 	memset(&o, 0, sizeof(o));
 	o.contexts = n;
 	o.conns = env_u32("SLIPSTREAM_CONNS", 4096);
-	o.rxbuf = o.txbuf = env_u32("SLIPSTREAM_BUF", 65536);
-	/* "0": the large rings from the start (shm/abi.h "Small rings that
-	 * grow"); anything else, or unset, the default. */
+	o.rxbuf = o.txbuf = env_u32("SLIPSTREAM_BUF", SSP_DEFAULT_BUF);
+	/* Unset or "0": every connection on its full rings from the start;
+	 * "1": 4 KiB rings that grow (shm/abi.h "Small rings that grow").
+	 * A program's first read or write must not be held to 4 KiB: a
+	 * receive ring that starts small offers a 4 KiB window, where Linux
+	 * offers 64 KiB, and a blocking write of more than 4 KiB waits a
+	 * round trip for its ACK.  Small rings are for programs with many
+	 * thousands of connections of small messages, which ask for them. */
 	const char *small = getenv("SLIPSTREAM_SMALL_RINGS");
-	o.fixed_rings = small && strcmp(small, "0") == 0;
+	o.fixed_rings = !(small && strcmp(small, "1") == 0);
 	o.errbuf = why;
 	o.errbuf_len = why_len;
 	return ss_app_attach(&o);

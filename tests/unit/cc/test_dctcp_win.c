@@ -124,6 +124,36 @@ static void test_max_cwnd(void)
 	ss_cc_params_default(&prm);
 }
 
+/* Adopting a flow another algorithm ran: its window, in congestion
+ * avoidance (ssthresh = cwnd), alpha 1; the first fully marked interval
+ * then halves it, as a loss would; at least 2 MSS, at most max_cwnd. */
+static void test_adopt(void)
+{
+	union ss_cc_state st;
+	struct ss_cc_out out;
+
+	ss_cc_dctcp_win_adopt(&st, &prm, 1000, 50000, &out);
+	CHECK_EQ_U64(out.cwnd, 50000);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_WINDOW); /* not slow start */
+	CHECK_EQ_U64(st.dctcp_win.ssthresh, 50000);
+	CHECK_EQ_U64(st.dctcp_win.alpha, 1000000);
+	step(&st, &out, 10000, 0); /* unmarked: + 1 MSS per window acked */
+	CHECK_EQ_U64(out.cwnd, 50000);
+	CHECK_EQ_U64(st.dctcp_win.ca_acc, 10000);
+	CHECK_EQ_U64(st.dctcp_win.alpha, 937500);
+
+	ss_cc_dctcp_win_adopt(&st, &prm, 1000, 50000, &out);
+	step(&st, &out, 20000, 20000); /* alpha stays 1: cut by half */
+	CHECK_EQ_U64(st.dctcp_win.alpha, 1000000);
+	CHECK_EQ_U64(out.cwnd, 25000);
+	CHECK_EQ_U64(out.flags, SS_CC_OUT_WINDOW | SS_CC_OUT_REDUCED);
+
+	ss_cc_dctcp_win_adopt(&st, &prm, 1000, 100, &out);
+	CHECK_EQ_U64(out.cwnd, 2000);
+	ss_cc_dctcp_win_adopt(&st, &prm, 1000, UINT32_MAX, &out);
+	CHECK_EQ_U64(out.cwnd, prm.dctcp_win.max_cwnd);
+}
+
 int main(void)
 {
 	ops = ss_cc_find("dctcp-win");
@@ -132,5 +162,6 @@ int main(void)
 	test_ecn_floor();
 	test_cut_tracks_fraction();
 	test_max_cwnd();
+	test_adopt();
 	return check_done("test_dctcp_win");
 }
