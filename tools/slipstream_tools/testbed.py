@@ -1004,6 +1004,63 @@ class Testbed:
                 run(["tc", "-n", ns, "qdisc", "add", "dev", port, "parent", REORDER_CLASS,
                      "handle", "20:", "pfifo", "limit", str(REORDER_QUEUE)])
 
+    def impair_live(self, to_service=0, to_peers=0, reorder=0, duplicate=0):
+        """Switch beds: replace the impairments set by earlier calls (not
+        those of __init__) at once, without rebuilding.  Percent, 0.1
+        granularity, of IPv4 packets: dropped toward the service (frames
+        the bridge forwards out of port 0) and toward the peers (frames
+        it forwards in from port 0); held back in the slow HTB class as
+        `reorder` does (both ways; the classes are added at the first
+        call that asks); sent twice (a copy goes straight out of the
+        opposite port from the netdev ingress hook of ports 0 and 1, so
+        duplicates travel between the service and peer 1).  All zero
+        removes them.  The tables live in the switch namespace (gone with
+        the bed)."""
+        if not self.switch:
+            raise TestbedError("impair_live needs a switch bed")
+        p, ns = self.prefix, self.sw_ns
+        pm = lambda what, pct: _permille(what, pct) if pct else 0  # noqa: E731
+        lt, lp = pm("loss", to_service), pm("loss", to_peers)
+        ro, du = pm("reorder", reorder), pm("duplicate", duplicate)
+        br, nd = p + "_live", p + "_livedup"
+        for family, name in (("bridge", br), ("netdev", nd)):
+            run(ns_cmd(ns, ["nft", "delete", "table", family, name]), check=False)
+        s0, s1 = sw_port_name(p, 0), sw_port_name(p, 1)
+        rules = []
+        if lt:
+            rules.append('oifname "%s" meta protocol ip numgen random mod 1000 < %d drop'
+                         % (s0, lt))
+        if lp:
+            rules.append('iifname "%s" meta protocol ip numgen random mod 1000 < %d drop'
+                         % (s0, lp))
+        if ro:
+            if not getattr(self, "_live_htb", False):
+                for i in range(0, self.npeers + 1):
+                    port = sw_port_name(p, i)
+                    run(["tc", "-n", ns, "qdisc", "replace", "dev", port, "root", "handle",
+                         "1:", "htb", "default", "0"])
+                    run(["tc", "-n", ns, "class", "add", "dev", port, "parent", "1:",
+                         "classid", REORDER_CLASS, "htb", "rate", REORDER_RATE,
+                         "ceil", REORDER_RATE, "burst", str(2 * MTU_FRAME),
+                         "cburst", str(2 * MTU_FRAME), "quantum", str(MTU_FRAME)])
+                    run(["tc", "-n", ns, "qdisc", "add", "dev", port, "parent",
+                         REORDER_CLASS, "handle", "20:", "pfifo", "limit",
+                         str(REORDER_QUEUE)])
+                self._live_htb = True
+            rules.append("meta protocol ip numgen random mod 1000 < %d meta priority set %s"
+                         % (ro, REORDER_CLASS))
+        if rules:
+            run(ns_cmd(ns, ["nft", "-f", "-"]), input=(
+                "table bridge %s {\n chain forward {\n"
+                "  type filter hook forward priority -1; policy accept;\n%s\n }\n}\n"
+                % (br, "\n".join(rules))))
+        if du:
+            chains = "".join(
+                ' chain in%d {\n  type filter hook ingress device "%s" priority 0; '
+                'policy accept;\n  meta protocol ip numgen random mod 1000 < %d dup to "%s"\n'
+                ' }\n' % (i, a, du, b) for i, (a, b) in enumerate(((s0, s1), (s1, s0))))
+            run(ns_cmd(ns, ["nft", "-f", "-"]), input="table netdev %s {\n%s}\n" % (nd, chains))
+
     def _bpf_marker(self, ns, dev):
         """ecn_marker "bpf": compile the queue-model marker for this rate and
         threshold and attach it to dev's clsact egress hook in ns."""
