@@ -472,7 +472,8 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
  * full segments is acknowledged by the next segment that goes (the
  * reply), or alone once the hold has passed: delack_us, or a longer step
  * (ss_tcp_delack_step_us()) for a connection whose replies come later
- * than that.  When a reply goes out after the ACK left alone with no data
+ * than that.  Never while data is held out of order: in-order data then
+ * fills (part of) a gap and is acknowledged at once (RFC 5681 §4.2).  When a reply goes out after the ACK left alone with no data
  * arriving in between (SS_TCP_ACKP_LATE), and within delack_max_us of the
  * data it answers, the connection moves up to the shortest step of at
  * least one and a half times that delay (a server that answers in tens of
