@@ -125,6 +125,7 @@
 	X(drop_tcp_old_ack)                                                      \
 	X(drop_tcp_future_ack)                                                   \
 	X(drop_tcp_ooo_outside)                                                  \
+	X(tcp_ooo_evicted)                                                       \
 	X(drop_tcp_rst_ignored)                                                  \
 	X(drop_app_event_ring_full)                                              \
 	X(tcp_lost_rexmits)                                                      \

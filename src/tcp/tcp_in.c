@@ -15,7 +15,9 @@ static __attribute__((noinline, cold)) void tcp_delack_unlate(struct ss_tcp_conn
 
 /* Copy in-order payload (seq == rcv_nxt, fits the ring) and absorb the
  * out-of-order intervals the copy reaches (kept in the ring beyond
- * rx_tail, tcp_ooo.c).  Returns bytes made readable. */
+ * rx_tail, tcp_ooo.c); with data out of order it filled (part of) a gap,
+ * which is acknowledged at once (tcp_ooo_fill()).  Returns bytes made
+ * readable. */
 static inline __attribute__((always_inline)) uint32_t
 rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 {
@@ -31,8 +33,8 @@ rx_in_order(struct ss_tcp_conn *c, const uint8_t *data, uint32_t len)
 	ss_tcp_ring_copy_in(&c->rx, f->rx_tail, data, len);
 	f->rx_tail += len;
 	f->rcv_nxt += len;
-	if (f->ooo_len && (int32_t)(f->rx_tail - f->ooo_start) >= 0)
-		len += tcp_ooo_absorb(c); /* the hole is filled: out of line */
+	if (f->ooo_len)
+		len += tcp_ooo_fill(c); /* a gap (partly) filled: out of line */
 	c->rx_new += len;
 	c->events |= SS_TCP_EV_RX;
 	/* ss_tcp_output() decides: ACK now, or hold it for the reply (data

@@ -96,8 +96,9 @@ uint8_t tcp_ecn_output(const struct ss_tcp_conn *c, uint32_t seq, uint32_t len, 
 /* tcp_ooo.c */
 void tcp_rx_ooo(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *data, uint32_t len);
 uint32_t tcp_ooo_absorb(struct ss_tcp_conn *c);
+uint32_t tcp_ooo_fill(struct ss_tcp_conn *c);
 void tcp_ooo_clear(struct ss_tcp_conn *c);
-void tcp_ooo_sack_blocks(const struct ss_tcp_conn *c, struct ss_tcp_opts *o);
+void tcp_ooo_sack_blocks(struct ss_tcp_conn *c, struct ss_tcp_opts *o);
 
 /* tcp_slow.c */
 void tcp_input_slow(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);

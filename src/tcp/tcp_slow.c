@@ -113,9 +113,12 @@ static void tcp_input_text(struct ss_tcp_conn *c, uint32_t seq, const uint8_t *d
 			tcp_input_fin(c, now_us);
 		return;
 	}
-	/* Out of order: keep it if we can, and send a duplicate ACK now so the
-	 * sender's fast retransmit (RFC 5681 §4.2) can work.  An out-of-order
-	 * FIN is forgotten; the peer resends it. */
+	/* Out of order: keep it if we can, and send a duplicate ACK now, with
+	 * SACK blocks, so the sender's fast retransmit and loss recovery can
+	 * work (RFC 5681 §4.2: "an immediate duplicate ACK ... when an
+	 * out-of-order segment arrives"; a delayed ACK owed for earlier
+	 * in-order data goes with it).  An out-of-order FIN is forgotten; the
+	 * peer resends it. */
 	tcp_rx_ooo(c, seq, data, len);
 	tcp_send_ack(c, now_us);
 }

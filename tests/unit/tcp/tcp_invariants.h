@@ -68,6 +68,22 @@ static inline const char *tcp_invariant_violation(const struct ss_tcp_conn *c)
 		    (int32_t)(c->ooo[i + 1].start - (c->ooo[i].start + c->ooo[i].len)) <= 0)
 			return "ooo intervals overlap or touch";
 	}
+	/* The SACK history: one remembered position per interval, each in
+	 * an interval held. */
+	if (c->ooo_hist_n > SS_TCP_MAX_SACK_BLOCKS)
+		return "too many remembered SACK blocks";
+	for (unsigned h = 0; h < c->ooo_hist_n; h++) {
+		int in = -1;
+
+		for (unsigned i = 0; i < c->ooo_n; i++)
+			if (c->ooo_hist[h] - c->ooo[i].start < c->ooo[i].len)
+				in = (int)i;
+		if (in < 0)
+			return "remembered SACK block not held";
+		for (unsigned g = 0; g < h; g++)
+			if (c->ooo_hist[g] - c->ooo[in].start < c->ooo[in].len)
+				return "SACK block remembered twice";
+	}
 	if (f->state != SS_TCPS_SYN_SENT &&
 	    !ss_seq_leq(f->rcv_adv, f->rcv_nxt + (c->rx.size - (f->rx_tail - f->rx_head))))
 		return "advertised window beyond ring space";
