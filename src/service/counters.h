@@ -130,6 +130,8 @@
 	X(drop_app_event_ring_full)                                              \
 	X(tcp_lost_rexmits)                                                      \
 	X(tcp_sack_rexmits)                                                      \
+	X(tcp_rescue_rexmits)                                                    \
+	X(tcp_sack_reneged)                                                      \
 	X(tcp_challenge_ack_limited)                                             \
 	X(tcp_dup_acks)                                                          \
 	X(tcp_persist_probes)                                                    \

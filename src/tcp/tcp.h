@@ -18,9 +18,11 @@
  * out-of-window, timers) is in the non-inlined slow path (tcp_slow.c).
  *
  * RFCs: 9293 (TCP), 5961 (RST/SYN/ACK attack mitigation), 6298 (RTO),
- * 6528 (ISN), 7323 (window scale, timestamps), 5681 + 6582 (NewReno),
- * 1122 §4.2.2.17 (persist), 2018 (SACK: blocks sent for the data held out
- * of order, and read from the peer's ACKs).
+ * 6528 (ISN), 7323 (window scale, timestamps), 5681 + 6582 (NewReno
+ * without SACK), 1122 §4.2.2.17 (persist), 2018 (SACK: blocks sent for the
+ * data held out of order, and read from the peer's ACKs), 6675 (SACK loss
+ * recovery), 6937 (PRR), 8985 (tail loss probe; RACK's idea for lost
+ * retransmissions).
  */
 
 #include <stdbool.h>
@@ -206,14 +208,29 @@ struct ss_tcp_ooo {
 };
 
 /* The sender's SACK scoreboard (RFC 6675 §3): ranges the peer reported
- * holding above snd_una, sorted and disjoint.  When a new range finds the
- * board full, the highest range is forgotten: the holes below the ranges
- * kept are still found, and what lies above them waits for later SACKs,
- * partial ACKs or the timer. */
-#define SS_TCP_SACKB_MAX 4
+ * holding above snd_una, sorted and disjoint, as many as a window of
+ * holes needs (tcp_sack.c).  When a new range finds the board full, the
+ * highest range is forgotten: the ranges nearest snd_una, whose holes
+ * are resent first, are kept; what lies above them waits for later
+ * SACKs, partial ACKs or the timer. */
+#define SS_TCP_SACKB_MAX 64
 
 struct ss_tcp_sackb {
 	uint32_t left, right; /* sequence numbers, [left, right) */
+};
+
+/* Retransmissions in flight during loss recovery (tcp_sack.c): what was
+ * resent this episode and not yet SACKed or acknowledged, sorted and
+ * disjoint.  RFC 6675 keeps only HighRxt; the list also says, per range,
+ * what was sent after it, which finds a lost retransmission the way RACK
+ * does (RFC 8985 §6.2: data sent later was delivered, this was not). */
+#define SS_TCP_RXT_MAX 64
+
+struct ss_tcp_rxt {
+	uint32_t start, end; /* sequence numbers, [start, end) */
+	uint32_t mark;       /* snd_max when it was (last) resent: data at or
+			      * above mark left after it */
+	uint32_t order;      /* resend count (conn->rxt_order) of its last segment */
 };
 
 /* Returns 0 if the segment was queued for sending, -1 if it could not be
@@ -251,6 +268,9 @@ struct ss_tcp_conn_stats {
 	uint64_t dup_data;                    /* bytes already received */
 	uint64_t lost_rexmits;                /* retransmissions found lost via SACK */
 	uint64_t sack_rexmits;                /* holes above snd_una resent from the scoreboard */
+	uint64_t rescue_rexmits;              /* RFC 6675 §5 rule 4: the tail resent once */
+	uint64_t sack_reneged;                /* scoreboards dropped: the peer discarded
+					       * SACKed data (RFC 2018 §8) */
 	uint64_t drop_paws;                   /* RFC 7323 §5.3 R1: old TSval */
 	uint64_t drop_no_ts;                  /* RFC 7323 §3.2: TS negotiated, none sent */
 	uint64_t drop_no_ack;                 /* ACK bit off in a synchronized state */
@@ -356,10 +376,26 @@ struct ss_tcp_conn {
 	uint32_t ooo_rot;       /* SACK rotation: the next interval reported from
 				 * the rotating slot starts at or after this */
 	uint32_t sack_high;     /* highest sequence the peer's SACK blocks reported */
-	uint32_t rexmit_mark;   /* snd_max when snd_una was last retransmitted */
-	uint32_t rexmit_next;   /* in recovery: the holes below were retransmitted */
-	struct ss_tcp_sackb sackb[SS_TCP_SACKB_MAX]; /* scoreboard, above snd_una */
+	uint32_t sacked;        /* bytes the scoreboard holds */
+	uint32_t sack_delta;    /* bytes the latest segment's blocks added to it */
 	uint8_t sackb_n;
+	uint8_t rxt_n;
+	uint8_t rec_rto;        /* this recovery episode began with a timeout */
+	uint8_t rescue_sent;    /* RFC 6675 §5 NextSeg rule 4 used this episode */
+	/* Loss recovery (tcp_recovery.c), valid while SS_TCPF_IN_RECOVERY. */
+	uint32_t lost_to;       /* unSACKed data below this is lost whatever
+				 * IsLost says: the first segment at entry
+				 * (RFC 6675 §5 step 4.3), the segment after a
+				 * partial ACK, everything after a timeout */
+	uint32_t prr_delivered; /* RFC 6937 §3: bytes delivered in recovery */
+	uint32_t prr_out;       /* ... and sent in recovery */
+	uint32_t recover_fs;    /* ... RecoverFS, the flight at entry */
+	uint32_t rec_una;       /* snd_una and sacked at the last ACK taken */
+	uint32_t rec_sacked;    /* in recovery (DeliveredData, RFC 6937 §3) */
+	uint32_t rxt_order;     /* segments resent in recovery so far */
+	uint32_t rxt_delivered; /* highest order among the resends delivered */
+	struct ss_tcp_sackb sackb[SS_TCP_SACKB_MAX]; /* scoreboard, above snd_una */
+	struct ss_tcp_rxt rxt[SS_TCP_RXT_MAX];       /* resends in flight */
 	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
 	uint32_t ce_bytes;            /* payload bytes received with CE */
 	uint64_t last_challenge_us;
@@ -627,12 +663,19 @@ static inline int ss_tcp_recv_done(struct ss_tcp_conn *c, uint32_t n)
 }
 
 /* Bytes of the transmit ring not sent yet (from snd_nxt: after a
- * go-back-N rewind, the ones to send again too). */
+ * go-back-N rewind, the ones to send again too); with none, in loss
+ * recovery, the lost bytes not yet resent (ss_tcp_resend_pending()). */
+uint32_t ss_tcp_resend_pending(const struct ss_tcp_conn *c);
+
 static inline uint32_t ss_tcp_tx_unsent(const struct ss_tcp_conn *c)
 {
 	uint32_t end = c->iss + 1 + c->f.tx_tail; /* sequence number after the data */
+	uint32_t n = (int32_t)(end - c->f.snd_nxt) > 0 ? end - c->f.snd_nxt : 0;
 
-	return (int32_t)(end - c->f.snd_nxt) > 0 ? end - c->f.snd_nxt : 0;
+	/* In loss recovery, lost data not yet resent waits too. */
+	if (__builtin_expect(!n && (c->f.flags & SS_TCPF_IN_RECOVERY), 0))
+		return ss_tcp_resend_pending(c);
+	return n;
 }
 
 

@@ -103,7 +103,7 @@ ack_advance(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
 	c->tlp_sent = 0;
 	f->backoff = 0;
 	if (f->state != SS_TCPS_SYN_SENT && f->state != SS_TCPS_SYN_RCVD)
-		tcp_cc_on_ack(c, data_acked, now_us);
+		tcp_cc_on_ack(c, data_acked, seg, now_us);
 	if (f->snd_una == f->snd_max)
 		c->rto_deadline_us = 0;
 	else if (!c->persist_deadline_us)

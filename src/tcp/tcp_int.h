@@ -135,26 +135,47 @@ tcp_rtt_sample_inline(struct ss_tcp_conn *c, uint32_t rtt_us)
 	f->rto_us = (uint32_t)rto;
 }
 
-/* tcp_cc.c: RTT estimation (RFC 6298) and NewReno (RFC 5681, 6582). */
+/* tcp_cc.c: RTT estimation (RFC 6298), the window (RFC 5681), NewReno
+ * recovery without SACK (RFC 6582). */
 void tcp_rtt_sample(struct ss_tcp_conn *c, uint32_t rtt_us);
 void tcp_cc_init(struct ss_tcp_conn *c);
-void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us);
+void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, const struct ss_tcp *seg,
+			uint64_t now_us);
 
-/* New data acknowledged (@acked bytes).  Inline the usual case: out of
- * recovery with no window of ours to grow (a control loop owns it, or
- * nothing was acked) it only clears the duplicate count. */
-static inline void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, uint64_t now_us)
+/* New data acknowledged (@acked bytes) by @seg.  Inline the usual case:
+ * out of recovery with no window of ours to grow (a control loop owns
+ * it, or nothing was acked) it only clears the duplicate count. */
+static inline void tcp_cc_on_ack(struct ss_tcp_conn *c, uint32_t acked, const struct ss_tcp *seg,
+				 uint64_t now_us)
 {
 	if (!(c->f.flags & SS_TCPF_IN_RECOVERY) && (c->cc_mode != SS_TCP_CC_ENGINE || !acked))
 		c->f.dupacks = 0;
 	else
-		tcp_cc_on_ack_slow(c, acked, now_us);
+		tcp_cc_on_ack_slow(c, acked, seg, now_us);
 }
-void tcp_cc_on_dupack(struct ss_tcp_conn *c, bool sack_new, uint64_t now_us);
-/* True when @seg's SACK blocks report data above snd_una not reported
- * before (D-SACK blocks below the ACK do not count); records it. */
-bool tcp_sack_reports_new(struct ss_tcp_conn *c, const struct ss_tcp *seg);
+void tcp_cc_on_dupack(struct ss_tcp_conn *c, const struct ss_tcp *seg, bool sack_new,
+		      uint64_t now_us);
 void tcp_cc_on_rto(struct ss_tcp_conn *c);
+
+/* tcp_sack.c: the scoreboard (RFC 6675 §3, §4) and the resends in flight. */
+/* True when @seg's SACK blocks report data above snd_una not reported
+ * before (D-SACK blocks below the ACK do not count); records them. */
+bool tcp_sack_reports_new(struct ss_tcp_conn *c, const struct ss_tcp *seg);
+void tcp_sack_prune(struct ss_tcp_conn *c);
+uint32_t tcp_sack_lost_point(const struct ss_tcp_conn *c);
+uint32_t tcp_sack_pipe(const struct ss_tcp_conn *c, uint32_t lost);
+bool tcp_sack_next_unsent(const struct ss_tcp_conn *c, uint32_t from, uint32_t limit,
+			  uint32_t *seq, uint32_t *len);
+bool tcp_sack_rxt_covers(const struct ss_tcp_conn *c, uint32_t start, uint32_t end);
+bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end);
+unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack);
+void tcp_sack_rxt_clear(struct ss_tcp_conn *c);
+
+/* tcp_recovery.c: SACK loss recovery (RFC 6675 §5), PRR (RFC 6937). */
+void tcp_rec_enter(struct ss_tcp_conn *c, uint32_t estimate, uint64_t now_us);
+void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64_t now_us);
+void tcp_rec_on_rto(struct ss_tcp_conn *c);
+unsigned tcp_rec_send(struct ss_tcp_conn *c, uint64_t now_us, uint32_t *room);
 
 /* tcp_out.c */
 int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
@@ -164,7 +185,7 @@ int tcp_send_rst(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_send_challenge_ack(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us);
-int tcp_retransmit_hole(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us);
+int tcp_retransmit_seq(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us);
 int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in);
 int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);

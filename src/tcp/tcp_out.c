@@ -292,22 +292,24 @@ int tcp_retransmit_una(struct ss_tcp_conn *c, uint64_t now_us)
 	if (!len && !(flags & SS_TCP_FIN))
 		return 0;
 	tcp_st(c)->retrans_segs++;
-	c->rexmit_mark = f->snd_max;
-	if (ss_seq_lt(c->rexmit_next, f->snd_una + len))
-		c->rexmit_next = f->snd_una + len;
 	tcp_rtt_karn(c);
 	return tcp_output_seg(c, f->snd_una, len, (uint8_t)(flags | SS_TCP_PSH), now_us);
 }
 
-/* In recovery: resend [seq, seq + len), a hole above snd_una that the
- * scoreboard shows lost (RFC 6675 §5 NextSeg rule 1).  Holes end where
- * SACKed data begins, so never at the FIN. */
-int tcp_retransmit_hole(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us)
+/* In SACK recovery: resend [seq, seq + len), sequence space below
+ * snd_max (RFC 6675 §5 NextSeg); our FIN goes with it when it lies in
+ * the range. */
+int tcp_retransmit_seq(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_us)
 {
+	uint32_t end = tcp_data_end(c);
+	uint32_t data = ss_seq_lt(seq, end) ? (end - seq < len ? end - seq : len) : 0;
+	uint8_t flags = data ? SS_TCP_ACK | SS_TCP_PSH : SS_TCP_ACK;
+
+	if ((c->f.flags & SS_TCPF_FIN_SENT) && ss_seq_gt(seq + len, end))
+		flags |= SS_TCP_FIN;
 	tcp_st(c)->retrans_segs++;
-	tcp_st(c)->sack_rexmits++;
 	tcp_rtt_karn(c);
-	return tcp_output_seg(c, seq, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
+	return tcp_output_seg(c, seq, data, flags, now_us);
 }
 
 /* RFC 9293 §3.8.6.1 zero-window probe: one byte of new data beyond the
@@ -337,10 +339,11 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
 	struct ss_tcp_flow *f = &c->f;
 
 	/* The send loop: no data (snd_nxt at the end), no FIN to go, no ACK
-	 * forced; the timers: nothing outstanding without an RTO (a persist
-	 * timer leaves them alone too; that rare case takes the long way). */
+	 * forced, no loss recovery (it may resend); the timers: nothing
+	 * outstanding without an RTO (a persist timer leaves them alone too;
+	 * that rare case takes the long way). */
 	if (f->state != SS_TCPS_ESTABLISHED || f->snd_nxt != tcp_data_end(c) ||
-	    (f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_ACK_NOW)) ||
+	    (f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_ACK_NOW | SS_TCPF_IN_RECOVERY)) ||
 	    (f->snd_max != f->snd_una && !c->rto_deadline_us))
 		return false;
 	if (c->ack_pending & SS_TCP_ACKP_OWED) {
@@ -360,7 +363,8 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
  * The one-segment case of ss_tcp_output() (a request's reply): the send
  * loop's first pass would send all that is unsent as one PSH segment and
  * its second pass would find nothing more.  True when
- *   - ESTABLISHED, no FIN queued, no persist timer (zero window);
+ *   - ESTABLISHED, no FIN queued, not in loss recovery, no persist
+ *     timer (zero window);
  *   - nothing to resend (snd_nxt = snd_max): new data only;
  *   - the unsent data fits in one segment (at most the MSS) and in
  *     min(cwnd, snd_wnd) from snd_una;
@@ -374,7 +378,8 @@ static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end
 	uint32_t avail = end - f->snd_nxt;
 
 	return f->state == SS_TCPS_ESTABLISHED && f->snd_nxt == f->snd_max &&
-	       !(f->flags & SS_TCPF_FIN_QUEUED) && !c->persist_deadline_us && c->tx_budget &&
+	       !(f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_IN_RECOVERY)) && !c->persist_deadline_us &&
+	       c->tx_budget &&
 	       ss_seq_lt(f->snd_nxt, end) && avail <= f->mss &&
 	       ss_seq_leq(end, f->snd_una + wnd);
 }
@@ -474,9 +479,20 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		}
 		failed = true; /* as the loop: stays queued, the timer retries */
 	}
+	/* SACK loss recovery (tcp_recovery.c): lost data goes first, then new
+	 * data within what cwnd - pipe leaves (RFC 6675 §5), not cwnd from
+	 * snd_una. */
+	bool rec = false;
+	uint32_t room = 0;
+
+	if (__builtin_expect(f->flags & SS_TCPF_IN_RECOVERY, 0) && (f->flags & SS_TCPF_SACK_PERM) &&
+	    can_send) {
+		rec = true;
+		n += tcp_rec_send(c, now_us, &room);
+	}
 	/* No Nagle (TCP_NODELAY): whatever the windows allow goes now. */
 	while (can_send && !failed) {
-		uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
+		uint32_t wnd = f->cwnd < f->snd_wnd && !rec ? f->cwnd : f->snd_wnd;
 		uint32_t edge = f->snd_una + wnd;
 		uint32_t len = 0;
 		uint8_t flags = SS_TCP_ACK;
@@ -488,6 +504,10 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			if (c->persist_deadline_us)
 				break; /* zero window: only the persist timer probes */
 			len = tcp_min3(avail, usable, avail > f->mss ? tcp_seg_max(c) : f->mss);
+			if (rec && len > room) {
+				/* Whole segments only, but the last one. */
+				len = room >= f->mss ? room - room % f->mss : 0;
+			}
 			if (!len) {
 				if (f->cwnd <= f->snd_wnd)
 					c->cc.win_limited++;
@@ -531,6 +551,10 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		n++;
 		if (c->tx_budget != SS_TCP_BUDGET_UNLIMITED)
 			c->tx_budget = len >= c->tx_budget ? 0 : c->tx_budget - len;
+		if (rec) {
+			room = len >= room ? 0 : room - len;
+			c->prr_out += len; /* RFC 6937 §3 */
+		}
 		if (rexmit) {
 			tcp_st(c)->retrans_segs++;
 			tcp_rtt_karn(c);

@@ -357,7 +357,7 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 	if (ss_seq_gt(seg->ack, f->snd_una))
 		tcp_ack_advance(c, seg, now_us);
 	else if (dup)
-		tcp_cc_on_dupack(c, sack_new, now_us);
+		tcp_cc_on_dupack(c, seg, sack_new, now_us);
 	if (ss_seq_geq(seg->ack, f->snd_una))
 		tcp_snd_wnd_update(c, seg);
 

@@ -14,8 +14,9 @@ static void tcp_timer_give_up(struct ss_tcp_conn *c, uint64_t now_us)
 
 /* RFC 6298 §5.4-5.6: retransmit the earliest unacknowledged segment,
  * double the RTO, restart the timer; RFC 5681 §3.1 eq. 4 for the windows.
- * We go back N (snd_nxt = snd_una) and let ss_tcp_output() resend as far
- * as the one-segment loss window allows. */
+ * With SACK, recovery resends what the peer does not hold as the window
+ * allows (tcp_rec_on_rto()); without, we go back N (snd_nxt = snd_una)
+ * and let ss_tcp_output() resend as far as the loss window allows. */
 static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 {
 	struct ss_tcp_flow *f = &c->f;
@@ -50,7 +51,10 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 	if (f->backoff < SS_TCP_BACKOFF_MAX)
 		f->backoff++;
 	tcp_rtt_karn(c);
-	f->snd_nxt = f->snd_una;
+	if (f->flags & SS_TCPF_SACK_PERM)
+		tcp_rec_on_rto(c); /* resend what is not SACKed (RFC 6675 §5.1) */
+	else
+		f->snd_nxt = f->snd_una;
 	ss_tcp_output(c, now_us);
 	if (!c->rto_deadline_us && !c->persist_deadline_us)
 		tcp_rto_arm(c, now_us);

@@ -63,14 +63,19 @@ static void test_counters(void)
 	peer_ack(una0() + 5 * MSS_TS, SS_TCP_ECE);
 	CHECK_EQ_U64(h.c.cc.acked_bytes - z.acked_bytes, 5 * MSS_TS);
 	CHECK_EQ_U64(h.c.cc.ecn_bytes - z.ecn_bytes, 3 * MSS_TS);
-	/* Three duplicate ACKs: one recovery episode, one resent segment. */
+	/* Three duplicate ACKs: one recovery episode, the fast
+	 * retransmission; the fourth, with no new data to send, the rescue
+	 * retransmission of the last segment (RFC 6675 §5 NextSeg rule 4);
+	 * the fifth nothing. */
 	h_clear(&h);
 	for (int i = 0; i < 5; i++)
 		peer_ack(una0() + 5 * MSS_TS, 0);
 	CHECK_EQ_U64(h.c.cc.fast_retx - z.fast_retx, 1);
-	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.nout, 2);
 	CHECK_EQ_U64(h.out[0].hdr.seq, una0() + 5 * MSS_TS);
-	CHECK_EQ_U64(h.c.cc.sent_bytes - z.sent_bytes, 11 * MSS_TS);
+	CHECK_EQ_U64(h.out[1].hdr.seq, una0() + 9 * MSS_TS);
+	CHECK_EQ_U64(h.c.st.rescue_rexmits, 1);
+	CHECK_EQ_U64(h.c.cc.sent_bytes - z.sent_bytes, 12 * MSS_TS);
 	/* A timeout. */
 	h.now = h.c.rto_deadline_us;
 	h_timer(&h);

@@ -286,6 +286,7 @@ static void test_established_abort(void)
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
+	cfg.sack = false; /* a timeout goes back N (with SACK it does not) */
 	harness_established(&h, &cfg);
 	CHECK(h_app_send(&h, 3000) == 0);
 	h_output(&h);

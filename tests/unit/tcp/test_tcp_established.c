@@ -664,7 +664,9 @@ static void test_established_rto(void)
 	CHECK(h_seg_matches(&h, &h.out[0]));
 	CHECK_EQ_U64(h.c.f.cwnd, MSS_TS);
 	CHECK_EQ_U64(h.c.f.ssthresh, 2 * MSS_TS); /* max(4000 / 2, 2 MSS) */
-	CHECK_EQ_U64(h.c.f.snd_nxt, cfg.iss + 1 + MSS_TS);
+	/* With SACK no go-back-N: recovery resends from the scoreboard. */
+	CHECK(h.c.f.flags & SS_TCPF_IN_RECOVERY);
+	CHECK_EQ_U64(h.c.f.snd_nxt, cfg.iss + 1 + 4000);
 	CHECK_EQ_U64(h.c.f.snd_max, cfg.iss + 1 + 4000);
 	CHECK_EQ_U64(h.c.f.backoff, 1);
 	CHECK_EQ_U64(h.c.st.rto_fired, 1);
@@ -788,12 +790,14 @@ static void test_established_rtt_timestamps(void)
 	harness_free(&h);
 }
 
-/* Three duplicate ACKs: fast retransmit; NewReno partial and full ACK. */
+/* Three duplicate ACKs: fast retransmit; NewReno partial and full ACK
+ * (a peer without SACK: with SACK, recovery is RFC 6675's and PRR's). */
 static void test_established_fast_retransmit_newreno(void)
 {
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
+	cfg.sack = false;
 	harness_established(&h, &cfg);
 	CHECK(h_app_send(&h, 10 * MSS_TS) == 0);
 	h_output(&h);
@@ -1061,7 +1065,7 @@ static void test_established_sack_loss_one_dupack(void)
 	CHECK_EQ_U64(h.out[0].hdr.seq, una);
 	CHECK_EQ_U64(h.out[0].len, MSS_TS);
 	CHECK(h_seg_matches(&h, &h.out[0]));
-	CHECK_EQ_U64(h.c.rexmit_mark, una + 8 * MSS_TS);
+	CHECK_EQ_U64(h.c.f.recover, una + 8 * MSS_TS);
 
 	/* Two MSS SACKed is not enough (RFC 6675: more than (3 - 1) * SMSS). */
 	harness_established(&h, &cfg);
@@ -1094,7 +1098,7 @@ static void test_established_lost_retransmission(void)
 	struct ss_tcp s = h_sack_ack(&h, una, una + MSS_TS, una + 5 * MSS_TS, 65535);
 	h_input(&h, &s);
 	CHECK_EQ_U64(h.c.st.fast_retrans, 1);
-	uint32_t mark = h.c.rexmit_mark;
+	uint32_t mark = h.c.f.recover;
 	CHECK_EQ_U64(mark, una + 8 * MSS_TS);
 	/* cwnd = 4 + 3 MSS against 8 in flight; four more dupacks inflate
 	 * it to 11: three new segments leave after the retransmission. */
@@ -1164,7 +1168,8 @@ static unsigned h_resent(const struct harness *hh, uint32_t *first_seq)
 }
 
 /* The scoreboard (RFC 6675 §3): ranges sorted, merged when they touch,
- * the highest forgotten when a fifth would not fit, trimmed at snd_una. */
+ * trimmed at snd_una, dropped when the peer reneges; when full, the
+ * ranges nearest snd_una are kept. */
 static void test_established_sack_scoreboard(void)
 {
 	uint32_t una = h_flight(24, 20);
@@ -1173,60 +1178,93 @@ static void test_established_sack_scoreboard(void)
 	struct ss_tcp s = h_sack_segs(&h, una, 0, 4, four);
 	CHECK(tcp_sack_reports_new(&h.c, &s));
 	CHECK_EQ_U64(h.c.sackb_n, 4);
+	CHECK_EQ_U64(h.c.sacked, 4 * MSS_TS);
 	for (unsigned i = 0; i < 4; i++) {
 		CHECK_EQ_U64(h.c.sackb[i].left, SEG(10 + 2 * i));
 		CHECK_EQ_U64(h.c.sackb[i].right, SEG(11 + 2 * i));
 	}
-	/* A fifth, lower range: the highest goes. */
+	/* A lower range and a higher one: six. */
 	const uint32_t low[] = { 2, 3 };
 	s = h_sack_segs(&h, una, 0, 1, low);
 	CHECK(!tcp_sack_reports_new(&h.c, &s)); /* nothing above sack_high */
-	CHECK_EQ_U64(h.c.sackb_n, 4);
-	CHECK_EQ_U64(h.c.sackb[0].left, SEG(2));
-	CHECK_EQ_U64(h.c.sackb[3].right, SEG(15));
-	/* A range above every one kept, board full: forgotten, but new. */
 	const uint32_t high[] = { 18, 19 };
 	s = h_sack_segs(&h, una, 0, 1, high);
 	CHECK(tcp_sack_reports_new(&h.c, &s));
 	CHECK_EQ_U64(h.c.sack_high, SEG(19));
-	CHECK_EQ_U64(h.c.sackb_n, 4);
-	CHECK_EQ_U64(h.c.sackb[3].right, SEG(15));
+	CHECK_EQ_U64(h.c.sackb_n, 6);
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(2));
+	CHECK_EQ_U64(h.c.sackb[5].right, SEG(19));
 	/* Touching ranges merge: [10,11) [11,12) [12,13) -> [10,13). */
 	const uint32_t mid[] = { 11, 12 };
 	s = h_sack_segs(&h, una, 0, 1, mid);
 	tcp_sack_reports_new(&h.c, &s);
-	CHECK_EQ_U64(h.c.sackb_n, 3);
+	CHECK_EQ_U64(h.c.sackb_n, 5);
 	CHECK_EQ_U64(h.c.sackb[1].left, SEG(10));
 	CHECK_EQ_U64(h.c.sackb[1].right, SEG(13));
 	CHECK_EQ_U64(h.c.sackb[2].left, SEG(14));
-	/* One range over all of them. */
+	CHECK_EQ_U64(h.c.sack_delta, MSS_TS);
+	/* One range over most of them, touching [16,17): [1,17) [18,19). */
 	const uint32_t all[] = { 1, 16 };
 	s = h_sack_segs(&h, una, 0, 1, all);
 	tcp_sack_reports_new(&h.c, &s);
-	CHECK_EQ_U64(h.c.sackb_n, 1);
+	CHECK_EQ_U64(h.c.sackb_n, 2);
 	CHECK_EQ_U64(h.c.sackb[0].left, SEG(1));
-	CHECK_EQ_U64(h.c.sackb[0].right, SEG(16));
+	CHECK_EQ_U64(h.c.sackb[0].right, SEG(17));
+	CHECK_EQ_U64(h.c.sacked, 17 * MSS_TS);
 	/* Insane blocks change nothing: at or below the ACK (D-SACK), empty,
 	 * beyond snd_max. */
 	const uint32_t bad[] = { 0, 1, 17, 17, 19, 21 };
 	s = h_sack_segs(&h, una, 0, 3, bad);
 	CHECK(!tcp_sack_reports_new(&h.c, &s));
-	CHECK_EQ_U64(h.c.sackb_n, 1);
-	/* The ACK moves to segment 5: the range is trimmed there, and gone
-	 * once the ACK passes it. */
+	CHECK_EQ_U64(h.c.sackb_n, 2);
+	/* The ACK stops at segment 5, inside [1,17): the peer dropped what
+	 * it SACKed (RFC 2018 §8), the board goes. */
 	h_peer_ack(&h, SEG(5), 65535);
-	const uint32_t none[] = { 17, 18 };
+	const uint32_t none[] = { 19, 20 };
 	s = h_sack_segs(&h, una, 5, 1, none);
 	tcp_sack_reports_new(&h.c, &s);
-	CHECK_EQ_U64(h.c.sackb_n, 2);
-	CHECK_EQ_U64(h.c.sackb[0].left, SEG(5));
-	CHECK_EQ_U64(h.c.sackb[0].right, SEG(16));
-	h_peer_ack(&h, SEG(16), 65535);
-	s = h_sack_segs(&h, una, 16, 1, none);
-	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.st.sack_reneged, 1);
 	CHECK_EQ_U64(h.c.sackb_n, 1);
-	CHECK_EQ_U64(h.c.sackb[0].left, SEG(17));
+	CHECK_EQ_U64(h.c.sackb[0].left, SEG(19));
+	CHECK_EQ_U64(h.c.sacked, MSS_TS);
+	/* An ACK past a range: gone. */
+	h_peer_ack(&h, SEG(20), 65535);
+	s = h_sack_segs(&h, una, 20, 0, none);
+	tcp_sack_reports_new(&h.c, &s);
+	CHECK_EQ_U64(h.c.sackb_n, 0);
+	CHECK_EQ_U64(h.c.sacked, 0);
+	CHECK_EQ_U64(h.c.st.sack_reneged, 1);
 #undef SEG
+}
+
+/* A full board keeps the ranges nearest snd_una: the highest goes for a
+ * lower one, and one above them all is not kept. */
+static void test_established_sack_scoreboard_full(void)
+{
+	uint32_t una = h_flight(24, 20);
+	struct ss_tcp s = h_sack_segs(&h, una, 0, 0, NULL);
+
+	s.opts.sack_count = 1;
+	for (uint32_t k = 0; k < SS_TCP_SACKB_MAX; k++) {
+		s.opts.sack[0].left = una + 100 + 3 * k;
+		s.opts.sack[0].right = una + 101 + 3 * k;
+		CHECK(tcp_sack_reports_new(&h.c, &s));
+	}
+	CHECK_EQ_U64(h.c.sackb_n, SS_TCP_SACKB_MAX);
+	uint32_t top = una + 101 + 3 * (SS_TCP_SACKB_MAX - 1);
+	CHECK_EQ_U64(h.c.sackb[SS_TCP_SACKB_MAX - 1].right, top);
+	s.opts.sack[0].left = una + 50;
+	s.opts.sack[0].right = una + 51;
+	CHECK(!tcp_sack_reports_new(&h.c, &s));
+	CHECK_EQ_U64(h.c.sackb_n, SS_TCP_SACKB_MAX);
+	CHECK_EQ_U64(h.c.sackb[0].left, una + 50);
+	CHECK_EQ_U64(h.c.sackb[SS_TCP_SACKB_MAX - 1].right, top - 3);
+	s.opts.sack[0].left = una + 5000;
+	s.opts.sack[0].right = una + 5001;
+	CHECK(tcp_sack_reports_new(&h.c, &s)); /* new, but not kept */
+	CHECK_EQ_U64(h.c.sackb_n, SS_TCP_SACKB_MAX);
+	CHECK_EQ_U64(h.c.sackb[SS_TCP_SACKB_MAX - 1].right, top - 3);
+	CHECK_EQ_U64(h.c.sacked, SS_TCP_SACKB_MAX);
 }
 
 /* Three holes in one window (segments 0, 4 and 8 lost of 12): each hole
@@ -1755,6 +1793,7 @@ int main(void)
 	test_established_lost_retransmission();
 	test_established_sack_scoreboard();
 	test_established_sack_recovery_many_holes();
+	test_established_sack_scoreboard_full();
 	test_established_tail_loss_probe();
 	test_established_tail_loss_probe_rtt_variance();
 	test_established_delayed_ack();
