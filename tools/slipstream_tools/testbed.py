@@ -1004,18 +1004,18 @@ class Testbed:
                 run(["tc", "-n", ns, "qdisc", "add", "dev", port, "parent", REORDER_CLASS,
                      "handle", "20:", "pfifo", "limit", str(REORDER_QUEUE)])
 
-    def impair_live(self, to_service=0, to_peers=0, reorder=0, duplicate=0):
+    def impair_live(self, to_service=0, to_peers=0, reorder=0, duplicate=0, port=0):
         """Switch beds: replace the impairments set by earlier calls (not
         those of __init__) at once, without rebuilding.  Percent, 0.1
         granularity, of IPv4 packets: dropped toward the service (frames
-        the bridge forwards out of port 0) and toward the peers (frames
-        it forwards in from port 0); held back in the slow HTB class as
-        `reorder` does (both ways; the classes are added at the first
-        call that asks); sent twice (a copy goes straight out of the
-        opposite port from the netdev ingress hook of ports 0 and 1, so
-        duplicates travel between the service and peer 1).  All zero
-        removes them.  The tables live in the switch namespace (gone with
-        the bed)."""
+        the bridge forwards out of switch port @port, 0 being the
+        service's, i for peer i) and toward the peers (frames it forwards
+        in from @port); held back in the slow HTB class as `reorder` does
+        (both ways; the classes are added at the first call that asks);
+        sent twice (a copy goes straight out of the opposite port from the
+        netdev ingress hook of ports @port and 1, so duplicates travel
+        between the host on @port and peer 1).  All zero removes them.
+        The tables live in the switch namespace (gone with the bed)."""
         if not self.switch:
             raise TestbedError("impair_live needs a switch bed")
         p, ns = self.prefix, self.sw_ns
@@ -1025,7 +1025,10 @@ class Testbed:
         br, nd = p + "_live", p + "_livedup"
         for family, name in (("bridge", br), ("netdev", nd)):
             run(ns_cmd(ns, ["nft", "delete", "table", family, name]), check=False)
-        s0, s1 = sw_port_name(p, 0), sw_port_name(p, 1)
+        if not 0 <= port <= self.npeers or port == 1 and du:
+            raise TestbedError("impair_live: port must be 0..%d (not 1 with duplicate), "
+                               "not %r" % (self.npeers, port))
+        s0, s1 = sw_port_name(p, port), sw_port_name(p, 1)
         rules = []
         if lt:
             rules.append('oifname "%s" meta protocol ip numgen random mod 1000 < %d drop'
