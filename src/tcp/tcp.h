@@ -231,6 +231,27 @@ struct ss_tcp_rxt {
 	uint32_t mark;       /* snd_max when it was (last) resent: data at or
 			      * above mark left after it */
 	uint32_t order;      /* resend count (conn->rxt_order) of its last segment */
+	uint32_t ts;         /* when it was (last) resent, microseconds (low 32 bits):
+			      * RACK's transmit time for it (RFC 8985 §6.1) */
+};
+
+/* RACK (RFC 8985 §6.1): when each sequence range was sent.  The original
+ * transmissions, in sequence order and therefore in time order: record
+ * i covers from the end of record i - 1 (the first one from snd_una) to
+ * its end, sent between its first and last times (microseconds, low 32
+ * bits), equal while segments sent in the same microsecond (a burst)
+ * share a record.  A ring sized for a window of a few hundred bursts
+ * (3 KiB); when it is full, with nothing acknowledged to drop, neighbours
+ * merge pairwise: half the resolution in time, still the whole window.
+ * A record's last time says when its data may be taken for lost (never
+ * sooner than its own), its first time what its delivery proves (never
+ * more).  Resends carry their own time in struct ss_tcp_rxt. */
+#define SS_TCP_XREC_MAX 256
+
+struct ss_tcp_xrec {
+	uint32_t end;   /* sequence number after the range */
+	uint32_t first; /* when its first byte was sent, microseconds (low 32 bits) */
+	uint32_t last;  /* when its last byte was */
 };
 
 /* Returns 0 if the segment was queued for sending, -1 if it could not be
@@ -282,6 +303,9 @@ struct ss_tcp_conn_stats {
 	uint64_t rst_sent;
 	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
 	uint64_t tail_probes;                 /* RFC 8985 §7 loss probes sent */
+	uint64_t rack_lost;                   /* RACK (RFC 8985 §6.2) found data lost
+					       * (ACKs or reorder timeouts that did) */
+	uint64_t rack_timeouts;               /* RACK reorder timer expiries (§6.3) */
 	uint64_t ce_segs;                     /* segments received with CE */
 	uint64_t ecn_reductions;              /* cwnd reductions for ECE (ENGINE mode) */
 	uint64_t ecn_echoes;                  /* ECE episodes answered with CWR (WINDOW/RATE
@@ -396,6 +420,20 @@ struct ss_tcp_conn {
 	uint32_t rxt_delivered; /* highest order among the resends delivered */
 	struct ss_tcp_sackb sackb[SS_TCP_SACKB_MAX]; /* scoreboard, above snd_una */
 	struct ss_tcp_rxt rxt[SS_TCP_RXT_MAX];       /* resends in flight */
+	/* RACK (tcp_rack.c, RFC 8985 §6), SACK connections only. */
+	uint16_t xrec_head, xrec_n;   /* ring of transmit records */
+	uint8_t rack_valid;     /* rack_ts/rack_end hold a delivered segment */
+	uint32_t rack_ts;       /* RACK.xmit_ts: latest transmit time delivered */
+	uint32_t rack_end;      /* RACK.end_seq: that segment's end */
+	uint32_t rack_rtt_us;   /* RACK.rtt: its round trip */
+	uint32_t rack_min_rtt_us; /* windowed minimum of RACK.rtt (0: none) */
+	uint64_t rack_min_rtt_at; /* when that minimum was taken */
+	uint32_t rack_lost_to;  /* unSACKed original data below this is lost */
+	uint64_t rack_reo_us;   /* reorder timeout (§6.3) placed in
+				 * tlp_deadline_us; 0: none */
+	uint64_t rack_want_us;  /* the reorder deadline the latest detection
+				 * asks for (0: none) */
+	struct ss_tcp_xrec xrec[SS_TCP_XREC_MAX];
 	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
 	uint32_t ce_bytes;            /* payload bytes received with CE */
 	uint64_t last_challenge_us;

@@ -29,13 +29,18 @@ static inline uint32_t u32_max(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
-/* Unsacked data below the point returned is lost: IsLost() (RFC 6675 §4)
- * or the episode's own knowledge (conn->lost_to). */
+/* Unsacked data below the point returned is lost: IsLost() (RFC 6675 §4),
+ * RACK (RFC 8985 §6.2, conn->rack_lost_to) or the episode's own knowledge
+ * (conn->lost_to). */
 static uint32_t rec_lost_point(const struct ss_tcp_conn *c)
 {
 	uint32_t p = tcp_sack_lost_point(c);
 
-	return ss_seq_gt(c->lost_to, p) ? c->lost_to : p;
+	if (ss_seq_gt(c->lost_to, p))
+		p = c->lost_to;
+	if (ss_seq_gt(c->rack_lost_to, p) && ss_seq_leq(c->rack_lost_to, c->f.snd_max))
+		p = c->rack_lost_to;
+	return p;
 }
 
 /* New data (or our FIN) could go now, window permitting: NextSeg rule 2. */
@@ -60,7 +65,7 @@ static bool rec_resend(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64
 {
 	if (tcp_retransmit_seq(c, seq, len, now_us) != 0)
 		return false;
-	tcp_sack_rxt_add(c, seq, seq + len);
+	tcp_sack_rxt_add(c, seq, seq + len, now_us);
 	c->prr_out += len;
 	if (seq != c->f.snd_una)
 		tcp_st(c)->sack_rexmits++;
@@ -208,10 +213,11 @@ void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64
 		rec_exit(c);
 		return;
 	}
-	/* A partial ACK: the segment now at snd_una was sent before the
-	 * resend that was just delivered, so it is lost too (RFC 6582 §3.2
-	 * step 5 resends it; RFC 8985's reasoning says why). */
-	if (advanced) {
+	/* A partial ACK: without RACK's transmit times, the segment now at
+	 * snd_una is taken as sent before the resend that was just delivered,
+	 * so lost too (RFC 6582 §3.2 step 5 resends it).  RACK knows when it
+	 * was sent (tcp_rack.c): it may have left after that resend. */
+	if (advanced && !c->rack_valid) {
 		uint32_t to = f->snd_una + f->mss;
 
 		if (ss_seq_gt(to, f->recover))
@@ -219,7 +225,7 @@ void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64
 		if (ss_seq_gt(to, c->lost_to))
 			c->lost_to = to;
 	}
-	tcp_sack_rxt_update(c, tcp_sack_lost_point(c));
+	tcp_sack_rxt_update(c, tcp_sack_lost_point(c), now_us);
 	if (c->cc_mode == SS_TCP_CC_ENGINE) {
 		if (c->rec_rto) {
 			/* RFC 5681 §3.1 after a timeout: slow start, then
