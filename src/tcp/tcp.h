@@ -21,8 +21,8 @@
  * 6528 (ISN), 7323 (window scale, timestamps), 5681 + 6582 (NewReno
  * without SACK), 1122 §4.2.2.17 (persist), 2018 (SACK: blocks sent for the
  * data held out of order, and read from the peer's ACKs), 6675 (SACK loss
- * recovery), 6937 (PRR), 8985 (tail loss probe; RACK's idea for lost
- * retransmissions).
+ * recovery), 6937 (PRR), 8985 (RACK loss detection and its reorder
+ * timer, §6, for SACK connections; tail loss probe, §7).
  */
 
 #include <stdbool.h>
@@ -222,8 +222,10 @@ struct ss_tcp_sackb {
 /* Retransmissions in flight during loss recovery (tcp_sack.c): what was
  * resent this episode and not yet SACKed or acknowledged, sorted and
  * disjoint.  RFC 6675 keeps only HighRxt; the list also says, per range,
- * what was sent after it, which finds a lost retransmission the way RACK
- * does (RFC 8985 §6.2: data sent later was delivered, this was not). */
+ * when it was resent and what was sent after it, which finds a lost
+ * retransmission: by RACK (RFC 8985 §6.2: data sent later was delivered
+ * and the reordering window passed, tcp_rack.c), or by DupThresh over
+ * what was sent after it. */
 #define SS_TCP_RXT_MAX 64
 
 struct ss_tcp_rxt {
@@ -362,7 +364,9 @@ struct ss_tcp_conn {
 				 * segment's checksum adds only its length */
 	uint64_t rtt_start_us;        /* when rtt_seq was sent */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
-	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
+	uint64_t tlp_deadline_us;     /* tail loss probe, or RACK's reorder timeout
+				       * when equal to rack_reo_us; before the
+				       * RTO; 0 = none */
 	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
@@ -526,7 +530,8 @@ int ss_tcp_accept_cookie(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint8_
  * Process one received segment (checksum already verified, addressed to
  * this connection's 4-tuple) at @now_us.  Updates state, copies payload,
  * sets events, and may emit segments (ACKs for out-of-order data, RSTs,
- * challenge ACKs, retransmissions on the third duplicate ACK).  In-order
+ * challenge ACKs, retransmissions of data found lost: on the third
+ * duplicate ACK, by the SACK scoreboard or by RACK).  In-order
  * data only sets SS_TCPF_ACK_NOW: the caller calls ss_tcp_output() once
  * per connection per burst, so a burst gets one ACK.
  */
@@ -765,8 +770,9 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
  */
 void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp);
 
-/* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2,
- * delayed ACK), or 0 when none is armed. */
+/* Earliest armed timer deadline (RTO, tail loss probe or RACK reorder
+ * timeout, persist, TIME_WAIT, FIN_WAIT_2, delayed ACK), or 0 when none
+ * is armed. */
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
 /* The same without the delayed ACK, for callers that keep conn->
  * delack_deadline_us apart (it is always set to now + delack_us, so a
@@ -786,7 +792,8 @@ static inline uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *
 
 /* Run the timers due at @now_us: RTO retransmission (go-back-N from
  * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,
- * or syn_retries for SYN/SYN-ACK, ETIMEDOUT + CLOSED), persist probes,
+ * or syn_retries for SYN/SYN-ACK, ETIMEDOUT + CLOSED), the tail loss
+ * probe or RACK's reorder timeout (RFC 8985 §7, §6.3), persist probes,
  * TIME_WAIT and FIN_WAIT_2 expiry.  Safe to call early: timers not yet due
  * do nothing. */
 void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us);
