@@ -7,8 +7,8 @@
  * recover, snd_max at the start.  Throughout, what may be sent is
  * cwnd - pipe (RFC 6675 §5 step C): lost data first (NextSeg rule 1,
  * here), then new data (rule 2, ss_tcp_output()'s loop, given what room
- * is left), and with no new data and no RACK transmit times one rescue
- * retransmission of the tail (rule 4).  Lost means IsLost() (RFC 6675
+ * is left), and with no new data one rescue retransmission of the tail
+ * (rule 4).  Lost means IsLost() (RFC 6675
  * §4, DupThresh), RACK's verdict (RFC 8985 §6, tcp_rack.c) or the
  * episode's own knowledge (the first segment, everything after a
  * timeout).  Rule 3 (unSACKed data not yet lost) is left out, as Linux
@@ -106,14 +106,14 @@ unsigned tcp_rec_send(struct ss_tcp_conn *c, uint64_t now_us, uint32_t *room)
 		pipe += len;
 		n++;
 	}
-	if (!n && !c->rescue_sent && !c->rack_valid && c->rxt_n < SS_TCP_RXT_MAX && pipe < f->cwnd &&
+	if (!n && !c->rescue_sent && c->rxt_n < SS_TCP_RXT_MAX && pipe < f->cwnd &&
 	    !rec_new_data(c) && !(rec_paced(c) && !c->tx_budget)) {
 		/* Rule 4: the tail above the highest SACK, if unSACKed, once
 		 * every hole below it was resent (rule 3, left out, would
-		 * have sent those first).  Not with RACK's transmit times
-		 * (tcp_rack.c): the resends' ACKs show the tail lost once it
-		 * is, as Linux finds it, without a guess that costs a
-		 * spurious resend whenever the tail was only behind. */
+		 * have sent those first).  RACK (tcp_rack.c) cannot find a
+		 * lost tail when nothing sent after it comes back, and no
+		 * tail loss probe goes in recovery (RFC 8985 §7.2): without
+		 * this, the RTO would. */
 		uint32_t top = c->sackb_n ? c->sackb[c->sackb_n - 1].right : f->snd_una, s3, l3;
 
 		len = u32_min(f->snd_max - top, f->mss);

@@ -37,17 +37,19 @@ static unsigned resent(uint32_t limit, uint32_t *first)
 }
 
 /* Established; @segs segments sent at once (one burst) at h.now, under a
- * control loop's window (WINDOW mode: recovery sends new data as far as
- * cwnd - pipe allows).  Returns snd_una. */
-static uint32_t setup(unsigned segs)
+ * control loop's window of as many (WINDOW mode: recovery sends new data
+ * as far as cwnd - pipe allows), and @more queued behind them (with new
+ * data to send, NextSeg() rule 4 has no rescue to send: only what RACK
+ * finds lost is resent).  Returns snd_una. */
+static uint32_t setup(unsigned segs, unsigned more)
 {
 	struct h_cfg cfg;
 
 	h_cfg_default(&cfg);
 	cfg.tlp_min_us = 10000;
 	harness_established(&h, &cfg);
-	ss_tcp_cc_set(&h.c, SS_TCP_CC_WINDOW, 20 * MSS_TS, false);
-	CHECK(h_app_send(&h, segs * MSS_TS) == 0);
+	ss_tcp_cc_set(&h.c, SS_TCP_CC_WINDOW, segs * MSS_TS, false);
+	CHECK(h_app_send(&h, (segs + more) * MSS_TS) == 0);
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, segs);
 	h_clear(&h);
@@ -60,7 +62,7 @@ static uint32_t setup(unsigned segs)
  * alone exactly then. */
 static void test_rack_reorder_timer(void)
 {
-	uint32_t una = setup(4), seq = 0;
+	uint32_t una = setup(4, 4), seq = 0;
 	uint64_t t0 = h.now;
 
 	h.now = t0 + RTT;
@@ -99,16 +101,22 @@ static void test_rack_reorder_timer(void)
 /* A segment SACKed that left more than reo_wnd after the hole: the hole
  * is lost at once, with that ACK; the segments after the SACKed one are
  * not. */
-static void test_rack_sent_later_elapsed(void)
+static void send_later(uint64_t at)
 {
-	uint32_t una = setup(1), seq = 0;
-	uint64_t t0 = h.now;
-
-	h.now = t0 + REO + 1; /* three more, sent later than reo_wnd */
-	CHECK(h_app_send(&h, 3 * MSS_TS) == 0);
+	h.now = at; /* three more (the window opens to 4), one queued */
+	ss_tcp_cc_set(&h.c, SS_TCP_CC_WINDOW, 4 * MSS_TS, false);
+	CHECK(h_app_send(&h, 4 * MSS_TS) == 0);
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 3);
 	h_clear(&h);
+}
+
+static void test_rack_sent_later_elapsed(void)
+{
+	uint32_t una = setup(1, 0), seq = 0;
+	uint64_t t0 = h.now;
+
+	send_later(t0 + REO + 1);
 	h.now = t0 + REO + 1 + RTT;
 	const uint32_t b[] = { 1, 2 };
 	struct ss_tcp s = sack_ack(una, una, 1, b);
@@ -120,21 +128,22 @@ static void test_rack_sent_later_elapsed(void)
 	CHECK_EQ_U64(h.c.st.rack_lost, 1);
 	CHECK_EQ_U64(h.c.tlp_deadline_us, 0);
 
-	/* The same, the later segments sent exactly reo_wnd after the
-	 * first: still within the window at the SACK (RACK.rtt + reo_wnd has
-	 * not passed since the first left); lost one microsecond later. */
-	una = setup(1);
+	/* The same, the later segments sent just under reo_wnd after the
+	 * first: within the window still at the SACK (RACK.rtt + reo_wnd
+	 * has not passed since the first left); lost when it has. */
+	una = setup(1, 0);
 	t0 = h.now;
-	h.now = t0 + REO - 1;
-	CHECK(h_app_send(&h, 3 * MSS_TS) == 0);
-	h_output(&h);
-	h_clear(&h);
+	send_later(t0 + REO - 1);
 	h.now = t0 + REO - 1 + RTT;
 	s = sack_ack(una, una, 1, b);
 	h_input(&h, &s);
+	h_output(&h);
 	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
 	CHECK_EQ_U64(resent(una + 4 * MSS_TS, NULL), 0);
 	CHECK_EQ_U64(h.c.tlp_deadline_us, t0 + RTT + REO);
+	h.now = t0 + RTT + REO - 1;
+	h_timer(&h);
+	CHECK_EQ_U64(h.nout, 0);
 	h.now = t0 + RTT + REO;
 	h_timer(&h);
 	CHECK_EQ_U64(resent(una + 4 * MSS_TS, &seq), 1);
@@ -146,7 +155,7 @@ static void test_rack_sent_later_elapsed(void)
  * without a resend. */
 static void test_rack_no_spurious(void)
 {
-	uint32_t una = setup(4);
+	uint32_t una = setup(4, 4);
 	uint64_t t0 = h.now;
 
 	h.now = t0 + RTT;
@@ -178,7 +187,7 @@ static void test_rack_no_spurious(void)
  * §6.2: a resend has its own transmit time), on the reorder timer. */
 static void test_rack_lost_retransmission(void)
 {
-	uint32_t una = setup(4), seq = 0;
+	uint32_t una = setup(4, 1), seq = 0;
 	uint64_t t0 = h.now;
 
 	h.now = t0 + RTT;
@@ -189,27 +198,24 @@ static void test_rack_lost_retransmission(void)
 	uint64_t t1 = t0 + RTT + REO;
 
 	h.now = t1;
-	h_timer(&h); /* segment 0 resent at t1 */
+	h_timer(&h); /* segment 0 resent at t1, then the new segment 4 */
 	CHECK_EQ_U64(resent(una + 4 * MSS_TS, &seq), 1);
 	CHECK_EQ_U64(seq, una);
+	CHECK_EQ_U64(h.nout, 2);
+	CHECK_EQ_U64(h.out[1].hdr.seq, una + 4 * MSS_TS);
 	h_clear(&h);
-	/* One more segment, 1 ms after the resend. */
-	h.now = t1 + 1000;
-	CHECK(h_app_send(&h, MSS_TS) == 0);
-	h_output(&h);
-	CHECK_EQ_U64(h.nout, 1);
-	CHECK_EQ_U64(h.out[0].hdr.seq, una + 4 * MSS_TS);
-	h_clear(&h);
-	/* Its SACK (with 2 and 3): the resend left 1 ms before it: within
-	 * the window still, for REO - 1 ms more. */
-	h.now = t1 + 1000 + RTT;
+	/* 1 to 4 SACKed, 0 still missing: segment 4 left after the resend
+	 * (the same microsecond, higher sequence: RFC 8985 §6.2's tie
+	 * rule), so the resend is lost once RACK.rtt + reo_wnd has passed
+	 * since it left. */
+	h.now = t1 + RTT;
 	const uint32_t b2[] = { 1, 5 };
 	s = sack_ack(una, una, 1, b2);
 	h_input(&h, &s);
 	h_output(&h);
-	CHECK_EQ_U64(resent(una + 5 * MSS_TS, NULL), 0);
+	CHECK_EQ_U64(h.nout, 0);
 	CHECK_EQ_U64(h.c.st.lost_rexmits, 0);
-	CHECK_EQ_U64(h.c.tlp_deadline_us, t1 + RTT + 1000 + REO - 1000);
+	CHECK_EQ_U64(h.c.tlp_deadline_us, t1 + RTT + REO);
 	h.now = t1 + RTT + REO - 1;
 	h_timer(&h);
 	CHECK_EQ_U64(h.nout, 0);
@@ -217,6 +223,7 @@ static void test_rack_lost_retransmission(void)
 	h_timer(&h);
 	CHECK_EQ_U64(resent(una + 5 * MSS_TS, &seq), 1);
 	CHECK_EQ_U64(seq, una);
+	CHECK_EQ_U64(h.nout, 1);
 	CHECK_EQ_U64(h.c.st.lost_rexmits, 1);
 	CHECK_EQ_U64(h.c.st.rto_fired, 0);
 	/* It arrives: everything is acknowledged, recovery ends. */
@@ -232,7 +239,7 @@ static void test_rack_lost_retransmission(void)
  * SACKed, the hole before it (same burst) is resent after reo_wnd. */
 static void test_rack_after_probe(void)
 {
-	uint32_t una = setup(2), seq = 0;
+	uint32_t una = setup(2, 0), seq = 0;
 
 	CHECK(h.c.tlp_deadline_us != 0);
 	h_fire(&h); /* the probe: segment 1 again */
@@ -270,7 +277,7 @@ static void test_rack_after_probe(void)
  * when the ring is full with nothing acknowledged. */
 static void test_rack_records(void)
 {
-	uint32_t una = setup(3);
+	uint32_t una = setup(3, 0);
 
 	CHECK_EQ_U64(h.c.xrec_n, 1);
 	CHECK_EQ_U64(h.c.xrec[h.c.xrec_head].end, una + 3 * MSS_TS);
