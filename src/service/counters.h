@@ -142,6 +142,8 @@
 	X(drop_tcp_no_ack)                                                       \
 	X(drop_tcp_syn_sent)                                                     \
 	X(tcp_tail_probes)                                                       \
+	X(tcp_rack_lost)                                                         \
+	X(tcp_rack_timeouts)                                                     \
 	X(tcp_ce_segs)                                                           \
 	X(tcp_ecn_reductions)                                                    \
 	X(tcp_ecn_echoes)                                                        \

@@ -21,8 +21,8 @@
  * 6528 (ISN), 7323 (window scale, timestamps), 5681 + 6582 (NewReno
  * without SACK), 1122 §4.2.2.17 (persist), 2018 (SACK: blocks sent for the
  * data held out of order, and read from the peer's ACKs), 6675 (SACK loss
- * recovery), 6937 (PRR), 8985 (tail loss probe; RACK's idea for lost
- * retransmissions).
+ * recovery), 6937 (PRR), 8985 (RACK loss detection and its reorder
+ * timer, §6, for SACK connections; tail loss probe, §7).
  */
 
 #include <stdbool.h>
@@ -222,8 +222,10 @@ struct ss_tcp_sackb {
 /* Retransmissions in flight during loss recovery (tcp_sack.c): what was
  * resent this episode and not yet SACKed or acknowledged, sorted and
  * disjoint.  RFC 6675 keeps only HighRxt; the list also says, per range,
- * what was sent after it, which finds a lost retransmission the way RACK
- * does (RFC 8985 §6.2: data sent later was delivered, this was not). */
+ * when it was resent and what was sent after it, which finds a lost
+ * retransmission: by RACK (RFC 8985 §6.2: data sent later was delivered
+ * and the reordering window passed, tcp_rack.c), or by DupThresh over
+ * what was sent after it. */
 #define SS_TCP_RXT_MAX 64
 
 struct ss_tcp_rxt {
@@ -231,6 +233,27 @@ struct ss_tcp_rxt {
 	uint32_t mark;       /* snd_max when it was (last) resent: data at or
 			      * above mark left after it */
 	uint32_t order;      /* resend count (conn->rxt_order) of its last segment */
+	uint32_t ts;         /* when it was (last) resent, microseconds (low 32 bits):
+			      * RACK's transmit time for it (RFC 8985 §6.1) */
+};
+
+/* RACK (RFC 8985 §6.1): when each sequence range was sent.  The original
+ * transmissions, in sequence order and therefore in time order: record
+ * i covers from the end of record i - 1 (the first one from snd_una) to
+ * its end, sent between its first and last times (microseconds, low 32
+ * bits), equal while segments sent in the same microsecond (a burst)
+ * share a record.  A ring sized for a window of a few hundred bursts
+ * (3 KiB); when it is full, with nothing acknowledged to drop, neighbours
+ * merge pairwise: half the resolution in time, still the whole window.
+ * A record's last time says when its data may be taken for lost (never
+ * sooner than its own), its first time what its delivery proves (never
+ * more).  Resends carry their own time in struct ss_tcp_rxt. */
+#define SS_TCP_XREC_MAX 256
+
+struct ss_tcp_xrec {
+	uint32_t end;   /* sequence number after the range */
+	uint32_t first; /* when its first byte was sent, microseconds (low 32 bits) */
+	uint32_t last;  /* when its last byte was */
 };
 
 /* Returns 0 if the segment was queued for sending, -1 if it could not be
@@ -282,6 +305,9 @@ struct ss_tcp_conn_stats {
 	uint64_t rst_sent;
 	uint64_t data_after_close;            /* RFC 1122 §4.2.2.13 resets */
 	uint64_t tail_probes;                 /* RFC 8985 §7 loss probes sent */
+	uint64_t rack_lost;                   /* RACK (RFC 8985 §6.2) found data lost
+					       * (ACKs or reorder timeouts that did) */
+	uint64_t rack_timeouts;               /* RACK reorder timer expiries (§6.3) */
 	uint64_t ce_segs;                     /* segments received with CE */
 	uint64_t ecn_reductions;              /* cwnd reductions for ECE (ENGINE mode) */
 	uint64_t ecn_echoes;                  /* ECE episodes answered with CWR (WINDOW/RATE
@@ -338,7 +364,9 @@ struct ss_tcp_conn {
 				 * segment's checksum adds only its length */
 	uint64_t rtt_start_us;        /* when rtt_seq was sent */
 	uint64_t rto_deadline_us;     /* 0 = not armed; also used for SYN retries */
-	uint64_t tlp_deadline_us;     /* tail loss probe, before the RTO; 0 = none */
+	uint64_t tlp_deadline_us;     /* tail loss probe, or RACK's reorder timeout
+				       * when equal to rack_reo_us; before the
+				       * RTO; 0 = none */
 	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
 	uint64_t persist_deadline_us; /* 0 = not armed */
 	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
@@ -396,6 +424,20 @@ struct ss_tcp_conn {
 	uint32_t rxt_delivered; /* highest order among the resends delivered */
 	struct ss_tcp_sackb sackb[SS_TCP_SACKB_MAX]; /* scoreboard, above snd_una */
 	struct ss_tcp_rxt rxt[SS_TCP_RXT_MAX];       /* resends in flight */
+	/* RACK (tcp_rack.c, RFC 8985 §6), SACK connections only. */
+	uint16_t xrec_head, xrec_n;   /* ring of transmit records */
+	uint8_t rack_valid;     /* rack_ts/rack_end hold a delivered segment */
+	uint32_t rack_ts;       /* RACK.xmit_ts: latest transmit time delivered */
+	uint32_t rack_end;      /* RACK.end_seq: that segment's end */
+	uint32_t rack_rtt_us;   /* RACK.rtt: its round trip */
+	uint32_t rack_min_rtt_us; /* windowed minimum of RACK.rtt (0: none) */
+	uint64_t rack_min_rtt_at; /* when that minimum was taken */
+	uint32_t rack_lost_to;  /* unSACKed original data below this is lost */
+	uint64_t rack_reo_us;   /* reorder timeout (§6.3) placed in
+				 * tlp_deadline_us; 0: none */
+	uint64_t rack_want_us;  /* the reorder deadline the latest detection
+				 * asks for (0: none) */
+	struct ss_tcp_xrec xrec[SS_TCP_XREC_MAX];
 	uint32_t ecn_recover;         /* one ECE reduction per window (RFC 3168 §6.1.2) */
 	uint32_t ce_bytes;            /* payload bytes received with CE */
 	uint64_t last_challenge_us;
@@ -488,7 +530,8 @@ int ss_tcp_accept_cookie(struct ss_tcp_conn *c, const struct ss_tcp *syn, uint8_
  * Process one received segment (checksum already verified, addressed to
  * this connection's 4-tuple) at @now_us.  Updates state, copies payload,
  * sets events, and may emit segments (ACKs for out-of-order data, RSTs,
- * challenge ACKs, retransmissions on the third duplicate ACK).  In-order
+ * challenge ACKs, retransmissions of data found lost: on the third
+ * duplicate ACK, by the SACK scoreboard or by RACK).  In-order
  * data only sets SS_TCPF_ACK_NOW: the caller calls ss_tcp_output() once
  * per connection per burst, so a burst gets one ACK.
  */
@@ -727,8 +770,9 @@ int ss_tcp_rings_move(struct ss_tcp_conn *c, struct ss_tcp_ring rx, struct ss_tc
  */
 void ss_tcp_cc_set(struct ss_tcp_conn *c, uint8_t mode, uint32_t cwnd, bool ecn_dctcp);
 
-/* Earliest armed timer deadline (RTO, persist, TIME_WAIT, FIN_WAIT_2,
- * delayed ACK), or 0 when none is armed. */
+/* Earliest armed timer deadline (RTO, tail loss probe or RACK reorder
+ * timeout, persist, TIME_WAIT, FIN_WAIT_2, delayed ACK), or 0 when none
+ * is armed. */
 uint64_t ss_tcp_next_deadline(const struct ss_tcp_conn *c);
 /* The same without the delayed ACK, for callers that keep conn->
  * delack_deadline_us apart (it is always set to now + delack_us, so a
@@ -748,7 +792,8 @@ static inline uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *
 
 /* Run the timers due at @now_us: RTO retransmission (go-back-N from
  * snd_una, cwnd to one segment, RFC 6298 §5.5 backoff; after max_retries,
- * or syn_retries for SYN/SYN-ACK, ETIMEDOUT + CLOSED), persist probes,
+ * or syn_retries for SYN/SYN-ACK, ETIMEDOUT + CLOSED), the tail loss
+ * probe or RACK's reorder timeout (RFC 8985 §7, §6.3), persist probes,
  * TIME_WAIT and FIN_WAIT_2 expiry.  Safe to call early: timers not yet due
  * do nothing. */
 void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us);

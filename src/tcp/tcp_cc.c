@@ -46,9 +46,8 @@ void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, const struct ss_t
 	bool own = c->cc_mode == SS_TCP_CC_ENGINE;
 
 	if ((f->flags & SS_TCPF_IN_RECOVERY) && (f->flags & SS_TCPF_SACK_PERM)) {
-		/* The fast path does not read SACK blocks: in recovery they
-		 * count (the slow path has read them already: no change). */
-		tcp_sack_reports_new(c, seg);
+		/* In recovery every ACK takes the slow path, which has read
+		 * its SACK blocks and run RACK (tcp_rack_on_ack()). */
 		tcp_rec_ack(c, true, 0, now_us);
 		return;
 	}
@@ -95,9 +94,11 @@ void tcp_cc_on_ack_slow(struct ss_tcp_conn *c, uint32_t acked, const struct ss_t
  *
  * Loss of the segment at snd_una is declared on the third duplicate ACK
  * (RFC 5681 §3.2), or, with SACK, as soon as more than (DupThresh - 1) *
- * SMSS bytes above it have been SACKed (RFC 6675 §4 IsLost): one surviving
- * ACK then suffices when others are lost, and small windows that cannot
- * produce three duplicates still recover without a timeout.  With SACK,
+ * SMSS bytes above it have been SACKed (RFC 6675 §4 IsLost), or when RACK
+ * found it lost (RFC 8985 §6.2, tcp_rack.c: a segment sent after it was
+ * delivered and the reordering window passed): one surviving ACK then
+ * suffices when others are lost, and small windows that cannot produce
+ * three duplicates still recover without a timeout.  With SACK,
  * recovery is tcp_recovery.c's; without, NewReno's (RFC 6582).
  */
 void tcp_cc_on_dupack(struct ss_tcp_conn *c, const struct ss_tcp *seg, bool sack_new,
@@ -123,7 +124,10 @@ void tcp_cc_on_dupack(struct ss_tcp_conn *c, const struct ss_tcp *seg, bool sack
 	}
 	if (f->dupacks < UINT8_MAX)
 		f->dupacks++;
-	if (f->dupacks < 3 && !(sack && ss_seq_gt(tcp_sack_lost_point(c), f->snd_una)))
+	if (f->dupacks < 3 &&
+	    !(sack && (ss_seq_gt(tcp_sack_lost_point(c), f->snd_una) ||
+		       (ss_seq_gt(c->rack_lost_to, f->snd_una) &&
+			ss_seq_leq(c->rack_lost_to, f->snd_max)))))
 		return;
 	/* RFC 6582 §3.2 step 2: enter recovery only if the ACK covers more
 	 * than recover (avoids a second reduction for one loss episode).  Our

@@ -161,7 +161,9 @@ void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
  *   - timestamps negotiated => TSopt present and not older than
  *     TS.Recent (RFC 7323 §5.3 PAWS);
  *   - SND.UNA < SEG.ACK =< SND.MAX, or SEG.ACK = SND.UNA with payload
- *     (a payload-free SEG.ACK = SND.UNA may be a duplicate ACK: slow path).
+ *     (a payload-free SEG.ACK = SND.UNA may be a duplicate ACK: slow path);
+ *   - no SACK blocks and not in loss recovery (both: RACK's detection,
+ *     tcp_rack.c, and the recovery in the slow path).
  * Everything else goes to tcp_input_slow().
  */
 void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us)
@@ -181,6 +183,7 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
 	    (!(f->flags & SS_TCPF_TS) ||
 	     ((seg->opts.present & SS_TCP_OPTF_TS) &&
 	      ss_seq_geq(seg->opts.ts_val, f->ts_recent))) &&
+	    !(seg->opts.present & SS_TCP_OPTF_SACK) && !(f->flags & SS_TCPF_IN_RECOVERY) &&
 	    ss_seq_leq(seg->ack, f->snd_max) &&
 	    (ss_seq_gt(seg->ack, f->snd_una) || (seg->ack == f->snd_una && len))) {
 		c->st.fast_path++;

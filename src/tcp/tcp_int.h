@@ -167,9 +167,45 @@ uint32_t tcp_sack_pipe(const struct ss_tcp_conn *c, uint32_t lost);
 bool tcp_sack_next_unsent(const struct ss_tcp_conn *c, uint32_t from, uint32_t limit,
 			  uint32_t *seq, uint32_t *len);
 bool tcp_sack_rxt_covers(const struct ss_tcp_conn *c, uint32_t start, uint32_t end);
-bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end);
-unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack);
+bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end, uint64_t now_us);
+unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack, uint64_t now_us);
 void tcp_sack_rxt_clear(struct ss_tcp_conn *c);
+
+/* tcp_rack.c: RACK loss detection (RFC 8985 §6). */
+void tcp_rack_sent_full(struct ss_tcp_conn *c, uint32_t end, uint32_t ts);
+uint32_t tcp_rack_reo_wnd(const struct ss_tcp_conn *c);
+void tcp_rack_on_ack(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_us);
+bool tcp_rack_rxt_lost(struct ss_tcp_conn *c, uint32_t ts, uint32_t end, uint64_t now_us);
+void tcp_rack_after_ack(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_rack_arm(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_rack_timeout(struct ss_tcp_conn *c, uint64_t now_us);
+
+/* New data up to @end (snd_max) left now (RFC 8985 §6.1: its transmit
+ * time).  On SACK connections only; one store per burst: segments sent
+ * in the same microsecond share the newest record. */
+static inline void tcp_rack_sent(struct ss_tcp_conn *c, uint32_t end, uint64_t now_us)
+{
+	uint32_t ts = (uint32_t)now_us;
+	unsigned n;
+
+	if (!(c->f.flags & SS_TCPF_SACK_PERM))
+		return;
+	n = c->xrec_n;
+	if (n) {
+		struct ss_tcp_xrec *r = &c->xrec[(c->xrec_head + n - 1) & (SS_TCP_XREC_MAX - 1)];
+
+		if (r->first == ts) {
+			r->end = end;
+			return;
+		}
+	}
+	if (n < SS_TCP_XREC_MAX) {
+		c->xrec[(c->xrec_head + n) & (SS_TCP_XREC_MAX - 1)] = (struct ss_tcp_xrec){ end, ts, ts };
+		c->xrec_n = (uint16_t)(n + 1);
+		return;
+	}
+	tcp_rack_sent_full(c, end, ts);
+}
 
 /* tcp_recovery.c: SACK loss recovery (RFC 6675 §5), PRR (RFC 6937). */
 void tcp_rec_enter(struct ss_tcp_conn *c, uint32_t estimate, uint64_t now_us);
@@ -189,6 +225,7 @@ int tcp_retransmit_seq(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64
 int tcp_send_rst_reply(struct ss_tcp_conn *c, const struct ss_tcp *in);
 int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us);
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us);
+void tcp_tlp_arm(struct ss_tcp_conn *c, uint64_t now_us);
 int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us);
 uint16_t tcp_rcv_wnd_field(struct ss_tcp_conn *c);
 /* ss_tcp_output() without its one-segment path: the loop for every case

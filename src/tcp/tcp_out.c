@@ -33,13 +33,17 @@ static uint64_t tcp_backoff_us(const struct ss_tcp_conn *c, unsigned shift)
  * probes for segments whose ACKs were on their way cost both ends a
  * retransmission, a duplicate and a DSACK each.  With a steady RTT the
  * floor stays under 2 * SRTT and changes nothing.
+ *
+ * The probe's slot also holds RACK's reorder timer (tcp_rack.c), which
+ * tcp_rack_arm() puts there after an ACK that asks for it: arming the
+ * RTO (on every ACK that advances) leaves the probe alone there, as RFC
+ * 8985 §7.2 re-arms it, never in loss recovery.
  */
-static inline __attribute__((always_inline)) void tcp_rto_arm_inline(struct ss_tcp_conn *c,
+static inline __attribute__((always_inline)) void tcp_tlp_arm_inline(struct ss_tcp_conn *c,
 								     uint64_t now_us)
 {
 	const struct ss_tcp_flow *f = &c->f;
 
-	c->rto_deadline_us = now_us + tcp_backoff_us(c, f->backoff);
 	c->tlp_deadline_us = 0;
 	if (!c->params->tlp_min_us || !f->srtt_us || c->tlp_sent || f->backoff ||
 	    (f->flags & (SS_TCPF_IN_RECOVERY | SS_TCPF_FIN_SENT)) || f->state != SS_TCPS_ESTABLISHED)
@@ -56,9 +60,22 @@ static inline __attribute__((always_inline)) void tcp_rto_arm_inline(struct ss_t
 		c->tlp_deadline_us = now_us + pto;
 }
 
+static inline __attribute__((always_inline)) void tcp_rto_arm_inline(struct ss_tcp_conn *c,
+								     uint64_t now_us)
+{
+	c->rto_deadline_us = now_us + tcp_backoff_us(c, c->f.backoff);
+	tcp_tlp_arm_inline(c, now_us);
+}
+
 void tcp_rto_arm(struct ss_tcp_conn *c, uint64_t now_us)
 {
 	tcp_rto_arm_inline(c, now_us);
+}
+
+/* The probe alone, from now, before the running RTO. */
+void tcp_tlp_arm(struct ss_tcp_conn *c, uint64_t now_us)
+{
+	tcp_tlp_arm_inline(c, now_us);
 }
 
 /* The probe: the last segment sent, again (RFC 8985 §7.3 when no new data
@@ -326,8 +343,10 @@ int tcp_persist_probe(struct ss_tcp_conn *c, uint64_t now_us)
 	rc = tcp_output_seg(c, f->snd_una, 1, SS_TCP_ACK | SS_TCP_PSH, now_us);
 	if (rc == 0) {
 		f->snd_nxt = f->snd_una + 1;
-		if (ss_seq_gt(f->snd_nxt, f->snd_max))
+		if (ss_seq_gt(f->snd_nxt, f->snd_max)) {
 			f->snd_max = f->snd_nxt;
+			tcp_rack_sent(c, f->snd_max, now_us);
+		}
 	}
 	return rc;
 }
@@ -471,6 +490,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 				c->rtt_start_us = now_us;
 			}
 			f->snd_nxt = f->snd_max = end;
+			tcp_rack_sent(c, end, now_us);
 			/* The segment carried the ACK: no delayed ACK left;
 			 * RFC 6298 §5.1: the RTO runs once per flight. */
 			if (!c->rto_deadline_us)
@@ -567,8 +587,10 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			c->rtt_start_us = now_us;
 		}
 		f->snd_nxt += len + !!(flags & SS_TCP_FIN);
-		if (ss_seq_gt(f->snd_nxt, f->snd_max))
+		if (ss_seq_gt(f->snd_nxt, f->snd_max)) {
 			f->snd_max = f->snd_nxt;
+			tcp_rack_sent(c, f->snd_max, now_us);
+		}
 		if (flags & SS_TCP_FIN)
 			f->flags |= SS_TCPF_FIN_SENT;
 	}

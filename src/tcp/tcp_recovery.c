@@ -8,7 +8,10 @@
  * cwnd - pipe (RFC 6675 §5 step C): lost data first (NextSeg rule 1,
  * here), then new data (rule 2, ss_tcp_output()'s loop, given what room
  * is left), and with no new data one rescue retransmission of the tail
- * (rule 4).  Rule 3 (unSACKed data not yet lost) is left out, as Linux
+ * (rule 4).  Lost means IsLost() (RFC 6675
+ * §4, DupThresh), RACK's verdict (RFC 8985 §6, tcp_rack.c) or the
+ * episode's own knowledge (the first segment, everything after a
+ * timeout).  Rule 3 (unSACKed data not yet lost) is left out, as Linux
  * does: what it would resend is usually still on its way.
  *
  * Who sets cwnd: ENGINE mode, PRR during a fast recovery (RFC 6937) and
@@ -29,13 +32,18 @@ static inline uint32_t u32_max(uint32_t a, uint32_t b)
 	return a > b ? a : b;
 }
 
-/* Unsacked data below the point returned is lost: IsLost() (RFC 6675 §4)
- * or the episode's own knowledge (conn->lost_to). */
+/* Unsacked data below the point returned is lost: IsLost() (RFC 6675 §4),
+ * RACK (RFC 8985 §6.2, conn->rack_lost_to) or the episode's own knowledge
+ * (conn->lost_to). */
 static uint32_t rec_lost_point(const struct ss_tcp_conn *c)
 {
 	uint32_t p = tcp_sack_lost_point(c);
 
-	return ss_seq_gt(c->lost_to, p) ? c->lost_to : p;
+	if (ss_seq_gt(c->lost_to, p))
+		p = c->lost_to;
+	if (ss_seq_gt(c->rack_lost_to, p) && ss_seq_leq(c->rack_lost_to, c->f.snd_max))
+		p = c->rack_lost_to;
+	return p;
 }
 
 /* New data (or our FIN) could go now, window permitting: NextSeg rule 2. */
@@ -60,7 +68,7 @@ static bool rec_resend(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint64
 {
 	if (tcp_retransmit_seq(c, seq, len, now_us) != 0)
 		return false;
-	tcp_sack_rxt_add(c, seq, seq + len);
+	tcp_sack_rxt_add(c, seq, seq + len, now_us);
 	c->prr_out += len;
 	if (seq != c->f.snd_una)
 		tcp_st(c)->sack_rexmits++;
@@ -102,7 +110,10 @@ unsigned tcp_rec_send(struct ss_tcp_conn *c, uint64_t now_us, uint32_t *room)
 	    !rec_new_data(c) && !(rec_paced(c) && !c->tx_budget)) {
 		/* Rule 4: the tail above the highest SACK, if unSACKed, once
 		 * every hole below it was resent (rule 3, left out, would
-		 * have sent those first). */
+		 * have sent those first).  RACK (tcp_rack.c) cannot find a
+		 * lost tail when nothing sent after it comes back, and no
+		 * tail loss probe goes in recovery (RFC 8985 §7.2): without
+		 * this, the RTO would. */
 		uint32_t top = c->sackb_n ? c->sackb[c->sackb_n - 1].right : f->snd_una, s3, l3;
 
 		len = u32_min(f->snd_max - top, f->mss);
@@ -208,10 +219,11 @@ void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64
 		rec_exit(c);
 		return;
 	}
-	/* A partial ACK: the segment now at snd_una was sent before the
-	 * resend that was just delivered, so it is lost too (RFC 6582 §3.2
-	 * step 5 resends it; RFC 8985's reasoning says why). */
-	if (advanced) {
+	/* A partial ACK: without RACK's transmit times, the segment now at
+	 * snd_una is taken as sent before the resend that was just delivered,
+	 * so lost too (RFC 6582 §3.2 step 5 resends it).  RACK knows when it
+	 * was sent (tcp_rack.c): it may have left after that resend. */
+	if (advanced && !c->rack_valid) {
 		uint32_t to = f->snd_una + f->mss;
 
 		if (ss_seq_gt(to, f->recover))
@@ -219,7 +231,7 @@ void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64
 		if (ss_seq_gt(to, c->lost_to))
 			c->lost_to = to;
 	}
-	tcp_sack_rxt_update(c, tcp_sack_lost_point(c));
+	tcp_sack_rxt_update(c, tcp_sack_lost_point(c), now_us);
 	if (c->cc_mode == SS_TCP_CC_ENGINE) {
 		if (c->rec_rto) {
 			/* RFC 5681 §3.1 after a timeout: slow start, then

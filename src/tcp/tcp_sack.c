@@ -228,10 +228,12 @@ bool tcp_sack_rxt_covers(const struct ss_tcp_conn *c, uint32_t start, uint32_t e
 }
 
 /* [start, end) was resent now: into the list, merged with a neighbour it
- * touches (the later mark and order stand for both: the merged range is
- * found lost no earlier than its last part).  False if the list is full. */
-bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end)
+ * touches (the later mark, order and time stand for both: the merged
+ * range is found lost no earlier than its last part).  False if the list
+ * is full. */
+bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end, uint64_t now_us)
 {
+	uint32_t ts = (uint32_t)now_us;
 	struct ss_tcp_rxt *r = c->rxt;
 	unsigned n = c->rxt_n, i = 0;
 	uint32_t mark = c->f.snd_max, order = ++c->rxt_order;
@@ -242,6 +244,7 @@ bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end)
 		r[i - 1].end = end;
 		r[i - 1].mark = mark;
 		r[i - 1].order = order;
+		r[i - 1].ts = ts;
 		if (i < n && r[i].start == end) { /* it bridges two */
 			r[i - 1].end = r[i].end;
 			memmove(r + i, r + i + 1, (n - i - 1) * sizeof(*r));
@@ -253,6 +256,7 @@ bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end)
 		r[i].start = start;
 		r[i].mark = mark;
 		r[i].order = order;
+		r[i].ts = ts;
 		return true;
 	}
 	if (n == SS_TCP_RXT_MAX) {
@@ -260,23 +264,28 @@ bool tcp_sack_rxt_add(struct ss_tcp_conn *c, uint32_t start, uint32_t end)
 		return false;
 	}
 	memmove(r + i + 1, r + i, (n - i) * sizeof(*r));
-	r[i] = (struct ss_tcp_rxt){ start, end, mark, order };
+	r[i] = (struct ss_tcp_rxt){ start, end, mark, order, ts };
 	c->rxt_n = (uint8_t)(n + 1);
 	return true;
 }
 
 /*
- * After an ACK: resends acknowledged or SACKed leave the list (the parts
- * SACKed are cut out of it), and one still missing is lost (RFC 8985
- * §6.2's idea, by order rather than time) when
- *   - more than (DupThresh - 1) * SMSS bytes sent after it are SACKed:
- *     its mark lies below the lost point @lost_sack (tcp_sack_lost_point());
+ * After an ACK (or at the reorder timeout): resends acknowledged or
+ * SACKed leave the list (the parts SACKed are cut out of it), and one
+ * still missing is lost when
+ *   - RACK says so (RFC 8985 §6.2: a segment sent after it was delivered
+ *     and the reordering window has passed, tcp_rack_rxt_lost(); one
+ *     sent after it but still within the window asks for the reorder
+ *     timer);
+ *   - or, DupThresh's way, more than (DupThresh - 1) * SMSS bytes sent
+ *     after it are SACKed: its mark lies below the lost point @lost_sack
+ *     (tcp_sack_lost_point());
  *   - or a resend made at least DupThresh segments after it was delivered
  *     whole (DupThresh - 1 segments of reordering are allowed).
  * A lost resend leaves the list, so that NextSeg() sends it again.
  * Returns the number found lost.
  */
-unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack)
+unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack, uint64_t now_us)
 {
 	struct ss_tcp_rxt out[SS_TCP_RXT_MAX];
 	uint32_t una = c->f.snd_una;
@@ -326,7 +335,8 @@ unsigned tcp_sack_rxt_update(struct ss_tcp_conn *c, uint32_t lost_sack)
 	}
 	c->rxt_n = 0;
 	for (unsigned k = 0; k < n; k++) {
-		if (ss_seq_lt(out[k].mark, lost_sack) ||
+		if (tcp_rack_rxt_lost(c, out[k].ts, out[k].end, now_us) ||
+		    ss_seq_lt(out[k].mark, lost_sack) ||
 		    (int32_t)(c->rxt_delivered - out[k].order) >= 3) {
 			lost++;
 			continue;

@@ -349,6 +349,13 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 	 * ACK reporting new SACK information counts too, window change or
 	 * not (Linux grows its window while it queues out-of-order data). */
 	bool sack_new = tcp_sack_reports_new(c, seg);
+	/* RACK (RFC 8985 §6.2): what this ACK delivered, and what that
+	 * shows lost, before recovery acts on it. */
+	bool rack = (f->flags & SS_TCPF_SACK_PERM) && f->snd_max != f->snd_una &&
+		    tcp_state_can_send(f->state);
+
+	if (rack)
+		tcp_rack_on_ack(c, seg, now_us);
 	bool dup = len == 0 && !(fl & SS_TCP_FIN) && seg->ack == f->snd_una &&
 		   f->snd_max != f->snd_una &&
 		   (((uint32_t)seg->window << f->snd_wscale) == f->snd_wnd || sack_new) &&
@@ -360,6 +367,8 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 		tcp_cc_on_dupack(c, seg, sack_new, now_us);
 	if (ss_seq_geq(seg->ack, f->snd_una))
 		tcp_snd_wnd_update(c, seg);
+	if (rack)
+		tcp_rack_after_ack(c, now_us);
 
 	switch (f->state) {
 	case SS_TCPS_FIN_WAIT_1:

@@ -1,4 +1,4 @@
-/* tcp_timer.c - timers: retransmission (RFC 6298), persist (RFC 9293 §3.8.6.1), TIME_WAIT and FIN_WAIT_2. */
+/* tcp_timer.c - timers: retransmission (RFC 6298), tail loss probe and RACK reorder timeout (RFC 8985 §7, §6.3), persist (RFC 9293 §3.8.6.1), TIME_WAIT and FIN_WAIT_2. */
 #include <errno.h>
 
 #include "tcp/tcp_int.h"
@@ -130,8 +130,13 @@ void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us)
 		}
 	}
 	if (c->rto_deadline_us && c->tlp_deadline_us && now_us >= c->tlp_deadline_us &&
-	    now_us < c->rto_deadline_us && c->f.snd_una != c->f.snd_max)
-		tcp_tail_probe(c, now_us);
+	    now_us < c->rto_deadline_us && c->f.snd_una != c->f.snd_max) {
+		/* The slot holds the probe or RACK's reorder timer. */
+		if (c->tlp_deadline_us == c->rack_reo_us)
+			tcp_rack_timeout(c, now_us);
+		else
+			tcp_tail_probe(c, now_us);
+	}
 	if (c->rto_deadline_us && now_us >= c->rto_deadline_us)
 		tcp_timer_rto(c, now_us);
 	if (c->persist_deadline_us && now_us >= c->persist_deadline_us)

@@ -1055,6 +1055,7 @@ static void test_established_sack_loss_one_dupack(void)
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 8);
 	h_clear(&h);
+	h.now += 10000; /* a round trip (RACK, RFC 8985, times it) */
 	uint32_t una = cfg.iss + 1;
 	/* Window changes on the way (Linux grows it): still a dupack with new SACK. */
 	struct ss_tcp s = h_sack_ack(&h, una, una + MSS_TS, una + 4 * MSS_TS, 65000);
@@ -1072,6 +1073,7 @@ static void test_established_sack_loss_one_dupack(void)
 	CHECK(h_app_send(&h, 8 * MSS_TS) == 0);
 	h_output(&h);
 	h_clear(&h);
+	h.now += 10000;
 	s = h_sack_ack(&h, una, una + MSS_TS, una + 3 * MSS_TS, 65000);
 	h_input(&h, &s);
 	CHECK(!(h.c.f.flags & SS_TCPF_IN_RECOVERY));
@@ -1094,6 +1096,7 @@ static void test_established_lost_retransmission(void)
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, 8);
 	h_clear(&h);
+	h.now += 10000;
 	uint32_t una = cfg.iss + 1;
 	struct ss_tcp s = h_sack_ack(&h, una, una + MSS_TS, una + 5 * MSS_TS, 65535);
 	h_input(&h, &s);
@@ -1148,6 +1151,7 @@ static uint32_t h_flight(uint32_t cwnd_segs, uint32_t segs)
 	CHECK(h_app_send(&h, segs * MSS_TS) == 0);
 	h_output(&h);
 	CHECK_EQ_U64(h.nout, segs);
+	h.now += 10000; /* the ACKs come a round trip later (RACK times them) */
 	return cfg.iss + 1;
 }
 
