@@ -298,7 +298,7 @@ def wl_redis(run, layout, name):
     port = PORTS["redis"]
     ip = run.ip(layout)
     tests, extra = REDIS_TESTS[name]
-    n = run.secs(20000, 100000) * (5 if "-P" in extra else 1)
+    n = run.secs(50000, 200000) * (10 if "-P" in extra else 1)
     srv = run.start("redis-server", layout, redis_argv(run, layout, port), port)
     argv = [TOOLS["redis-benchmark"], "-h", ip, "-p", str(port), "-c", "50", "-n", str(n),
             "-t", tests, "--csv"] + extra
