@@ -30,6 +30,10 @@ Workloads (--only takes these names, comma-separated):
   nginx_small, nginx_1m
       nginx (master + 2 workers, sendfile on) and wrk -t2 -c50 on a 593-byte
       file and on a 1 MiB file; a Lua script checks every body byte for byte
+  h2load
+      the same nginx with HTTP/2 over cleartext (prior knowledge): h2load
+      -c 50 -m 10 -t 2 on the 593-byte file; every request must succeed
+      with status 2xx and h2load must count exactly the bodies' bytes
   curl_10m
       curl of a 10 MiB file from the same nginx, several times, each sha256
       checked (apps_lib.curl_sha)
@@ -342,10 +346,12 @@ def wl_redis(run, layout, name):
             "client_argv": argv_text(argv)}
 
 
-def nginx_up(run, layout, name):
+def nginx_up(run, layout, name, http2=False):
     port = PORTS["nginx"]
     ip = run.ip(layout)
     listen = "0.0.0.0:%d" % port if layout == "slipstream" else "%s:%d" % (ip, port)
+    if http2:
+        listen += " http2"      # HTTP/2 over cleartext, prior knowledge (h2c)
     srv = apps_lib.nginx_start(run.bed, name, run.side(layout), listen, master=True,
                                workers=2, sendfile="on")
 
@@ -387,6 +393,38 @@ def wl_nginx(run, layout, body):
     return {"metrics": m, "primary": "req/s", "cpu": {"run": c},
             "client_argv": "wrk -t2 -c50 -d%ds --timeout 5s -s <body check> URL/%s"
             % (seconds, body)}
+
+
+def wl_h2load(run, layout):
+    srv, url = nginx_up(run, layout, "nginx-h2", http2=True)
+    n = run.secs(100000, 400000)
+    size = (run.bed.www / "index.html").stat().st_size
+    argv = [TOOLS["h2load"], "-c", "50", "-m", "10", "-t", "2", "-n", str(n),
+            url + "/index.html"]
+    try:
+        r, c = run.window(lambda: run.bed.run(run.bed.client_ns, argv, timeout=240))
+        run.stop(srv)
+    finally:
+        run.bed.stop(srv)
+    out = r.stdout + r.stderr
+    fin = re.search(r"finished in ([\d.]+)s, ([\d.]+) req/s", out)
+    req = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+                    r"(\d+) failed, (\d+) errored, (\d+) timeout", out)
+    st = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    data = re.search(r"traffic: .*\((\d+)\) data", out)
+    lat = re.search(r"time for request:\s+([\d.]+)(\w+)\s+([\d.]+)(\w+)\s+([\d.]+)(\w+)", out)
+    if r.returncode != 0 or not (fin and req and st and data and lat):
+        raise CheckError("h2load exit %d:\n%s" % (r.returncode, out[-2000:]))
+    total, _, done, ok, failed, errored, timeout = (int(x) for x in req.groups())
+    if not (total == done == ok == n) or failed or errored or timeout or \
+            int(st.group(1)) != n or int(data.group(1)) != n * size:
+        raise CheckError("h2load: not every request answered with the whole body:\n%s"
+                         % out[-2000:])
+    m = {"req/s": (float(fin.group(2)), "req/s", "higher"),
+         "mean latency": (float(lat.group(5)) * apps_lib._UNITS[lat.group(6)], "us", "lower"),
+         "CPU per req": cpu_per(c, n, "req")}
+    return {"metrics": m, "primary": "req/s", "cpu": {"run": c},
+            "client_argv": "h2load -c 50 -m 10 -t 2 -n %d URL/index.html" % n}
 
 
 def wl_curl(run, layout):
@@ -489,6 +527,7 @@ WORKLOADS = {
                                                                   "redis-benchmark")),
     "nginx_small": (lambda r, l: wl_nginx(r, l, "index.html"), ("nginx", "wrk")),
     "nginx_1m": (lambda r, l: wl_nginx(r, l, "1m.bin"), ("nginx", "wrk")),
+    "h2load": (wl_h2load, ("nginx", "h2load")),
     "curl_10m": (wl_curl, ("nginx", "curl")),
     "iperf3_in_P1": (lambda r, l: wl_iperf3(r, l, False, 1), ("iperf3",)),
     "iperf3_in_P8": (lambda r, l: wl_iperf3(r, l, False, 8), ("iperf3",)),
@@ -503,6 +542,7 @@ TITLES = {
     "redis": "redis-benchmark -c 50", "redis_P16": "redis-benchmark -c 50 -P 16",
     "redis_d4096": "redis-benchmark -c 50 -d 4096",
     "nginx_small": "nginx, wrk -t2 -c50, 593 B file", "nginx_1m": "nginx, wrk -t2 -c50, 1 MiB file",
+    "h2load": "nginx, h2load -c 50 -m 10 (HTTP/2), 593 B file",
     "curl_10m": "nginx, curl 10 MiB (sha256)",
     "iperf3_in_P1": "iperf3 into the server, -P 1", "iperf3_in_P8": "iperf3 into the server, -P 8",
     "iperf3_out_P1": "iperf3 out of the server (-R), -P 1",

@@ -52,7 +52,7 @@ MC_LOAD_SRC = REPO / "bench" / "mc_load.c"
 
 TOOLS = {t: shutil.which(t) for t in (
     "memcached", "nginx", "wrk", "haproxy", "iperf3", "sockperf", "ab", "curl",
-    "redis-server", "redis-cli", "redis-benchmark", "cc")}
+    "redis-server", "redis-cli", "redis-benchmark", "h2load", "cc")}
 
 # name -> (tools it needs, kind); kind "server": the server is the program
 # under test, "client": the client is.
