@@ -49,10 +49,11 @@ Workloads (--only takes these names, comma-separated):
       value checked byte for byte
 
 CPU: the whole machine's busy time from /proc/stat over the client's run
-(rr_mix: over its measured window), divided by the requests (or GB) done in
-it: client, server, kernel and service together, on every CPU.  Other
-people's processes' CPU time in the window is recorded ("foreign_cpu_s") and
-a point with 0.5 CPU-s or more is marked contended.
+(rr_mix: over its measured window), less the CPU time other people's
+processes took in it ("foreign_cpu_s", from their /proc/PID/stat), divided
+by the requests (or GB) done: client, server, kernel and service together,
+on every CPU.  A point where other processes took 0.5 CPU-s or more is
+marked contended.
 
 Run as root (network namespaces), with the test bed's lock:
     flock /tmp/ss-bed.lock /usr/bin/python3 bench/workloads.py --quick
@@ -198,21 +199,24 @@ def pin_group(pgid, cpu_no):
 
 
 def cpu_dict(d, wall, f0, f1):
+    """The CPU of a window: the machine's busy CPU-seconds, other people's
+    processes' share of them, and ours ("own_cpu_s": busy less foreign)."""
     foreign, top = cpu.foreign_cpu(f0, f1)
+    busy = d["busy_cores"] * wall
     return {"wall_s": round(wall, 3), "busy_cores": round(d["busy_cores"], 3),
-            "busy_cpu_s": round(d["busy_cores"] * wall, 3),
+            "busy_cpu_s": round(busy, 3), "own_cpu_s": round(max(0.0, busy - foreign), 3),
             "per_cpu_busy": [round(x, 3) for x in cpu.per_cpu_busy(d)],
             "foreign_cpu_s": round(foreign, 2), "foreign_top": top}
 
 
 def cpu_per(c, work, unit):
-    """A CPU figure: busy CPU-microseconds per request (unit "req") or
-    CPU-seconds per GB (unit "GB", work in bytes)."""
+    """A CPU figure from our own busy time: CPU-microseconds per request
+    (unit "req") or CPU-seconds per GB (unit "GB", work in bytes)."""
     if not work:
         return None
     if unit == "GB":
-        return (c["busy_cpu_s"] / (work / 1e9), "CPU-s/GB", "lower")
-    return (1e6 * c["busy_cpu_s"] / work, "CPU-us/%s" % unit, "lower")
+        return (c["own_cpu_s"] / (work / 1e9), "CPU-s/GB", "lower")
+    return (1e6 * c["own_cpu_s"] / work, "CPU-us/%s" % unit, "lower")
 
 
 # ---- the workloads ------------------------------------------------------------
@@ -656,7 +660,7 @@ def write_md(doc, path):
             "same server in peer2, not pinned and pinned to CPU %d; the better of the two by "
             "the workload's primary figure (in bold) is compared.  CPU: the whole machine's "
             "busy time (/proc/stat, every CPU: client, server, kernel, service) over the "
-            "client's run, per request or per GB.  Ratios are Slipstream / Linux: above 1 is "
+            "client's run, less other processes' CPU time, per request or per GB.  Ratios are Slipstream / Linux: above 1 is "
             "better for Slipstream in rates, worse in latencies and CPU." % (
                 doc["service_argv"], PIN_CPU), ""]
     text += lines
