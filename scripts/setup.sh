@@ -28,6 +28,8 @@ PKGS=(
 	redis-server redis-tools
 	# tests/integration/test_posix_apps.py and bench/apps_compare.py
 	memcached nginx-light haproxy iperf3 sockperf wrk apache2-utils curl
+	# bench/workloads.py's HTTP/2 client (h2load)
+	nghttp2-client
 )
 
 missing=()

@@ -52,7 +52,7 @@ MC_LOAD_SRC = REPO / "bench" / "mc_load.c"
 
 TOOLS = {t: shutil.which(t) for t in (
     "memcached", "nginx", "wrk", "haproxy", "iperf3", "sockperf", "ab", "curl",
-    "redis-server", "redis-cli", "redis-benchmark", "cc")}
+    "redis-server", "redis-cli", "redis-benchmark", "h2load", "cc")}
 
 # name -> (tools it needs, kind); kind "server": the server is the program
 # under test, "client": the client is.
@@ -377,12 +377,13 @@ end
 _UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
-def wrk(bed, side, url, seconds, conns=50, threads=2, kind="server"):
-    """wrk with a Lua check of every response (status 200, exact body).
-    Returns {rps, p50_us, p99_us, requests}."""
-    lua = bed.dir / "wrk_check.lua"
+def wrk(bed, side, url, seconds, conns=50, threads=2, kind="server", body="index.html"):
+    """wrk with a Lua check of every response (status 200, exact body: the
+    file @body of the served directory).  Returns {rps, p50_us, p99_us,
+    requests}."""
+    lua = bed.dir / ("wrk_check.lua" if body == "index.html" else "wrk_check-%s.lua" % body)
     if not lua.exists():
-        lua.write_text(WRK_LUA % (bed.www / "index.html"))
+        lua.write_text(WRK_LUA % (bed.www / body))
     argv = [TOOLS["wrk"], "-t", str(threads), "-c", str(conns), "-d", "%ds" % seconds,
             "--timeout", "5s", "-s", str(lua), url]
     r = bed.client(side, argv, timeout=seconds + 60, kind=kind)
@@ -454,9 +455,11 @@ def ab(bed, side, url, requests, conns):
     return {"rps": float(rps.group(1)), "p50_us": float(p50.group(1)) * 1e3 if p50 else None}
 
 
-def iperf3_client(bed, side, ip, port, seconds, reverse, kind="server"):
+def iperf3_client(bed, side, ip, port, seconds, reverse, kind="server", streams=1):
+    """iperf3 -c (@streams parallel streams, -P); returns {gbit_s, bytes}."""
     argv = [TOOLS["iperf3"], "-c", ip, "-p", str(port), "-t", str(seconds), "-J",
-            "--connect-timeout", "5000"] + (["-R"] if reverse else [])
+            "--connect-timeout", "5000"] + (["-R"] if reverse else []) + \
+        (["-P", str(streams)] if streams > 1 else [])
     r = bed.client(side, argv, timeout=seconds + 40, kind=kind)
     try:
         doc = json.loads(r.stdout)
@@ -689,6 +692,30 @@ def case_iperf3_R(bed, side, quick):
     return _case_iperf3(bed, side, quick, reverse=True)
 
 
+def sockperf_pingpong(bed, side, ip, port, secs, size=64):
+    """sockperf ping-pong --tcp from peer1: every message answered, none
+    dropped, duplicated or out of order.  Returns {rt_s, avg_us, p50_us,
+    p99_us} (sockperf's latencies are one-way: half the round trip)."""
+    r = bed.client(side, [TOOLS["sockperf"], "ping-pong", "--tcp", "-i", ip, "-p",
+                          str(port), "-t", str(secs), "-m", str(size)], timeout=secs + 30)
+    out = r.stdout + r.stderr
+    valid = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
+                      r"ReceivedMessages=(\d+)", out)
+    dropped = re.search(r"# dropped messages = (\d+); # duplicated messages = (\d+); "
+                        r"# out-of-order messages = (\d+)", out)
+    avg = re.search(r"avg-latency=([\d.]+)", out)
+    p50 = re.search(r"percentile 50\.000 =\s+([\d.]+)", out)
+    p99 = re.search(r"percentile 99\.000 =\s+([\d.]+)", out)
+    if r.returncode != 0 or not (valid and dropped and avg and p50 and p99):
+        raise CheckError("sockperf ping-pong: exit %d:\n%s" % (r.returncode, out[-3000:]))
+    t, sent, recv = float(valid.group(1)), int(valid.group(2)), int(valid.group(3))
+    if recv < 100 or recv != sent or any(int(x) for x in dropped.groups()):
+        raise CheckError("sockperf: sent %d received %d, dropped/dup/ooo %s" % (
+            sent, recv, dropped.groups()))
+    return {"rt_s": recv / t, "avg_us": float(avg.group(1)), "p50_us": float(p50.group(1)),
+            "p99_us": float(p99.group(1)), "round_trips": recv}
+
+
 def case_sockperf(bed, side, quick):
     port = PORTS["sockperf"]
     ip = bed.server_ip(side)
@@ -698,27 +725,11 @@ def case_sockperf(bed, side, quick):
     res = {}
     try:
         bed.wait_listen(ip, port, srv)
-        secs = 2 if quick else 5
-        r = bed.client(side, [TOOLS["sockperf"], "ping-pong", "--tcp", "-i", ip, "-p",
-                              str(port), "-t", str(secs), "-m", "64"], timeout=secs + 30)
-        out = r.stdout + r.stderr
-        valid = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
-                          r"ReceivedMessages=(\d+)", out)
-        dropped = re.search(r"# dropped messages = (\d+); # duplicated messages = (\d+); "
-                            r"# out-of-order messages = (\d+)", out)
-        avg = re.search(r"avg-latency=([\d.]+)", out)
-        p50 = re.search(r"percentile 50\.000 =\s+([\d.]+)", out)
-        p99 = re.search(r"percentile 99\.000 =\s+([\d.]+)", out)
-        if r.returncode != 0 or not (valid and dropped and avg and p50 and p99):
-            raise CheckError("sockperf ping-pong: exit %d:\n%s" % (r.returncode, out[-3000:]))
-        t, sent, recv = float(valid.group(1)), int(valid.group(2)), int(valid.group(3))
-        if recv < 100 or recv != sent or any(int(x) for x in dropped.groups()):
-            raise CheckError("sockperf: sent %d received %d, dropped/dup/ooo %s" % (
-                sent, recv, dropped.groups()))
-        res["round trips/s"] = (recv / t, "rt/s", "higher")
-        res["avg latency (1-way)"] = (float(avg.group(1)), "us", "lower")
-        res["p50"] = (float(p50.group(1)), "us", "lower")
-        res["p99"] = (float(p99.group(1)), "us", "lower")
+        p = sockperf_pingpong(bed, side, ip, port, 2 if quick else 5)
+        res["round trips/s"] = (p["rt_s"], "rt/s", "higher")
+        res["avg latency (1-way)"] = (p["avg_us"], "us", "lower")
+        res["p50"] = (p["p50_us"], "us", "lower")
+        res["p99"] = (p["p99_us"], "us", "lower")
         bed.require_alive(srv)
     finally:
         bed.stop(srv)
