@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# demo.sh - the main job: redis-server unmodified under `slipstream run`
-# against the same redis on the Linux stack, driven by the same
-# redis-benchmark from a Linux peer in one run, with the ratios; then the
-# TCP servers on the low-level API against Linux sockets (quick mode).
-#   scripts/demo.sh            redis comparison + quick TCP comparison (~2 min)
-#   scripts/demo.sh --full     redis comparison + the full TCP benchmark (~6 min)
+# demo.sh - the main job: unmodified programs (redis, memcached, nginx,
+# iperf3, sockperf, a mixed-size request/response server) under
+# `slipstream run` against the same programs on the Linux stack, driven by
+# the same standard clients from a Linux peer on one plain bed in one run,
+# the service with its defaults and Linux in its better layout (unpinned or
+# pinned), with the ratios and CPU per request (bench/workloads.py).
+#   scripts/demo.sh            quick run (~3 min)
+#   scripts/demo.sh --full     full run (~15 min)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 scripts/setup.sh
@@ -13,5 +15,4 @@ if [ "${1:-}" = "--full" ]; then
 	mode=
 	shift
 fi
-/usr/bin/python3 bench/redis_compare.py
-exec /usr/bin/python3 bench/tcp_compare.py $mode
+exec /usr/bin/python3 bench/workloads.py $mode "$@"
