@@ -93,6 +93,8 @@ struct ss_sconn_cc {
 	bool shared;                  /* paced at its host's share (cc-share host) */
 	bool auto_ecn;                /* "auto" started it on cubic with ECN
 				       * negotiated: dctcp-win once it sees marks */
+	bool stretched;               /* its interval was stretched: its window
+				       * held nothing back (stack_cc.c) */
 	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */
 	struct ss_timer timer;        /* on the stack's cc_wheel while active and
 				       * not shared (a member's is its host's) */

@@ -360,6 +360,10 @@ void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
  */
 #define CC_IV_SEGS 4u
 #define CC_IV_MAX_US 1000000u
+/* A window flow's interval after one its window held nothing back: 32
+ * times longer, at most 500 ms (cc_interval()). */
+#define CC_QUIET_STRETCH 32u
+#define CC_QUIET_MAX_US 500000u
 
 static struct ss_cc_path *cc_path(struct ss_stack *s, uint32_t ip)
 {
@@ -939,12 +943,37 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		stack_conn_dirty(s, sc);
 	if (idle) {
 		ss_ctr_inc(s->ctr, SS_CTR_cc_idle);
+		sc->cc.stretched = false;
 		if (sc->cc.shared) /* its host's run walks active flows only */
 			cc_host_leave(s, cc_path(s, c->remote_ip), sc, false);
 	} else if (!sc->cc.shared) {
-		ss_timer_arm(&s->cc_wheel, &sc->cc.timer,
-			     s->now_us + cc_interval_len(s, sc, true));
+		uint32_t iv = cc_interval_len(s, sc, true);
+
+		/* A window flow its window held nothing back (no loss, no
+		 * timeout either): the algorithm has nothing to do until it
+		 * has, so the next interval is longer (CC_QUIET_STRETCH); the
+		 * first output its window stops, or a loss, pulls it in
+		 * (stack_cc_unstretch()).  A request/response flow then costs
+		 * the loop next to nothing per request. */
+		sc->cc.stretched = !(out.flags & SS_CC_OUT_RATE) && !smp.win_limited &&
+				   !smp.fast_retx && !smp.timeouts;
+		if (sc->cc.stretched) {
+			uint64_t l = (uint64_t)iv * CC_QUIET_STRETCH;
+
+			iv = l > CC_QUIET_MAX_US ? CC_QUIET_MAX_US : (uint32_t)l;
+			if (iv < cc_interval_len(s, sc, false))
+				iv = cc_interval_len(s, sc, false);
+		}
+		ss_timer_arm(&s->cc_wheel, &sc->cc.timer, s->now_us + iv);
 	}
+}
+
+void stack_cc_unstretch(struct ss_stack *s, struct ss_sconn *sc)
+{
+	sc->cc.stretched = false;
+	ss_ctr_inc(s->ctr, SS_CTR_cc_unstretched);
+	ss_timer_cancel(&s->cc_wheel, &sc->cc.timer);
+	ss_timer_arm(&s->cc_wheel, &sc->cc.timer, s->now_us + cc_interval_len(s, sc, false));
 }
 
 void stack_cc_run_intervals(struct ss_stack *s)

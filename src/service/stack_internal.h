@@ -207,6 +207,10 @@ static inline void stack_cc_before_output_settled(struct ss_stack *s, struct ss_
 		stack_cc_budget(s, sc);
 }
 
+/* stack_cc_unstretch - @sc's stretched interval ends at the usual length
+ * from now (its window held it back, or it lost a segment). */
+void stack_cc_unstretch(struct ss_stack *s, struct ss_sconn *sc);
+
 /* always_inline: the flush is at gcc's inlining limits, and this hook
  * called costs a frame per segment (+25 per request when gcc outlined it). */
 static inline __attribute__((always_inline)) void stack_cc_after_output(struct ss_stack *s,
@@ -218,6 +222,12 @@ static inline __attribute__((always_inline)) void stack_cc_after_output(struct s
 
 	if (!sc->cc.ops)
 		return;
+	/* A stretched interval ends at the first output its window stopped,
+	 * or at a loss (stack_cc.c cc_interval()). */
+	if (__builtin_expect(sc->cc.stretched, 0) &&
+	    (c->cc.win_limited != sc->cc.prev.win_limited ||
+	     c->cc.fast_retx != sc->cc.prev.fast_retx || c->cc.timeouts != sc->cc.prev.timeouts))
+		stack_cc_unstretch(s, sc);
 	sent = c->cc.sent_bytes - sc->cc.charged;
 	if (!c->budget_hit && (sc->cc.shared || ss_timer_armed(&sc->cc.timer))) {
 		/* Nothing to schedule, the intervals run: all the slow half

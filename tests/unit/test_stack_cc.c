@@ -382,6 +382,50 @@ static void test_auto_pick(bool ecn)
 	sh_fini(&h);
 }
 
+/*
+ * A window flow its window never stops (a request now and then) gets
+ * intervals 32 times longer after its first, so the loop costs next to
+ * nothing per request; the first output its window stops pulls the
+ * interval in (cc_unstretched) and the intervals are the usual ones
+ * while it stays window-limited.  Data exact.
+ */
+static void test_quiet_flow_stretched(void)
+{
+	struct sh h;
+	struct ss_cc_policy pol;
+	struct flow fl[1];
+
+	CHECK(sh_init(&h, ATTACH) == 0);
+	ss_cc_policy_default(&pol); /* auto: cubic, windows */
+	ss_stack_set_cc(&h.st, &pol);
+	open_flows(&h, fl, 1);
+	struct ss_sconn *sc = sconn(&h, &fl[0]);
+	/* 100 bytes every 500 us for 200 ms: never window-limited. */
+	for (unsigned t = 0; t < 4000; t++) {
+		if (t % 10 == 0)
+			queue(&h, fl, 0, 100);
+		tick(&h, fl, 1);
+	}
+	CHECK_EQ_U64(fl[0].got, 40000);
+	CHECK(!fl[0].bad);
+	CHECK(sc->cc.stretched);
+	CHECK(sc->cc.ops == &ss_cc_cubic_ops);
+	uint64_t quiet = ctr(&h, SS_CTR_cc_intervals);
+	/* The harness's round trip is ~1 us: unstretched, intervals are at
+	 * the 50 us floor, ~4000 in 200 ms; stretched, 32 times longer. */
+	CHECK(quiet < 200);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_unstretched), 0);
+	/* Bulk: the window stops it at once, and the interval pulled in
+	 * runs within the usual length. */
+	run(&h, fl, 1, 2000, 40000 + 2000000);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_unstretched), 1);
+	CHECK(ctr(&h, SS_CTR_cc_intervals) > quiet);
+	run(&h, fl, 1, 200000, 40000 + 2000000);
+	CHECK_EQ_U64(fl[0].got, 40000 + 2000000);
+	CHECK(!fl[0].bad);
+	sh_fini(&h);
+}
+
 /* The control interval is one per path: two flows to one host whose own
  * srtt differ 9x (a receiver that reads one of them late) still get the
  * same interval, 2 RTTs of the host's path estimate, so neither gains
@@ -854,6 +898,7 @@ int main(void)
 	test_ecn_feedback();
 	test_auto_pick(true);
 	test_auto_pick(false);
+	test_quiet_flow_stretched();
 	test_interval_per_path();
 	test_interval_holds_segments();
 	test_host_share();
