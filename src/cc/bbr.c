@@ -24,7 +24,7 @@
  *    flow was held back neither by its pacer nor by its window, and had
  *    nothing left unsent) only counts if its rate is at least BtlBw: it
  *    shows what the application offered, not what the path can take
- *    (BBR §"Delivery rate", app-limited samples).  While a flow is
+ *    (BBR treats its application-limited samples so).  While a flow is
  *    application-limited the filter does not age.
  *  - RTprop: the smallest RTT seen (the interval's latest sample or srtt,
  *    whichever is lower) in the last 10 s of intervals; older, the next

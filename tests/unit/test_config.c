@@ -221,6 +221,11 @@ static void test_cc_options(void)
 	CHECK_EQ_U64(r ? r->cap_bps : 0, 6250000);
 	CHECK(ss_cc_policy_rule(&cfg.cc, "iperf") == NULL);
 	CHECK(ss_cc_policy_rule(&cfg.cc, "nginx") == NULL);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc", "bbr", "--cc-app", "nginx=bbr"), 0);
+	CHECK(cfg.cc.ops == &ss_cc_bbr_ops && !cfg.cc.pick_auto);
+	CHECK_STR(ss_cc_policy_name(&cfg.cc), "bbr");
+	r = ss_cc_policy_rule(&cfg.cc, "nginx");
+	CHECK(r && r->ops == &ss_cc_bbr_ops);
 }
 
 static void test_file(void)
