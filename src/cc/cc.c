@@ -44,6 +44,10 @@ void ss_cc_params_default(struct ss_cc_params *p)
 	p->newreno.max_cwnd = 1u << 30;
 	p->newreno.ecn = 1;
 
+	p->bbr.init_rate = 1250000;       /* 10 Mbit/s, as dctcp-rate */
+	p->bbr.min_rate = 125000;         /* 1 Mbit/s */
+	p->bbr.max_rate = 12500000000ull; /* 100 Gbit/s */
+
 	p->interval_rtts = 2;
 	p->interval_min_us = 50;
 	p->interval_init_us = 1000;
@@ -84,6 +88,8 @@ int ss_cc_params_check(const struct ss_cc_params *p)
 		return -EINVAL;
 	if (p->newreno.max_cwnd == 0)
 		return -EINVAL;
+	if (!cc_rate_bounds_ok(p->bbr.init_rate, p->bbr.min_rate, p->bbr.max_rate))
+		return -EINVAL;
 	if (p->interval_rtts == 0 || p->interval_min_us == 0 || p->interval_init_us == 0)
 		return -EINVAL;
 	return 0;
@@ -95,6 +101,7 @@ static const struct ss_cc_ops *const cc_algorithms[] = {
 	&ss_cc_timely_ops,
 	&ss_cc_cubic_ops,
 	&ss_cc_newreno_ops,
+	&ss_cc_bbr_ops, /* after the others: the default and the order stay */
 };
 
 #define CC_N_ALGORITHMS (sizeof(cc_algorithms) / sizeof(cc_algorithms[0]))

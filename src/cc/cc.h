@@ -22,6 +22,8 @@
  *   "timely"      timely.c      TIMELY (Mittal et al., SIGCOMM'15) plus slow start
  *   "cubic"       cubic.c       CUBIC, RFC 9438
  *   "newreno"     newreno.c     NewReno, RFC 5681 + RFC 6582 (+ RFC 3168 ECN)
+ *   "bbr"         bbr.c         BBR v1 (Cardwell et al., ACM Queue 2016) on
+ *                               per-interval samples: ignores random loss
  *
  * Not thread-safe by design and not needing to be: one flow's state is
  * only touched by the slow-path thread that runs its control loop.
@@ -135,12 +137,20 @@ struct ss_cc_newreno_params {
 	uint8_t ecn;       /* 1: treat ECE as congestion (RFC 3168 §6.1.2) */
 };
 
+struct ss_cc_bbr_params {
+	uint64_t init_rate; /* 1250000 B/s (10 Mbit/s): rate of a new flow until
+			     * it has an RTT (then one initial window per RTT) */
+	uint64_t min_rate;  /* 125000 B/s (1 Mbit/s): floor */
+	uint64_t max_rate;  /* 12500000000 B/s (100 Gbit/s): ceiling */
+};
+
 struct ss_cc_params {
 	struct ss_cc_dctcp_rate_params dctcp_rate;
 	struct ss_cc_dctcp_win_params dctcp_win;
 	struct ss_cc_timely_params timely;
 	struct ss_cc_cubic_params cubic;
 	struct ss_cc_newreno_params newreno;
+	struct ss_cc_bbr_params bbr;
 	/* Control interval (DESIGN.md §4: default 2 RTT), ss_cc_interval_us(). */
 	uint32_t interval_rtts;  /* 2 */
 	uint32_t interval_min_us; /* 50: never shorter than this */
@@ -198,12 +208,36 @@ struct ss_cc_newreno {
 	uint32_t ca_acc;
 };
 
+/* BBR's modes (bbr.c). */
+#define SS_CC_BBR_STARTUP 0
+#define SS_CC_BBR_DRAIN 1
+#define SS_CC_BBR_PROBE_BW 2
+#define SS_CC_BBR_BW_SLOTS 8 /* delivery-rate samples kept: one gain cycle */
+
+struct ss_cc_bbr {
+	uint64_t rate;        /* B/s: the last output */
+	/* Delivery rates of the last SS_CC_BBR_BW_SLOTS intervals that count
+	 * (not application-limited, or above the estimate), in units of
+	 * 1000 B/s (kB/s: 32 bits hold 4.3e12 B/s, above SS_CC_RATE_LIMIT),
+	 * a ring; 0: empty.  BtlBw is their maximum. */
+	uint32_t bw[SS_CC_BBR_BW_SLOTS];
+	uint32_t min_rtt_us;  /* smallest RTT in the window (0: none yet) */
+	uint32_t min_rtt_age_us; /* time since it was taken (saturating) */
+	uint32_t full_bw;     /* STARTUP: BtlBw at the last 25 % growth, kB/s */
+	uint8_t mode;         /* SS_CC_BBR_* */
+	uint8_t bw_next;      /* ring slot the next sample goes to */
+	uint8_t full_bw_cnt;  /* STARTUP: intervals without 25 % growth;
+			       * DRAIN: intervals spent draining */
+	uint8_t cycle;        /* PROBE_BW: phase of the gain cycle, 0..7 */
+};
+
 union ss_cc_state {
 	struct ss_cc_dctcp_rate dctcp_rate;
 	struct ss_cc_dctcp_win dctcp_win;
 	struct ss_cc_timely timely;
 	struct ss_cc_cubic cubic;
 	struct ss_cc_newreno newreno;
+	struct ss_cc_bbr bbr;
 	uint64_t align_;
 };
 
@@ -233,6 +267,7 @@ extern const struct ss_cc_ops ss_cc_dctcp_win_ops;
 extern const struct ss_cc_ops ss_cc_timely_ops;
 extern const struct ss_cc_ops ss_cc_cubic_ops;
 extern const struct ss_cc_ops ss_cc_newreno_ops;
+extern const struct ss_cc_ops ss_cc_bbr_ops;
 
 /*
  * ss_cc_dctcp_win_adopt - dctcp-win takes over a flow another algorithm

@@ -69,7 +69,7 @@ const char *const ss_config_usage[] = {
 	"                        always: every SYN, for tests)\n"
 	"  --cc ALG              congestion control: auto (default: cubic, and dctcp-win\n"
 	"                        once an ECN path marks), dctcp-rate, dctcp-win,\n"
-	"                        timely, cubic or newreno\n"
+	"                        timely, cubic, newreno or bbr\n"
 	"  --cc-app NAME=ALG     algorithm for the application whose process is NAME\n"
 	"                        (repeatable)\n"
 	"  --app-rate-cap NAME=MBIT  cap in Mbit/s over all flows of application NAME\n"

@@ -141,11 +141,11 @@ static void test_errors(void)
 		{ "--busy-yield", "1000001", "busy-yield: expected 0..1000000, got '1000001'" },
 		{ "--log-level", "loud", "log-level: expected err, warn, info or debug, got 'loud'" },
 		{ "--bogus", "1", "unknown option 'bogus'" },
-		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of auto, dctcp-rate, dctcp-win, timely, cubic, newreno)" },
+		{ "--cc", "vegas", "cc: unknown algorithm 'vegas' (one of auto, dctcp-rate, dctcp-win, timely, cubic, newreno, bbr)" },
 		{ "--cc-app", "redis-server", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'redis-server'" },
 		{ "--cc-app", "=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got '=cubic'" },
 		{ "--cc-app", "a-very-long-process-name=cubic", "cc-app: expected NAME=VALUE with a process name of 1..15 bytes, got 'a-very-long-process-name=cubic'" },
-		{ "--cc-app", "nginx=bbr", "cc-app: unknown algorithm 'bbr' (one of dctcp-rate, dctcp-win, timely, cubic, newreno)" },
+		{ "--cc-app", "nginx=vegas", "cc-app: unknown algorithm 'vegas' (one of dctcp-rate, dctcp-win, timely, cubic, newreno, bbr)" },
 		{ "--app-rate-cap", "iperf3=0", "app-rate-cap: expected Mbit/s in 0.1..100000, got '0'" },
 		{ "--app-rate-cap", "iperf3=fast", "app-rate-cap: expected Mbit/s in 0.1..100000, got 'fast'" },
 		{ "--cc-interval-rtts", "0", "cc-interval-rtts: expected 1..64, got '0'" },
@@ -221,6 +221,11 @@ static void test_cc_options(void)
 	CHECK_EQ_U64(r ? r->cap_bps : 0, 6250000);
 	CHECK(ss_cc_policy_rule(&cfg.cc, "iperf") == NULL);
 	CHECK(ss_cc_policy_rule(&cfg.cc, "nginx") == NULL);
+	CHECK_EQ_U64(PARSE("--ip", "198.18.0.1/24", "--cc", "bbr", "--cc-app", "nginx=bbr"), 0);
+	CHECK(cfg.cc.ops == &ss_cc_bbr_ops && !cfg.cc.pick_auto);
+	CHECK_STR(ss_cc_policy_name(&cfg.cc), "bbr");
+	r = ss_cc_policy_rule(&cfg.cc, "nginx");
+	CHECK(r && r->ops == &ss_cc_bbr_ops);
 }
 
 static void test_file(void)

@@ -4,7 +4,7 @@
 #include "cc_harness.h"
 #include "check.h"
 
-static const char *const names[] = {"dctcp-rate", "dctcp-win", "timely", "cubic", "newreno"};
+static const char *const names[] = {"dctcp-rate", "dctcp-win", "timely", "cubic", "newreno", "bbr"};
 
 static void test_lookup(void)
 {
@@ -27,9 +27,12 @@ static void test_lookup(void)
 	CHECK(!ss_cc_find("dctcp-win")->rate_based);
 	CHECK(!ss_cc_find("cubic")->rate_based);
 	CHECK(!ss_cc_find("newreno")->rate_based);
+	CHECK(ss_cc_find("bbr")->rate_based);
+	CHECK(!ss_cc_find("bbr")->ecn_per_ack);
+	CHECK(ss_cc_at(5) == ss_cc_find("bbr")); /* appended: the order before it stays */
 	while (ss_cc_at(n))
 		n++;
-	CHECK_EQ_U64(n, 5);
+	CHECK_EQ_U64(n, 6);
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned j = i + 1; j < n; j++)
 			CHECK(ss_cc_at(i) != ss_cc_at(j));
@@ -75,6 +78,15 @@ static void test_params(void)
 	q = p; q.cubic.c_ppm = 11 * SS_CC_PPM;
 	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
 	q = p; q.newreno.max_cwnd = 0;
+	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
+	CHECK_EQ_U64(p.bbr.init_rate, 1250000);
+	CHECK_EQ_U64(p.bbr.min_rate, 125000);
+	CHECK_EQ_U64(p.bbr.max_rate, 12500000000ull);
+	q = p; q.bbr.min_rate = 0;
+	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
+	q = p; q.bbr.init_rate = q.bbr.min_rate - 1;
+	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
+	q = p; q.bbr.max_rate = SS_CC_RATE_LIMIT + 1;
 	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
 	q = p; q.interval_rtts = 0;
 	CHECK_EQ_U64(ss_cc_params_check(&q), (uint64_t)-EINVAL);
