@@ -225,6 +225,20 @@ done:
 	bbr_out(st, flags, out);
 }
 
+void ss_cc_bbr_adopt(union ss_cc_state *u, const struct ss_cc_params *p, uint32_t mss,
+		     uint32_t cwnd, uint32_t srtt_us, struct ss_cc_out *out)
+{
+	struct ss_cc_bbr *st = &u->bbr;
+
+	bbr_init(u, p, mss, out);
+	/* Its window per smoothed RTT: what the path carried so far, from
+	 * which STARTUP goes on probing. */
+	if (srtt_us)
+		st->rate = cc_rate_clamp((uint64_t)cwnd * 1000000u / srtt_us, p->bbr.min_rate,
+					 p->bbr.max_rate);
+	bbr_out(st, 0, out);
+}
+
 const struct ss_cc_ops ss_cc_bbr_ops = {
 	.name = "bbr",
 	.rate_based = true,

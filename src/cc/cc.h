@@ -279,6 +279,16 @@ extern const struct ss_cc_ops ss_cc_bbr_ops;
 void ss_cc_dctcp_win_adopt(union ss_cc_state *st, const struct ss_cc_params *p, uint32_t mss,
 			   uint32_t cwnd, struct ss_cc_out *out);
 
+/*
+ * ss_cc_bbr_adopt - bbr takes over a flow another algorithm ran until now,
+ * whose window is @cwnd bytes at a smoothed RTT of @srtt_us (0: unknown):
+ * STARTUP from a rate of @cwnd per @srtt_us (init_rate without an RTT),
+ * within min_rate and max_rate.  The service's "auto" choice moves a bulk
+ * flow to it (cc_policy.h).
+ */
+void ss_cc_bbr_adopt(union ss_cc_state *st, const struct ss_cc_params *p, uint32_t mss,
+		     uint32_t cwnd, uint32_t srtt_us, struct ss_cc_out *out);
+
 /* The algorithm called @name ("dctcp-rate", ...), or NULL. */
 const struct ss_cc_ops *ss_cc_find(const char *name);
 

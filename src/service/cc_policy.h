@@ -10,14 +10,20 @@
 
 /*
  * The service picks the algorithm of every flow (`cc = ALG`), by default
- * "auto": each connection by its path, when its handshake completes.  A
- * flow starts on cubic (RFC 9438, a loss-based window as Linux's default
- * is: right on any path, lossy ones included, where DCTCP on rates cuts
- * at every random loss and collapses); if ECN was negotiated and the path
- * marks CE, the flow moves to dctcp-win (RFC 8257) at its first marked
- * interval, from the window it has (a datacenter fabric that marks is
- * where DCTCP keeps queues short).  Counters: cc_auto_cubic, flows that
- * started so; cc_auto_dctcp, flows that moved.  Rules keyed by the application's process name (its comm,
+ * "auto": each connection by what its path and its traffic show.  A flow
+ * starts on cubic (RFC 9438, windows: a request/response flow its window
+ * never holds back costs the loop next to nothing, stack_cc.c).  At the
+ * first control interval its window held it back (a bulk flow) it moves
+ * to bbr (BBR v1 on per-interval samples, paced: blind to random loss,
+ * where a loss-based window collapses at a few percent; this machine's
+ * Linux default); if ECN was negotiated and the path marks CE, it moves to
+ * dctcp-win (RFC 8257) at its first marked interval, from whichever it
+ * was on (a datacenter fabric that marks is where DCTCP keeps queues
+ * short).  Each move starts from the window or rate the flow had.
+ * Counters: cc_auto_cubic, flows started so; cc_auto_bbr and
+ * cc_auto_dctcp, flows that moved.
+ *
+ * Rules keyed by the application's process name (its comm,
  * as /proc/PID/comm shows it when it attaches) override the algorithm
  * (`cc-app = NAME=ALG`) and set a bandwidth cap over all of the
  * application's flows (`app-rate-cap = NAME=MBIT`).  One rule per name;

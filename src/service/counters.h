@@ -162,6 +162,7 @@
 	X(cc_interval_floored)                                                    \
 	X(cc_auto_cubic)                                                          \
 	X(cc_auto_dctcp)                                                          \
+	X(cc_auto_bbr)                                                            \
 	X(cc_unstretched)                                                         \
 	X(cc_share_collisions)                                                   \
 	X(cc_host_waits)                                                         \

@@ -91,8 +91,9 @@ struct ss_sconn_cc {
 	uint32_t charged;             /* engine's sent_bytes already charged */
 	bool paced;                   /* pf enforces something (rate or cap) */
 	bool shared;                  /* paced at its host's share (cc-share host) */
-	bool auto_ecn;                /* "auto" started it on cubic with ECN
-				       * negotiated: dctcp-win once it sees marks */
+	bool auto_pick;               /* "auto" chose its algorithm: it may move on */
+	bool auto_ecn;                /* ... with ECN negotiated: dctcp-win once
+				       * it sees marks */
 	bool stretched;               /* its interval was stretched: its window
 				       * held nothing back (stack_cc.c) */
 	struct ss_pacer_flow pf;      /* rate and the app's cap, charged per send */

@@ -285,6 +285,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	}
 	/* "auto" (cc_policy.h): cubic, and dctcp-win later where ECN was
 	 * negotiated and the path turns out to mark. */
+	sc->cc.auto_pick = pick;
 	sc->cc.auto_ecn = pick && c->ecn_ok;
 	if (pick)
 		ss_ctr_inc(s->ctr, SS_CTR_cc_auto_cubic);
@@ -915,9 +916,30 @@ static __attribute__((noinline, cold)) void cc_auto_to_dctcp(struct ss_stack *s,
 	struct ss_cc_out out;
 
 	sc->cc.auto_ecn = false;
+	sc->cc.auto_pick = false; /* for good */
 	sc->cc.ops = &ss_cc_dctcp_win_ops;
 	ss_cc_dctcp_win_adopt(&sc->cc.st, &s->ccp->params, sc->tcp.f.mss, sc->tcp.f.cwnd, &out);
 	ss_ctr_inc(s->ctr, SS_CTR_cc_auto_dctcp);
+}
+
+/* "auto": where @sc goes from here, after the interval @smp (cc_policy.h):
+ * to dctcp-win at its first marks (ECN negotiated), to bbr at the first
+ * interval its window held it back without marks (a bulk flow). */
+static __attribute__((noinline)) void cc_auto_move(struct ss_stack *s, struct ss_sconn *sc,
+						   const struct ss_cc_sample *smp)
+{
+	struct ss_cc_out out;
+
+	if (sc->cc.auto_ecn && smp->ecn_bytes) {
+		cc_auto_to_dctcp(s, sc);
+	} else if (sc->cc.ops == &ss_cc_cubic_ops && smp->win_limited) {
+		sc->cc.ops = &ss_cc_bbr_ops;
+		ss_cc_bbr_adopt(&sc->cc.st, &s->ccp->params, sc->tcp.f.mss, sc->tcp.f.cwnd,
+				sc->tcp.f.srtt_us, &out);
+		ss_ctr_inc(s->ctr, SS_CTR_cc_auto_bbr);
+		if (!sc->cc.auto_ecn)
+			sc->cc.auto_pick = false; /* nothing more to move to */
+	}
 }
 
 /* One control interval of @sc, a flow on its own (not a host's member), has ended. */
@@ -932,8 +954,8 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		return;
 	cc_sample(s, sc, &smp);
 	idle = cc_flow_idle(sc);
-	if (__builtin_expect(sc->cc.auto_ecn && smp.ecn_bytes, 0))
-		cc_auto_to_dctcp(s, sc);
+	if (__builtin_expect(sc->cc.auto_pick, 0))
+		cc_auto_move(s, sc, &smp);
 	if (!(s->ccp->share == SS_CC_SHARE_HOST && sc->cc.ops == &ss_cc_dctcp_rate_ops &&
 	      cc_host_interval(s, sc, &smp, &out)))
 		sc->cc.ops->on_interval(&sc->cc.st, &s->ccp->params, &smp, &out);

@@ -121,12 +121,18 @@ def counters_verdict(counters, rate_based, capped):
     """{name: (ok, text)}: the service's congestion-control counters moved as
     the configuration says they must: the loop ran (cc_intervals); a rate
     algorithm wrote rates and was paced, a window algorithm wrote windows
-    and was not paced; only a capped application waited for its cap."""
+    and was not paced (rate_based None: the default "auto", whose flows
+    start on windows); only a capped application waited for its cap."""
     want = {"cc_intervals": "> 0",
             "cc_rate_updates": "> 0" if rate_based else "== 0",
             "cc_window_updates": "== 0" if rate_based else "> 0",
             "cc_paced_waits": "> 0" if rate_based else "== 0",
             "cc_cap_waits": "> 0" if capped else "== 0"}
+    if rate_based is None:
+        # "auto": flows start on windows (cubic); one its window holds back
+        # moves to rates (bbr), one a cap holds back may never be.
+        want["cc_window_updates"] = "> 0"
+        del want["cc_rate_updates"], want["cc_paced_waits"]
     out = {}
     for name, cond in want.items():
         v = (counters or {}).get(name)
@@ -217,7 +223,7 @@ def backlog_summary(samples, t_from_ns, t_to_ns):
 
 def counter_delta(before, after, names=("cc_intervals", "cc_rate_updates",
                                         "cc_window_updates", "cc_paced_waits",
-                                        "cc_cap_waits")):
+                                        "cc_cap_waits", "cc_auto_bbr")):
     """{name: after - before} for the congestion-control counters (None when
     the service does not report the counter)."""
     return {n: (after[n] - before.get(n, 0)) if n in after else None for n in names}
