@@ -13,10 +13,12 @@
  * "auto": each connection by what its path and its traffic show.  A flow
  * starts on cubic (RFC 9438, windows: a request/response flow its window
  * never holds back costs the loop next to nothing, stack_cc.c).  At the
- * first control interval its window held it back (a bulk flow) it moves
- * to bbr (BBR v1 on per-interval samples, paced: blind to random loss,
- * where a loss-based window collapses at a few percent; this machine's
- * Linux default); if ECN was negotiated and the path marks CE, it moves to
+ * first control interval in which its window held it back and it lost
+ * segments (a bulk flow on a lossy path) it moves to bbr (BBR v1 on
+ * per-interval samples, paced: blind to random loss, where a loss-based
+ * window collapses at a few percent; this machine's Linux default); a
+ * bulk flow that loses nothing stays on cubic, unpaced.  If ECN was
+ * negotiated and the path marks CE, it moves to
  * dctcp-win (RFC 8257) at its first marked interval, from whichever it
  * was on (a datacenter fabric that marks is where DCTCP keeps queues
  * short).  Each move starts from the window or rate the flow had.

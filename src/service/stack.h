@@ -92,6 +92,8 @@ struct ss_sconn_cc {
 	bool paced;                   /* pf enforces something (rate or cap) */
 	bool shared;                  /* paced at its host's share (cc-share host) */
 	bool auto_pick;               /* "auto" chose its algorithm: it may move on */
+	bool auto_wl;                 /* ... its window held it back in the last
+				       * interval (cc_auto_move()) */
 	bool auto_ecn;                /* ... with ECN negotiated: dctcp-win once
 				       * it sees marks */
 	bool stretched;               /* its interval was stretched: its window

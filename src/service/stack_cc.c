@@ -286,6 +286,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	/* "auto" (cc_policy.h): cubic, and dctcp-win later where ECN was
 	 * negotiated and the path turns out to mark. */
 	sc->cc.auto_pick = pick;
+	sc->cc.auto_wl = false;
 	sc->cc.auto_ecn = pick && c->ecn_ok;
 	if (pick)
 		ss_ctr_inc(s->ctr, SS_CTR_cc_auto_cubic);
@@ -924,7 +925,9 @@ static __attribute__((noinline, cold)) void cc_auto_to_dctcp(struct ss_stack *s,
 
 /* "auto": where @sc goes from here, after the interval @smp (cc_policy.h):
  * to dctcp-win at its first marks (ECN negotiated), to bbr at the first
- * interval its window held it back without marks (a bulk flow). */
+ * interval it lost segments, its window having held it back in that
+ * interval or the one before (in recovery the output stops on the pipe,
+ * not the window), without marks: a bulk flow on a lossy path. */
 static __attribute__((noinline)) void cc_auto_move(struct ss_stack *s, struct ss_sconn *sc,
 						   const struct ss_cc_sample *smp)
 {
@@ -932,7 +935,8 @@ static __attribute__((noinline)) void cc_auto_move(struct ss_stack *s, struct ss
 
 	if (sc->cc.auto_ecn && smp->ecn_bytes) {
 		cc_auto_to_dctcp(s, sc);
-	} else if (sc->cc.ops == &ss_cc_cubic_ops && smp->win_limited) {
+	} else if (sc->cc.ops == &ss_cc_cubic_ops && (smp->win_limited || sc->cc.auto_wl) &&
+		   (smp->fast_retx || smp->timeouts)) {
 		sc->cc.ops = &ss_cc_bbr_ops;
 		ss_cc_bbr_adopt(&sc->cc.st, &s->ccp->params, sc->tcp.f.mss, sc->tcp.f.cwnd,
 				sc->tcp.f.srtt_us, &out);
@@ -940,6 +944,7 @@ static __attribute__((noinline)) void cc_auto_move(struct ss_stack *s, struct ss
 		if (!sc->cc.auto_ecn)
 			sc->cc.auto_pick = false; /* nothing more to move to */
 	}
+	sc->cc.auto_wl = smp->win_limited != 0;
 }
 
 /* One control interval of @sc, a flow on its own (not a host's member), has ended. */

@@ -48,8 +48,8 @@ BUF = str(MiB)                       # ss-bulk --buf: 1 MiB rings
 TIME_WAIT_MS = 1000                  # short TIME_WAIT so flows drain in tests
 # These are the TCP engine's tests (states, recovery, data integrity), not
 # congestion control's (test_congestion.py, test_tcp_ecn.py): the service
-# runs its default congestion control ("auto": cubic, bbr for the bulk
-# flows, on these unmarked paths).
+# runs its default congestion control ("auto": cubic, and bbr for the bulk
+# flows that lose segments, on these unmarked paths).
 SERVICE_ARGS = ["--time-wait-ms", str(TIME_WAIT_MS)]
 
 _ports = iter(range(20000, 30000))

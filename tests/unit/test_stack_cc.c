@@ -326,10 +326,19 @@ static void test_ecn_feedback(void)
 	sh_fini(&h);
 }
 
+/* Every 40th data segment to the peer is lost. */
+static unsigned lose_n;
+static bool lose_every_40th(struct sh *h, const struct ss_tcp *seg)
+{
+	(void)h;
+	return seg->payload_len && ++lose_n % 40 == 0;
+}
+
 /*
  * "auto", the default: a flow starts on cubic (window mode, not paced,
- * the RFC 3168 echo); at the first interval its window holds it back (a
- * bulk flow) it moves to bbr (rate mode, paced), once; with ECN
+ * the RFC 3168 echo) and stays there while it loses nothing, bulk or not;
+ * at the first interval its window holds it back and it loses segments
+ * it moves to bbr (rate mode, paced), once; with ECN
  * negotiated it then moves to dctcp-win at the first interval whose ACKs
  * carry marks, once, for good; without ECN it stays on bbr whatever
  * happens.  Data exact.
@@ -354,9 +363,15 @@ static void test_auto_pick(bool ecn)
 	CHECK_EQ_U64(sc->tcp.ecn_dctcp, 0);
 	CHECK_EQ_U64(sc->tcp.tx_budget, SS_TCP_BUDGET_UNLIMITED); /* not paced */
 	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_cubic), 1);
-	/* Bulk, no marks: its window holds it back, so bbr. */
-	run(&h, fl, 1, 100000, 300000);
-	CHECK_EQ_U64(fl[0].got, 300000);
+	/* Bulk with losses from the start (in slow start its own window
+	 * holds it back, not the peer's): bbr.  test_quiet_flow_stretched
+	 * has a bulk flow that loses nothing stay on cubic. */
+	lose_n = 0;
+	h.lose = lose_every_40th;
+	run(&h, fl, 1, 200000, 600000);
+	h.lose = NULL;
+	run(&h, fl, 1, 100000, 600000);
+	CHECK_EQ_U64(fl[0].got, 600000);
 	CHECK(!fl[0].bad);
 	CHECK(sc->cc.ops == &ss_cc_bbr_ops);
 	CHECK_EQ_U64(sc->tcp.cc_mode, SS_TCP_CC_RATE);
@@ -366,8 +381,8 @@ static void test_auto_pick(bool ecn)
 	CHECK(ctr(&h, SS_CTR_cc_rate_updates) > 0);
 	/* Marks on every data segment (they reach the peer only with ECN). */
 	h.lose = mark_ce;
-	run(&h, fl, 1, 300000, 350000);
-	CHECK_EQ_U64(fl[0].got, 350000);
+	run(&h, fl, 1, 300000, 650000);
+	CHECK_EQ_U64(fl[0].got, 650000);
 	CHECK(!fl[0].bad);
 	if (ecn) {
 		CHECK(sc->cc.ops == &ss_cc_dctcp_win_ops);
@@ -428,6 +443,11 @@ static void test_quiet_flow_stretched(void)
 	run(&h, fl, 1, 200000, 40000 + 2000000);
 	CHECK_EQ_U64(fl[0].got, 40000 + 2000000);
 	CHECK(!fl[0].bad);
+	/* "auto" leaves a bulk flow that lost nothing on cubic, unpaced. */
+	CHECK(sc->cc.ops == &ss_cc_cubic_ops);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_auto_bbr), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_cc_rate_updates), 0);
+	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_fast_retrans), 0);
 	sh_fini(&h);
 }
 
