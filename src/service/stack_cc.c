@@ -987,9 +987,10 @@ static void cc_interval(struct ss_stack *s, struct ss_sconn *sc)
 		if (sc->cc.stretched) {
 			uint64_t l = (uint64_t)iv * CC_QUIET_STRETCH;
 
-			iv = l > CC_QUIET_MAX_US ? CC_QUIET_MAX_US : (uint32_t)l;
-			if (iv < cc_interval_len(s, sc, false))
-				iv = cc_interval_len(s, sc, false);
+			/* Never shorter than the usual interval itself. */
+			if (l > CC_QUIET_MAX_US)
+				l = iv > CC_QUIET_MAX_US ? iv : CC_QUIET_MAX_US;
+			iv = (uint32_t)l;
 		}
 		ss_timer_arm(&s->cc_wheel, &sc->cc.timer, s->now_us + iv);
 	}
