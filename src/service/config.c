@@ -1,7 +1,7 @@
 /* config.c - slipstreamd command line and config file parsing (pure, unit tested). */
 #include "service/config.h"
-#include "service/log.h"
-#include "service/stack.h"
+#include "stack/log.h"
+#include "stack/stack.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "service/cc_policy.h"
+#include "stack/cc_policy.h"
 
 #define SS_CONFIG_MAX_EAL_ARGS 64
 #define SS_CONFIG_DEFAULT_CTL "/run/slipstream/slipstreamd.sock"

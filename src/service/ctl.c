@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service/log.h"
+#include "stack/log.h"
 #include <rte_ethdev.h>
-#include "service/nic_stats.h"
-#include "service/stack.h"
+#include "nic/nic_stats.h"
+#include "stack/stack.h"
 
 #define CTL_REPLY_MAX (256 * 1024)
 #define CTL_ARP_MAX 4096

@@ -5,11 +5,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "service/app.h"
-#include "service/arp_cache.h"
+#include "stack/app.h"
+#include "stack/arp_cache.h"
 #include "service/config.h"
 #include "service/fastpath.h"
-#include "service/nic.h"
+#include "nic/nic.h"
 
 struct ss_ctl {
 	const struct ss_config *cfg;

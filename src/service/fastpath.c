@@ -16,9 +16,9 @@
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 
-#include "service/log.h"
-#include "service/nic.h"
-#include "service/stack.h"
+#include "stack/log.h"
+#include "nic/nic.h"
+#include "stack/stack.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
 

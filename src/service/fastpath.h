@@ -5,10 +5,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "service/counters.h"
-#include "service/idle_poll.h"
-#include "service/nic_kind.h"
-#include "service/proto.h"
+#include "stack/counters.h"
+#include "nic/idle_poll.h"
+#include "nic/nic_kind.h"
+#include "stack/proto.h"
 
 struct rte_mempool;
 struct rte_mbuf;

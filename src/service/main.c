@@ -13,14 +13,14 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 
-#include "service/arp_cache.h"
-#include "service/bigmem.h"
+#include "stack/arp_cache.h"
+#include "stack/bigmem.h"
 #include "service/config.h"
 #include "service/ctl.h"
 #include "service/fastpath.h"
-#include "service/log.h"
-#include "service/nic.h"
-#include "service/stack.h"
+#include "stack/log.h"
+#include "nic/nic.h"
+#include "stack/stack.h"
 
 static bool stop_flag;
 static int kick_fds[SS_NIC_MAX_QUEUES];

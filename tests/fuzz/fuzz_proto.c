@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "service/proto.h"
+#include "stack/proto.h"
 
 /*
  * The first input byte picks the NIC checksum verdict flags and whether

@@ -1,5 +1,5 @@
 """The applications' shared regions on huge pages, populated ahead of use
-(--shm-huge auto, the default; src/service/populate.h).
+(--shm-huge auto, the default; src/stack/populate.h).
 
 With the host's shmem THP mode at "advise" (set here and put back after),
 an echo server under `slipstream run` serves 600 connections from a Linux

@@ -22,11 +22,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "service/app.h"
-#include "service/arp_cache.h"
-#include "service/counters.h"
-#include "service/proto.h"
-#include "service/stack.h"
+#include "stack/app.h"
+#include "stack/arp_cache.h"
+#include "stack/counters.h"
+#include "stack/proto.h"
+#include "stack/stack.h"
 #include "wire/bytes.h"
 #include "wire/csum.h"
 #include "wire/eth.h"

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "service/arp_cache.h"
+#include "stack/arp_cache.h"
 
 static void mac_of(uint32_t ip, uint8_t mac[6])
 {

@@ -6,8 +6,8 @@
 
 #include "check.h"
 #include "service/config.h"
-#include "service/log.h"
-#include "service/stack.h"
+#include "stack/log.h"
+#include "stack/stack.h"
 
 static struct ss_config cfg;
 static char err[4096];

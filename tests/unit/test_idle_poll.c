@@ -1,7 +1,7 @@
 /* test_idle_poll.c - the fast path's adaptive number of empty polls before a sleep. */
 #include "check.h"
 
-#include "service/idle_poll.h"
+#include "nic/idle_poll.h"
 
 /* One idle spell: @polls empty polls of @poll_ns each, then a sleep of
  * @slept_ns; returns what the limit did. */

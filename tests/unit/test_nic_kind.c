@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "service/nic_kind.h"
+#include "nic/nic_kind.h"
 
 static void test_kinds(void)
 {

@@ -7,7 +7,7 @@
 #include <rte_mempool.h>
 
 #include "check.h"
-#include "service/nic_pool.h"
+#include "nic/nic_pool.h"
 
 static void test_sizes(void)
 {

@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 
 #include "check.h"
-#include "service/nic_stats.h"
+#include "nic/nic_stats.h"
 
 /* Builds netlink messages into a buffer, as the kernel lays them out. */
 struct nlbuf {

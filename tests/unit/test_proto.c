@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "service/proto.h"
+#include "stack/proto.h"
 #include "wire/arp.h"
 #include "wire/bytes.h"
 #include "wire/csum.h"

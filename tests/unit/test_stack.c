@@ -3,8 +3,8 @@
 #include "smaps.h"
 #include "stack_client.h"
 #include "stack_harness.h"
-#include "service/populate.h"
-#include "service/stack_internal.h"
+#include "stack/populate.h"
+#include "stack/stack_internal.h"
 
 #include <errno.h>
 #include <stdint.h>

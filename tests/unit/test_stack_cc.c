@@ -1,7 +1,7 @@
 /* test_stack_cc.c - congestion control in the service's stack: the control loop over active flows, pacing, per-application caps and algorithms, ECN feedback. */
 #include "check.h"
 #include "stack_harness.h"
-#include "service/stack_internal.h"
+#include "stack/stack_internal.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* test_bigmem.c - large arrays: zeroed, aligned, huge-page advice on the big ones, sizes at the edges. */
-#include "service/bigmem.h"
+#include "stack/bigmem.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* test_flow_table.c - flow hash table: unit cases and a randomized model check. */
-#include "service/flow_table.h"
+#include "stack/flow_table.h"
 
 #include <errno.h>
 #include <stdlib.h>

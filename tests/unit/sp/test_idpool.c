@@ -1,5 +1,5 @@
 /* test_idpool.c - id pool: exhaustion, double free, generations, randomized model check. */
-#include "service/idpool.h"
+#include "stack/idpool.h"
 
 #include <errno.h>
 #include <stdlib.h>

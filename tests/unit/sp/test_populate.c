@@ -1,5 +1,5 @@
 /* test_populate.c - how far ahead a shared region is populated: targets, whole pages, kick marks. */
-#include "service/populate.h"
+#include "stack/populate.h"
 
 #include "check.h"
 

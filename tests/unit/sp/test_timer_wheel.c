@@ -1,5 +1,5 @@
 /* test_timer_wheel.c - hashed timer wheel: unit cases and a randomized model check. */
-#include "service/timer_wheel.h"
+#include "stack/timer_wheel.h"
 
 #include <errno.h>
 #include <stdlib.h>

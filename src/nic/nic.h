@@ -1,0 +1,114 @@
+/* nic.h - the NIC layer: one DPDK port set up from configuration, capabilities detected. */
+#ifndef SS_SERVICE_NIC_H
+#define SS_SERVICE_NIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "service/config.h"
+#include "nic/nic_kind.h"
+
+struct rte_mempool;
+
+#define SS_NIC_MAX_QUEUES 64
+
+/* What the port can do, as it reports it (rte_eth_dev_info). */
+struct ss_nic_caps {
+	uint16_t max_rx_queues;
+	uint16_t max_tx_queues;
+	bool rss;
+	uint16_t reta_size;
+	bool rx_ip_csum;
+	bool rx_tcp_csum;
+	bool tx_ip_csum;
+	bool tx_tcp_csum;
+	bool tso;
+};
+
+struct memif_region_2211;
+
+struct ss_nic {
+	uint16_t port_id;
+	uint16_t nb_queues;
+	char driver[64];
+	char name[64];
+	enum ss_nic_kind kind;
+	bool memif_server;               /* memif: role=server */
+	uint8_t mac[6];
+	uint16_t mtu;
+	struct ss_nic_caps caps;
+	/* Offloads in use; for everything else the software path runs. */
+	bool use_rx_ip_csum, use_rx_tcp_csum, use_tx_ip_csum, use_tx_tcp_csum;
+	bool use_tso;                    /* with both TX checksums: tso_pool[] and tso_max */
+	uint32_t tso_max;                /* TCP payload bytes of one TSO segment, 0: none */
+	uint16_t tso_frame_max;          /* the longest frame a cut segment may make */
+	enum ss_nic_wait_mode wait_mode;
+	/* per queue, -1 if none (memif: none; its eventfds come and go with
+	 * the peer, see ss_nic_memif_fds()) */
+	int wait_fd[SS_NIC_MAX_QUEUES];
+	int xsk_fd[SS_NIC_MAX_QUEUES];   /* the queue's AF_XDP socket (statistics), -1 if none */
+	int ifindex;                     /* the kernel interface under the PMD, 0 if none */
+	unsigned umem_outside;           /* AF_XDP: mbufs the kernel cannot use (must be 0) */
+	unsigned xsk_fill;               /* AF_XDP: buffers lent to the kernel, all queues */
+	struct rte_mempool *pool[SS_NIC_MAX_QUEUES];
+	struct rte_mempool *tso_pool[SS_NIC_MAX_QUEUES]; /* NULL without TSO */
+	/* memif: the PMD's regions (its process-private data), NULL where
+	 * its layout was not recognised (see ss_nic_memif_ring()) */
+	struct memif_region_2211 *const *memif_regions;
+	bool started;
+};
+
+/*
+ * Before rte_eal_init(): detaches XDP programs that a killed service left
+ * on the interfaces named in AF_XDP vdev arguments (iface=...).
+ */
+void ss_nic_detach_stale_xdp(int eal_argc, char **eal_argv);
+
+/*
+ * Before rte_eal_init(): removes the socket file of a memif server
+ * (role=server, socket-abstract=no) that a killed service left behind:
+ * only if nothing accepts on it (DPDK's memif cannot bind over it).
+ */
+void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv);
+
+/* After rte_eal_init(): configures and starts cfg->port_id with up to cfg->cores queues. */
+int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg);
+void ss_nic_close(struct ss_nic *nic);
+
+/*
+ * memif (wait mode SS_NIC_WAIT_MEMIF): queue @q's eventfds as the PMD holds
+ * them now: *rx_fd rung by the peer when it has sent to us, *tx_fd the one
+ * we ring after sending to it.  -1 while the peer is not connected (they
+ * are made at connection and closed at disconnection).
+ */
+void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd);
+
+/*
+ * memif: the head of a ring in the shared memory, as every implementation
+ * of the protocol lays it out (DPDK, VPP, libmemif): a cookie, the flags
+ * the ring's receiver owns, the head; the tail is on the next cache line.
+ * MASK_INT set: the receiver polls and wants no interrupt; clear: the
+ * sender rings the queue's eventfd after sending.  `arms` sits in the
+ * padding before the tail, which the protocol leaves unused: a Slipstream
+ * receiver counts there each time it clears MASK_INT (fastpath.c).
+ */
+struct ss_memif_ring_hdr {
+	uint32_t cookie;
+	uint16_t flags;
+	uint16_t head;
+	uint8_t pad[24];
+	uint32_t arms;
+};
+
+/*
+ * memif (wait mode SS_NIC_WAIT_MEMIF): the head of queue @q's RX ring (@rx)
+ * or TX ring; NULL while the peer is not connected, or if the ring does
+ * not carry the protocol's cookie or the PMD's layout was not recognised.
+ * Look it up at each use: the PMD unmaps the rings when the peer goes.
+ */
+volatile struct ss_memif_ring_hdr *ss_nic_memif_ring(const struct ss_nic *nic, uint16_t q, bool rx);
+
+/* The port's link is up (memif: the peer is connected). */
+bool ss_nic_link_up(uint16_t port);
+
+#endif
