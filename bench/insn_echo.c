@@ -51,6 +51,7 @@
 #include "service/config.h"
 #include "stack/counters.h"
 #include "stack/proto.h"
+#include "service/registry.h"
 #include "stack/stack.h"
 #include "wire/bytes.h"
 #include "wire/csum.h"

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "stack/app.h"
+#include "service/registry.h"
 #include "stack/arp_cache.h"
 #include "service/config.h"
 #include "service/fastpath.h"

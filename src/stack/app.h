@@ -1,6 +1,8 @@
-/* app.h - the application registry: attach over the control socket, per-app shared memory, reclaim. */
-#ifndef SS_SERVICE_APP_H
-#define SS_SERVICE_APP_H
+/* app.h - attached applications as the stack sees them: slots, shared-memory
+ * layout, per-context queues.  The control thread creates and reclaims them
+ * (service/registry.h). */
+#ifndef SS_STACK_APP_H
+#define SS_STACK_APP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -131,23 +133,6 @@ struct ss_app_reg {
 	char shmem_thp[16];       /* the host's shmem THP mode at start, "" unknown */
 };
 
-int ss_app_reg_init(struct ss_app_reg *r, const struct ss_app_limits *lim, unsigned n_fast_paths);
-void ss_app_reg_fini(struct ss_app_reg *r);
-
-/*
- * Slow path: handles an "attach ..." request line received on @fd.  On
- * success the app is ACTIVE, the reply with its fds has been sent, @fd is
- * kept (returns 1).  On failure an error reply has been sent (returns 0;
- * the caller closes @fd).
- */
-int ss_app_attach(struct ss_app_reg *r, int fd, const char *line);
-
-/* Slow path: the app behind @fd hung up: mark it DYING for the fast path. */
-void ss_app_hangup(struct ss_app_reg *r, struct ss_app *a);
-
-/* Slow path: unmap and free every DEAD app; returns how many. */
-unsigned ss_app_reclaim(struct ss_app_reg *r);
-
 /*
  * Fast path: @a handed out connection slot @slot.  True when the slow
  * path is to populate more of the region (populate.h): the caller kicks
@@ -170,16 +155,6 @@ static inline bool ss_app_slot_taken(struct ss_app *a, uint32_t slot, bool *behi
 	a->populate_kicked = at;
 	return true;
 }
-
-/*
- * Slow path: populates the huge regions of attached applications ahead of
- * their connections (populate.h), when the fast path has kicked.  Returns
- * the bytes populated.
- */
-uint64_t ss_app_populate(struct ss_app_reg *r);
-
-/* Bytes of shared memory held by attached applications (slow path). */
-uint64_t ss_app_reg_memory(const struct ss_app_reg *r);
 
 /* Region offset -> pointer helpers (trusted layout). */
 static inline uint8_t *ss_app_rx_ring(const struct ss_app *a, uint32_t slot)

@@ -26,6 +26,7 @@
 #include "stack/arp_cache.h"
 #include "stack/counters.h"
 #include "stack/proto.h"
+#include "service/registry.h"
 #include "stack/stack.h"
 #include "wire/bytes.h"
 #include "wire/csum.h"

@@ -3,7 +3,7 @@
 #include "smaps.h"
 #include "stack_client.h"
 #include "stack_harness.h"
-#include "stack/populate.h"
+#include "service/populate.h"
 #include "stack/stack_internal.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* test_populate.c - how far ahead a shared region is populated: targets, whole pages, kick marks. */
-#include "stack/populate.h"
+#include "service/populate.h"
 
 #include "check.h"
 

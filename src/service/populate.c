@@ -1,5 +1,5 @@
 /* How far ahead of its connections a shared region is populated (populate.h). */
-#include "stack/populate.h"
+#include "service/populate.h"
 
 uint32_t ss_populate_target(uint32_t hw, uint32_t max, uint64_t slot_bytes)
 {

@@ -1,5 +1,5 @@
 /* app.c - the application registry (slow-path thread side): attach, shared memory, hang-up, reclaim. */
-#include "stack/app.h"
+#include "service/registry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "stack/log.h"
-#include "stack/populate.h"
+#include "service/populate.h"
 
 #define PAGE 4096u
 #define ATTACH_VERSION 1
