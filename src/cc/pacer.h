@@ -3,7 +3,7 @@
 #define SS_CC_PACER_H
 
 /*
- * The fast path's enforcement of rates (DESIGN.md §3, TAS §3.1): each paced
+ * The fast path's enforcement of rates (TAS §3.1): each paced
  * flow has a rate (bytes/s) and the earliest time it may send next,
  * next_ns.  Every transmission, new data or retransmission alike, is
  * charged (ss_pacer_charge()), which moves next_ns on by bytes / rate.  A
@@ -24,7 +24,7 @@
  * next_ns and at most one slot after.  Flows of one tick come out in the
  * order they were queued.
  *
- * Groups (per-application caps, DESIGN.md §2/§4, issue 6 item 5): a flow
+ * Groups (per-application caps): a flow
  * may belong to a group with a token bucket.  A flow whose time has come
  * while its group's bucket is in debt, or while others of the group wait,
  * joins the group's FIFO, and the
@@ -219,7 +219,7 @@ void ss_pacer_fini(struct ss_pacer *p);
 void ss_pacer_flow_init(struct ss_pacer_flow *f, uint64_t rate, uint64_t now_ns);
 
 /* New rate (0: unpaced) for the next charge; a queued flow keeps its
- * place (the slow path changes rates once per interval). */
+ * place (the control loop changes rates once per interval). */
 void ss_pacer_flow_set_rate(struct ss_pacer_flow *f, uint64_t rate);
 
 /* Put @f in @g (NULL: none).  @f must be idle (not queued). */

@@ -18,11 +18,11 @@ struct ss_sconn;
 /*
  * Life of an application slot (state, an atomic):
  *
- *   FREE --attach (slow path)--> ACTIVE --hang-up (slow path)--> DYING
+ *   FREE --attach (control)--> ACTIVE --hang-up (control)--> DYING
  *     ^                                                            |
- *     +--- reclaim (slow path) <-- DEAD <--teardown (fast path)----+
+ *     +--- reclaim (control) <-- DEAD <--teardown (fast path)----+
  *
- * The slow-path thread (ctl.c) is the only writer of FREE->ACTIVE and
+ * The control thread (service/ctl.c) is the only writer of FREE->ACTIVE and
  * ACTIVE->DYING and DEAD->FREE; the fast path owns everything below
  * "fast path" while the app is ACTIVE or DYING and is the only writer of
  * DYING->DEAD.  Each transition is a store-release read with load-acquire
@@ -66,7 +66,7 @@ struct ss_app {
 	uint64_t pop_end;         /* ... and [buf_off, pop_end) (the large rings) */
 
 	/* Populating ahead, both paths (atomics): the fast path raises
-	 * slot_hw, the slow path sets the other two (app.c). */
+	 * slot_hw, the control thread sets the other two (service/registry.c). */
 	uint32_t populated;       /* slots whose rings are populated (0: none) */
 	uint32_t slot_hw;         /* slots [0, slot_hw) have been handed out */
 	uint32_t populate_at;     /* the fast path kicks once slot_hw passes it */
@@ -124,7 +124,7 @@ struct ss_app_reg {
 	int status_fd;            /* sealed memfd, struct ss_shm_status */
 	struct ss_shm_status *status;
 	int doorbell_fd;          /* eventfd the apps write to wake the fast path */
-	int reclaim_fd;           /* eventfd the fast path writes to wake the slow path:
+	int reclaim_fd;           /* eventfd the fast path writes to wake the control thread:
 				   * an app is DEAD, or a region to populate further */
 	uint64_t attached, detached, refused;
 	uint64_t populated_bytes; /* shared memory populated ahead of use, all apps ever */

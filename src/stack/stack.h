@@ -25,8 +25,8 @@ struct ss_proto_ctx;
  * One struct ss_stack per fast-path thread that serves TCP; only that
  * thread touches it.  It owns every connection (engine state, timers,
  * flow-table entry), every listener, and the fast-path side of every
- * attached application (its command and event rings).  The slow-path
- * thread only attaches and reclaims applications (app.c).
+ * attached application (its command and event rings).  The control
+ * thread only attaches and reclaims applications (service/registry.c).
  *
  * A connection is handed to the application as (slot, gen) of the app's
  * idpool; the slot also names its pair of rings in the app's region.  The
@@ -80,7 +80,7 @@ struct ss_stack_io {
 
 /* A connection's congestion control (stack_cc.c): the control loop's state
  * (policy, once per interval) and its enforcement (pacer, every send).
- * The fields every send reads (the hooks in stack_internal.h) come first:
+ * The fields every send reads (the send step, stack_send.h) come first:
  * with the pacer's per-send part (struct ss_pacer_flow) they share the
  * connection's third line (stack_conn.c checks), which the receive path
  * prefetches for the round's flush.  Then what each interval or host run
@@ -246,7 +246,7 @@ struct ss_stack {
 	bool draining;           /* carrying out an owner's commands before a move */
 	bool publish;            /* events posted (or waiting for room) since the
 				  * last publish_events() */
-	bool app_broken;         /* an app broke its rings since the last apps_sync() */
+	bool app_broken;         /* an app broke its rings since the last stack_apps_resync() */
 
 	struct ss_sconn *dirty;  /* connections touched this round */
 	/* Delayed ACKs due, in deadline order, one queue per hold: [k] the
@@ -343,12 +343,11 @@ void ss_stack_rx_prefetch(struct ss_stack *s, const struct ss_flow_key *keys, un
 
 /*
  * Whether a burst is worth looking up ahead: with SS_STACK_RX_AHEAD_FLOWS
- * connections or more.  The pass costs ~100 instructions a segment
- * (parsing the 4-tuple, a second hash's worth of work, the answers'
- * bookkeeping: bench/insn_per_req.py); below that, the connections'
- * lines stay in the cache and there is no miss for it to hide.  At 1024
- * connections both ends it gained ~10 % and at 4096 ~25 % throughput
- * (docs/benchmarks.md).
+ * connections or more.  The pass has a cost per segment (parsing the
+ * 4-tuple, a second hash's worth of work, the answers' bookkeeping:
+ * bench/insn_per_req.py measures it); below that many connections their
+ * lines stay in the cache and there is no miss for it to hide, above it
+ * the misses it hides are worth more (docs/benchmarks.md).
  */
 #define SS_STACK_RX_AHEAD_FLOWS 512u
 

@@ -1,12 +1,15 @@
 /* stack_app.c - the fast path's side of the application queues: commands in, events out, wake-ups. */
-#include "stack/stack_internal.h"
+#include "stack/stack_app.h"
+#include "stack/stack_conn.h"
+#include "stack/stack_fork.h"
+#include "stack/stack_listen.h"
+#include "stack/stack_loop.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "stack/log.h"
-#include "stack/stack_fork.h"
 
 /* ---- events --------------------------------------------------------------- */
 
@@ -45,8 +48,8 @@ static inline struct ss_shm_ev *conn_ev(const struct ss_app *a, struct ss_app_ct
  * bytes acknowledged.  Both (an RPC's request, which acknowledges the last
  * reply) go in one slot: RX with SS_EVF_TX_ACKED and the acknowledged
  * bytes in arg2, which the library reads as RX then TX_ACKED
- * (SS_SHM_VERSION 5; a cache line and ~20 instructions less per request
- * here, one event less for the application). */
+ * (SS_SHM_VERSION 5: a cache line less per request here, one event less
+ * for the application). */
 static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_ctx *cx,
 					 struct ss_sconn *sc)
 {
@@ -69,14 +72,6 @@ static inline void conn_post_data_events(const struct ss_app *a, struct ss_app_c
 	}
 }
 
-void stack_wake_slow_path(struct ss_stack *s, const struct ss_app *a, const char *why)
-{
-	uint64_t one = 1;
-
-	if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
-		SS_WARN("app %u: %s kick: %s", a->id, why, strerror(errno));
-}
-
 static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 {
 	if (a->broken)
@@ -85,7 +80,7 @@ static void app_mark_broken(struct ss_stack *s, struct ss_app *a)
 	s->app_broken = true;
 	ss_ctr_inc(s->ctr, SS_CTR_app_bad_ring);
 	SS_WARN("app %u: corrupted queue indices: disconnecting it", a->id);
-	stack_wake_slow_path(s, a, "reclaim");
+	stack_wake_control(s, a, "reclaim");
 }
 
 /* One event for @a's context @ctx, or NULL when it cannot be posted. */
@@ -162,7 +157,7 @@ void stack_post_publish(struct ss_app *a, uint16_t ctx)
 {
 	struct ss_app_ctx *cx = &a->ctx[ctx];
 
-	/* kick stays set: publish_events() wakes a sleeper as usual. */
+	/* kick stays set: stack_app_publish() wakes a sleeper as usual. */
 	__atomic_store_n(&cx->arx->prod, cx->arx_prod, __ATOMIC_RELEASE);
 }
 
@@ -172,27 +167,6 @@ void stack_post_inherited(struct ss_stack *s, struct ss_app *a, uint16_t ctx, ui
 	struct ss_shm_ev *ev = post_one(s, a, ctx, SS_EV_INHERITED, 0, 0, 0, joined, 0);
 	if (ev)
 		ev->arg2 = held;
-}
-
-static void pending_add(struct ss_app *a, struct ss_sconn *sc)
-{
-	struct ss_app_ctx *cx = &a->ctx[sc->ctx];
-	sc->flags |= SC_PENDING;
-	sc->pend_next = cx->pending;
-	cx->pending = sc;
-}
-
-void stack_pending_unlink(struct ss_stack *s, struct ss_sconn *sc)
-{
-	(void)s;
-	struct ss_app_ctx *cx = &sc->app->ctx[sc->ctx];
-	for (struct ss_sconn **pp = &cx->pending; *pp; pp = &(*pp)->pend_next)
-		if (*pp == sc) {
-			*pp = sc->pend_next;
-			break;
-		}
-	sc->flags &= (uint8_t)~SC_PENDING;
-	sc->pend_next = NULL;
 }
 
 static void ev_endpoints(const struct ss_sconn *sc, struct ss_shm_ev *ev)
@@ -273,7 +247,7 @@ static inline bool conn_ev_room(struct ss_stack *s, struct ss_app *a, struct ss_
 	}
 	if ((uint64_t)fr < need) {
 		ss_ctr_inc(s->ctr, SS_CTR_app_event_ring_waits);
-		pending_add(a, sc);
+		stack_conn_pend(sc);
 		return false;
 	}
 	return true;
@@ -299,13 +273,6 @@ static bool conn_post_data(struct ss_stack *s, struct ss_sconn *sc)
 
 static bool conn_post_general(struct ss_stack *s, struct ss_sconn *sc);
 
-/*
- * Posts the connection's pending events in one go, in the order the app
- * must see them: opened, data, delivered, peer FIN, reset/error, closed.
- * If its context's ring lacks room for all of them, none is posted and the
- * connection waits on the context's pending list (its byte counts keep
- * adding up, so nothing is lost).  Returns true when nothing is left.
- */
 bool stack_conn_post(struct ss_stack *s, struct ss_sconn *sc)
 {
 	/* ESTABLISHED: no FIN of ours acknowledged, nothing to release;
@@ -334,7 +301,7 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 			release;
 
 	if (sc->flags & SC_PENDING)
-		stack_pending_unlink(s, sc);
+		stack_conn_unpend(sc);
 	if (need == 0)
 		return true;
 	/* A passive connection is not the app's business before it is accepted. */
@@ -385,7 +352,7 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 }
 
 /* Publishes every context's new events and wakes the sleeping ones, once. */
-static bool publish_events(struct ss_stack *s)
+bool stack_app_publish(struct ss_stack *s)
 {
 	bool did = false;
 	for (uint32_t i = 0; i < s->n_active; i++) {
@@ -655,7 +622,7 @@ static inline __attribute__((always_inline)) void cmd_run(struct ss_stack *s, st
 }
 
 /* Takes up to the budget of commands from one context. */
-static unsigned take_commands(struct ss_stack *s, struct ss_app *a, uint16_t ctx)
+unsigned stack_app_take(struct ss_stack *s, struct ss_app *a, uint16_t ctx)
 {
 	struct ss_app_ctx *cx = &a->ctx[ctx];
 	/* Pairs with the app's store-release of prod after writing slots. */
@@ -695,7 +662,7 @@ unsigned stack_app_drain(struct ss_stack *s, struct ss_app *a, uint16_t ctx)
 		return 0;
 	s->draining = true;
 	for (uint32_t r = 0; r < rounds && !a->broken; r++) {
-		k = take_commands(s, a, ctx);
+		k = stack_app_take(s, a, ctx);
 		n += k;
 		if (k == 0)
 			break;
@@ -717,7 +684,7 @@ static void app_drain_commands(struct ss_stack *s, struct ss_app *a)
 
 	for (uint32_t c = 0; c < a->n_ctx; c++)
 		for (uint32_t r = 0; r < rounds && !a->broken; r++)
-			if (take_commands(s, a, (uint16_t)c) == 0)
+			if (stack_app_take(s, a, (uint16_t)c) == 0)
 				break;
 }
 
@@ -732,12 +699,8 @@ static void app_teardown(struct ss_stack *s, struct ss_app *a)
 		a->ctx[c].pending = NULL;
 }
 
-static void apps_sync(struct ss_stack *s)
+void stack_apps_resync(struct ss_stack *s, uint32_t gen)
 {
-	uint32_t gen = __atomic_load_n(&s->reg->gen, __ATOMIC_ACQUIRE);
-
-	if (gen == s->reg_gen && !s->app_broken)
-		return;
 	s->reg_gen = gen;
 	s->app_broken = false;
 	s->n_active = 0;
@@ -751,49 +714,10 @@ static void apps_sync(struct ss_stack *s)
 			if (st == SS_APP_DYING) {
 				__atomic_store_n(&a->state, SS_APP_DEAD, __ATOMIC_RELEASE);
 				ss_ctr_inc(s->ctr, SS_CTR_app_detached);
-				stack_wake_slow_path(s, a, "reclaim");
+				stack_wake_control(s, a, "reclaim");
 			}
 		}
 	}
-}
-
-bool ss_stack_round(struct ss_stack *s, uint64_t now_us)
-{
-	bool did = s->dirty != NULL;
-
-	/* Each step is skipped by an inline test when it has nothing to do:
-	 * a fast path polls often and most rounds find nothing. */
-	s->now_us = now_us;
-	s->rxa.n = 0; /* the receive look-ahead covers the bursts before a round */
-	if (s->reg) {
-		apps_sync(s);
-		for (uint32_t i = 0; i < s->n_active; i++) {
-			struct ss_app *a = s->active[i];
-			for (uint32_t c = 0; c < a->n_ctx && !a->broken; c++) {
-				struct ss_app_ctx *cx = &a->ctx[c];
-				/* Pairs with the app's store-release of prod (as
-				 * in take_commands()). */
-				if (__atomic_load_n(&cx->atx->prod, __ATOMIC_ACQUIRE) != cx->atx_cons)
-					did |= take_commands(s, a, (uint16_t)c) > 0;
-			}
-		}
-	}
-	if (s->arp_wait)
-		stack_arp_poll(s);
-	stack_timers_run(s);
-	if (s->dirty) {
-		did = true;
-		stack_conns_flush(s);
-	}
-	if (stack_loop_pending(s))
-		did |= stack_loop_run(s);
-	if (s->publish) {
-		s->publish = false;
-		did |= publish_events(s);
-	}
-	/* Frames still on the loopback queue, or connections that found it
-	 * full, are work for the next round. */
-	return did || stack_loop_pending(s) || s->dirty != NULL;
 }
 
 bool ss_stack_may_sleep(struct ss_stack *s)

@@ -1,5 +1,6 @@
 /* stack_cc.c - congestion control on a fast-path stack: the per-interval control loop and its enforcement. */
-#include "stack/stack_internal.h"
+#include "stack/stack_cc.h"
+#include "stack/stack_conn.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -10,9 +11,9 @@
 #include "stack/log.h"
 
 /*
- * Policy and enforcement, as DESIGN.md §3-§4 and TAS §3.2 split them:
+ * Policy and enforcement, as TAS §3.2 splits them:
  *
- * - Policy (slow, out of line): every active flow has a timer on
+ * - Policy (once per interval, out of line): every active flow has a timer on
  *   s->cc_wheel, due once per control interval (2 smoothed RTTs by
  *   default).  When it fires, the engine's free-running counters (bytes
  *   acked, ECN-echoed bytes, bytes sent, fast retransmits, timeouts) are
@@ -22,8 +23,10 @@
  *   leaves the wheel, so the work per interval follows the active flows,
  *   not all flows; its next send puts it back.
  *
- * - Enforcement (every send): a rate-based flow, or any flow of an
- *   application with a bandwidth cap, is paced.  Before ss_tcp_output()
+ * - Enforcement (every send, in the send step of stack_send.h, whose
+ *   collaborators stack_cc_prepare() and stack_cc_sent() are here): a
+ *   rate-based flow, or any flow of an application with a bandwidth cap,
+ *   is paced.  Before ss_tcp_output()
  *   it gets a byte budget only when the pacer lets it send (its own next
  *   departure time has come and its application's token bucket is not in
  *   debt); every byte the engine then sends — new data, fast and timeout
@@ -36,9 +39,9 @@
  *
  * The loop runs on the fast-path thread that owns the flows, out of line
  * from the per-packet path, like connection set-up: on a machine whose
- * cores are shared with the applications, a separate slow-path thread
- * woken every interval would cost a cross-CPU wake-up per interval
- * (DESIGN.md §4b).  It touches only cold per-connection state.
+ * cores are shared with the applications, a separate thread woken every
+ * interval would cost a cross-CPU wake-up per interval.  It touches only
+ * cold per-connection state.
  */
 
 #define CC_WHEEL_SLOTS 4096
@@ -319,7 +322,7 @@ static void cc_regroup(struct ss_stack *s, struct ss_sconn *sc, struct ss_pacer_
 		stack_conn_dirty(s, sc); /* not paced any more: send at once */
 }
 
-void stack_cc_before_output_slow(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_prepare(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 
@@ -540,7 +543,7 @@ static uint32_t cc_interval_len(struct ss_stack *s, const struct ss_sconn *sc, b
 	return cc_iv_at(s, rtt, sc->cc.pf.rate ? rate : 0, sc->tcp.f.mss);
 }
 
-void stack_cc_after_output_slow(struct ss_stack *s, struct ss_sconn *sc)
+void stack_cc_sent(struct ss_stack *s, struct ss_sconn *sc)
 {
 	struct ss_tcp_conn *c = &sc->tcp;
 	struct ss_pacer_flow *pf = &sc->cc.pf;

@@ -1,9 +1,15 @@
 /* stack_conn.c - connections on the fast path: lookup, passive and active open, output, timers, release. */
-#include "stack/stack_internal.h"
+#include "stack/stack_conn.h"
+#include "stack/stack_cc.h"
+#include "stack/stack_cookie.h"
+#include "stack/stack_fork.h"
+#include "stack/stack_listen.h"
+#include "stack/stack_loop.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stack/arp_cache.h"
 #include "stack/bigmem.h"
@@ -469,7 +475,7 @@ static void conn_unlink_slot(struct ss_stack *s, struct ss_sconn *sc)
 	struct ss_app *a = sc->app;
 
 	if (sc->flags & SC_PENDING)
-		stack_pending_unlink(s, sc);
+		stack_conn_unpend(sc);
 	a->slot_conn[sc->slot] = NULL;
 	ss_idpool_free(&a->slots, sc->slot);
 	a->n_conns--;
@@ -572,9 +578,9 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	sc->gen = ss_idpool_gen(&a->slots, slot);
 	bool behind;
 	if (ss_app_slot_taken(a, slot, &behind)) {
-		/* Past the kick mark: the slow path populates further ahead. */
+		/* Past the kick mark: the control thread populates further ahead. */
 		ss_ctr_inc(s->ctr, SS_CTR_app_populate_kicks);
-		stack_wake_slow_path(s, a, "populate");
+		stack_wake_control(s, a, "populate");
 	}
 	if (behind)
 		ss_ctr_inc(s->ctr, SS_CTR_app_slot_unpopulated);
@@ -595,6 +601,34 @@ void stack_conn_dirty(struct ss_stack *s, struct ss_sconn *sc)
 	sc->flags |= SC_DIRTY;
 	sc->dirty_next = s->dirty;
 	s->dirty = sc;
+}
+
+void stack_conn_pend(struct ss_sconn *sc)
+{
+	struct ss_app_ctx *cx = &sc->app->ctx[sc->ctx];
+	sc->flags |= SC_PENDING;
+	sc->pend_next = cx->pending;
+	cx->pending = sc;
+}
+
+void stack_conn_unpend(struct ss_sconn *sc)
+{
+	struct ss_app_ctx *cx = &sc->app->ctx[sc->ctx];
+	for (struct ss_sconn **pp = &cx->pending; *pp; pp = &(*pp)->pend_next)
+		if (*pp == sc) {
+			*pp = sc->pend_next;
+			break;
+		}
+	sc->flags &= (uint8_t)~SC_PENDING;
+	sc->pend_next = NULL;
+}
+
+void stack_wake_control(struct ss_stack *s, const struct ss_app *a, const char *why)
+{
+	uint64_t one = 1;
+
+	if (write(s->reg->reclaim_fd, &one, sizeof(one)) < 0)
+		SS_WARN("app %u: %s kick: %s", a->id, why, strerror(errno));
 }
 
 struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, uint32_t slot,
@@ -685,7 +719,7 @@ static bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame, const st
 #define RX_RING_DIST 2u
 
 /* The lines a segment's receive path touches: the service's three (the
- * dirty list, flags, the app's counts, the timers; the send hooks' part of
+ * dirty list, flags, the app's counts, the timers; the send step's part of
  * the congestion control, which the round's flush reads) and the engine's
  * hot part (struct ss_sconn's layout).  always_inline: as a plain static
  * inline gcc found it const (nothing but prefetches) and deleted every
@@ -698,7 +732,7 @@ _Static_assert(SCONN_LINE(cc.ops) == 2 && SCONN_LINE(cc.host_grp) == 2 && SCONN_
 		       SCONN_LINE(cc.shared) == 2 && SCONN_LINE(cc.charged) == 2 &&
 		       SCONN_LINE(cc.pf.next_ns) == 2 && SCONN_LINE(cc.pf.rem) == 2 &&
 		       (offsetof(struct ss_sconn, cc.pf.group) + 7) / 64 == 2,
-	       "the send hooks' congestion-control fields share the connection's third line");
+	       "the send step's congestion-control fields share the connection's third line");
 
 /* The engine's part a segment and its reply read: struct ss_tcp_conn up to
  * the path counts (st.fast_path, st.slow_path) that every segment bumps,
@@ -1247,63 +1281,40 @@ static bool conn_unannounced_dead(const struct ss_sconn *sc)
 	       sc->tcp.f.state == SS_TCPS_CLOSED;
 }
 
-void stack_conns_flush(struct ss_stack *s)
+bool stack_conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 {
-	struct ss_sconn *sc = s->dirty;
-	s->dirty = NULL;
-	while (sc) {
-		struct ss_sconn *next = sc->dirty_next;
-		sc->flags &= (uint8_t)~SC_DIRTY;
-		if (sc->tcp.f.state != SS_TCPS_CLOSED && !(sc->flags & SC_ARP_WAIT)) {
-			/* The flush after a request only starts the delayed
-			 * ACK: the engine's quiet check does that without the
-			 * output path (the reply's flush takes it). */
-			bool cc_idle = stack_cc_before_output_idle(s, sc);
-
-			if (cc_idle && ss_tcp_output_quiet(&sc->tcp, s->now_us)) {
-				stack_cc_after_output(s, sc);
-			} else {
-				/* The reply's flush: the budget only (the quiet
-				 * check left the connection as it was). */
-				if (cc_idle)
-					stack_cc_before_output_settled(s, sc);
-				else
-					stack_cc_before_output(s, sc);
-				ss_tcp_output(&sc->tcp, s->now_us);
-				stack_cc_after_output(s, sc);
-			}
-		}
-		conn_collect(s, sc);
-		if (sc->orphan_buf && ss_tcp_tx_queued(&sc->tcp) == 0)
-			conn_orphan_free(s, sc);
-		if (sc->tcp.f.state == SS_TCPS_CLOSED && (sc->flags & SC_IN_TABLE)) {
-			/* Closed flows leave the table at once: later segments get RST. */
-			ss_flow_table_remove(&s->flows, &sc->key);
-			sc->flags &= (uint8_t)~SC_IN_TABLE;
-		}
-		if (sc->app && conn_unannounced_dead(sc)) {
-			if (sc->listener) {
-				struct ss_listener *l = &s->listeners[sc->listener - 1];
-				if (l->n_syn)
-					l->n_syn--;
-				sc->listener = 0;
-			}
-			sc->ev_pending = 0;
-			stack_conn_release_slot(s, sc);
-		}
-		/* Nothing to post for an open connection without events (the
-		 * flush that sends a reply): stack_conn_post() would find so. */
-		if (sc->app && (sc->ev_pending || sc->rx_pending || sc->acked_pending ||
-				(sc->flags & SC_PENDING) || sc->tcp.f.state != SS_TCPS_ESTABLISHED))
-			stack_conn_post(s, sc); /* may release the slot (CLOSED posted) */
-		/* Back on the dirty list already (a hook above re-queued it):
-		 * freed when that list is flushed, never while on it. */
-		if (!sc->app && sc->tcp.f.state == SS_TCPS_CLOSED && !(sc->flags & SC_DIRTY))
-			conn_free(s, sc);
-		else
-			conn_sync_timer(s, sc);
-		sc = next;
+	conn_collect(s, sc);
+	if (sc->orphan_buf && ss_tcp_tx_queued(&sc->tcp) == 0)
+		conn_orphan_free(s, sc);
+	if (sc->tcp.f.state == SS_TCPS_CLOSED && (sc->flags & SC_IN_TABLE)) {
+		/* Closed flows leave the table at once: later segments get RST. */
+		ss_flow_table_remove(&s->flows, &sc->key);
+		sc->flags &= (uint8_t)~SC_IN_TABLE;
 	}
+	if (sc->app && conn_unannounced_dead(sc)) {
+		if (sc->listener) {
+			struct ss_listener *l = &s->listeners[sc->listener - 1];
+			if (l->n_syn)
+				l->n_syn--;
+			sc->listener = 0;
+		}
+		sc->ev_pending = 0;
+		stack_conn_release_slot(s, sc);
+	}
+	/* Nothing to post for an open connection without events (the flush
+	 * that sends a reply). */
+	return sc->app && (sc->ev_pending || sc->rx_pending || sc->acked_pending ||
+			   (sc->flags & SC_PENDING) || sc->tcp.f.state != SS_TCPS_ESTABLISHED);
+}
+
+void stack_conn_settle(struct ss_stack *s, struct ss_sconn *sc)
+{
+	/* Back on the dirty list already (its post or its send re-queued
+	 * it): freed when that list is flushed, never while on it. */
+	if (!sc->app && sc->tcp.f.state == SS_TCPS_CLOSED && !(sc->flags & SC_DIRTY))
+		conn_free(s, sc);
+	else
+		conn_sync_timer(s, sc);
 }
 
 uint64_t ss_stack_next_deadline(const struct ss_stack *s)

@@ -14,7 +14,9 @@
  * cookie needs: the ISN, and a TSval whose low bits carry the options.
  * SYNs from our own address (the loopback path) never get a cookie.
  */
-#include "stack/stack_internal.h"
+#include "stack/stack_cookie.h"
+#include "stack/stack_conn.h"
+#include "stack/stack_listen.h"
 
 #include <errno.h>
 #include <stdlib.h>

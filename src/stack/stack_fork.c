@@ -1,5 +1,8 @@
 /* stack_fork.c - sockets shared across fork: a child inherits its parent's ports and connections, adopts or releases them. */
 #include "stack/stack_fork.h"
+#include "stack/stack_app.h"
+#include "stack/stack_conn.h"
+#include "stack/stack_listen.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -267,7 +270,7 @@ static int conn_move(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a, 
 		return -EINVAL;
 	}
 	if (sc->flags & SC_PENDING)
-		stack_pending_unlink(s, sc);
+		stack_conn_unpend(sc);
 	o->slot_conn[sc->slot] = NULL;
 	ss_idpool_free(&o->slots, sc->slot);
 	o->n_conns--;

@@ -1,10 +1,8 @@
-/* stack_fork.h - what stack_fork.c (sockets shared across fork) and stack_app.c share beyond stack_internal.h. */
-#ifndef SS_SERVICE_STACK_FORK_H
-#define SS_SERVICE_STACK_FORK_H
+/* stack_fork.h - connections and listeners shared across fork (stack_fork.c, stack_sync.c). */
+#ifndef SS_STACK_STACK_FORK_H
+#define SS_STACK_STACK_FORK_H
 
-#include "stack/stack_internal.h"
-
-/* stack_fork.c */
+#include "stack/stack.h"
 
 /*
  * stack_fork_app_gone - @a is going away: each connection it owns that
@@ -14,36 +12,21 @@
  */
 void stack_fork_app_gone(struct ss_stack *s, struct ss_app *a);
 
-/* stack_app.c */
+void stack_cmd_inherit(struct ss_stack *s, struct ss_app *a, uint16_t ctx);
+int stack_cmd_adopt(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
+		    const struct ss_shm_cmd *cmd);
+int stack_cmd_release(struct ss_stack *s, struct ss_app *a, const struct ss_shm_cmd *cmd);
+/* stack_conn_close_held - the owner closes @sc while others hold it:
+ * recorded for the last release; true when so (nothing else to do). */
+bool stack_conn_close_held(struct ss_stack *s, struct ss_sconn *sc, bool abort);
+void stack_inh_app_gone(struct ss_stack *s, struct ss_app *a);
 
-/*
- * stack_app_drain - carry out the commands @a has published on context
- * @ctx now, ahead of its turn (at most a ring's worth): before one of its
- * connections moves, what it asked for on it comes first.  Not nested (a
- * move inside a drain does not drain again) and never on a ring being
- * taken at the moment.  Returns the commands carried out.
- */
-unsigned stack_app_drain(struct ss_stack *s, struct ss_app *a, uint16_t ctx);
-
-/* stack_conn_fin_acked - our FIN was sent and acknowledged (the engine is
- * past FIN_WAIT_1/CLOSING/LAST_ACK without an error). */
-bool stack_conn_fin_acked(const struct ss_sconn *sc);
-
-/* stack_post_room - @a's context @ctx has room for @n more events now. */
-bool stack_post_room(struct ss_stack *s, struct ss_app *a, uint16_t ctx, unsigned n);
-
-/*
- * stack_post_moved_in - @sc now belongs to sc->app (its handle, its
- * rings): @type is SS_EV_ADOPTED or SS_EV_RETURNED, with @flags (SS_EVF_*
- * of the stream's state; SS_EVF_FIN_ACKED is added here) and @cookie.
- */
-void stack_post_moved_in(struct ss_stack *s, struct ss_sconn *sc, uint8_t type, uint8_t flags,
-			 uint64_t cookie);
-
-/* stack_post_moved - @a's handle (@slot, @gen) on context @ctx is dead:
- * another process adopted it.  @ref (app id, slot, gen), when not NULL, is
- * the reference @a keeps (SS_EVF_HELD). */
-void stack_post_moved(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint32_t slot,
-		      uint32_t gen, const uint32_t ref[3]);
+/* stack_sync.c: stack_conn_sync_claim - @sc's handle is going away (it
+ * moves, or its app exits): its sync words (abi.h) say MOVED from now
+ * on, so no commit or consumption on it succeeds any more; the bytes its
+ * app had committed without a TX yet are queued as a TX would, those it
+ * had consumed without an RX_DONE yet released as an RX_DONE would (a
+ * move's ring copy then takes the right ones along). */
+void stack_conn_sync_claim(struct ss_stack *s, struct ss_sconn *sc);
 
 #endif

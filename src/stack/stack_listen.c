@@ -1,5 +1,7 @@
 /* stack_listen.c - port entries: bind, listen, SO_REUSEPORT, members shared across fork, the member a new connection goes to. */
-#include "stack/stack_internal.h"
+#include "stack/stack_listen.h"
+#include "stack/stack_app.h"
+#include "stack/stack_conn.h"
 
 #include <errno.h>
 #include <string.h>

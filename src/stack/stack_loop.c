@@ -1,5 +1,6 @@
 /* stack_loop.c - the loopback path: segments to our own address queued in the stack and fed back into the receive path. */
-#include "stack/stack_internal.h"
+#include "stack/stack_loop.h"
+#include "stack/stack_conn.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,18 +15,14 @@
  * A ring of preallocated frame slots.  The stack's output callbacks
  * (conn_seg_buf() and conn_emit()) build a segment for our own address
  * straight into the slot at the tail (stack_loop_reserve, then
- * stack_loop_commit); after the round's flush, stack_loop_run() hands
+ * stack_loop_commit); after the round's flush, stack_loop_drain() hands
  * each queued frame to ss_proto_input() (what the NIC's frames go
- * through), in place, and flushes the connections that took them.  Frames
+ * through), in place; the round then flushes the connections that took
+ * them (stack_round.c, SS_LOOP_PASSES passes).  Frames
  * emitted while a pass runs (ACKs, SYN-ACKs, a RST for a closed port)
  * queue behind it and wait for the next pass or the next round: the
  * receive path is never entered from inside emit.
  */
-
-/* Passes per round: enough for a request, its ACK and its answer to
- * cross in one round, bounded so the NIC and the applications' commands
- * are not starved. */
-#define SS_LOOP_PASSES 4
 
 int stack_loop_init(struct ss_stack *s)
 {
@@ -96,7 +93,7 @@ static void loop_requeue(struct ss_stack *s, const uint8_t *frame, size_t len)
 }
 
 /* Feeds the frames queued now (not those they cause) to the receive path. */
-static void loop_drain(struct ss_stack *s)
+void stack_loop_drain(struct ss_stack *s)
 {
 	struct ss_stack_loop *q = &s->loop;
 	uint32_t end = q->tail;
@@ -113,16 +110,4 @@ static void loop_drain(struct ss_stack *s)
 			loop_requeue(s, frame, out);
 		q->head++;
 	}
-}
-
-bool stack_loop_run(struct ss_stack *s)
-{
-	bool did = false;
-
-	for (unsigned pass = 0; pass < SS_LOOP_PASSES && stack_loop_pending(s); pass++) {
-		loop_drain(s);
-		stack_conns_flush(s);
-		did = true;
-	}
-	return did;
 }

@@ -1,5 +1,6 @@
 /* stack_sync.c - the sync words of a handle that goes away (fork): what its application committed or consumed without a command yet. */
-#include "stack/stack_internal.h"
+#include "stack/stack_fork.h"
+#include "stack/stack_conn.h"
 
 /*
  * A connection shared across fork may move to another process while its

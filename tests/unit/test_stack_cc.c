@@ -808,17 +808,18 @@ static void test_loop_cost_floor(enum ss_cc_share share)
 }
 
 /*
- * The hooks around ss_tcp_output() (stack_internal.h) take the usual
- * cases inline: the budget of a paced flow in no group, and the charge
- * when nothing is to be scheduled and the intervals run.  On copies of a
- * live paced connection, in random states, each inline hook must leave
- * the connection and the pacer flow byte for byte as its _slow half does
- * (the states avoid those where the slow half queues the copy on the
- * stack's wheels: the inline hooks call it there).  Per flow the flow is in
- * no group; with cc-share host it is in its host's aggregate, whose bucket
+ * The send step (stack_send.h) takes the usual cases inline: the budget
+ * of a paced flow whose control is settled, and the charge when nothing
+ * is to be scheduled and the intervals run.  On copies of a live paced
+ * connection, in random states, each inline part must leave the
+ * connection and the pacer flow byte for byte as its out-of-line
+ * reference in stack_cc.c does (stack_cc_prepare(), stack_cc_sent()); the
+ * states avoid those where the reference queues the copy on the stack's
+ * wheels (the inline part calls it there).  Per flow the flow is in no
+ * group; with cc-share host it is in its host's aggregate, whose bucket
  * (random credit, a flow waiting or none) both must leave the same too.
  */
-static void test_hooks_inline(enum ss_cc_share share)
+static void test_send_step_inline(enum ss_cc_share share)
 {
 	struct sh h;
 	struct flow fl[1];
@@ -844,7 +845,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 	}
 	if (!sc->cc.pf.rate || (!g && !ss_timer_armed(&sc->cc.timer)) || (g && !sc->cc.shared))
 		return;
-	static struct ss_sconn a, b, c;
+	static struct ss_sconn a, b;
 	struct ss_pacer_group g0, ga;
 	if (g)
 		g0 = *g;
@@ -864,40 +865,31 @@ static void test_hooks_inline(enum ss_cc_share share)
 		a.cc.pf.ent.where = check_rand(&seed) % 4 ? SS_PACER_IDLE : SS_PACER_WHEEL;
 		a.tcp.budget_hit = a.cc.pf.ent.where != SS_PACER_IDLE && check_rand(&seed) % 2;
 		a.cc.charged = a.tcp.cc.sent_bytes - (check_rand(&seed) % 2 ? 0 : check_rand(&seed) % 70000);
-		if (check_rand(&seed) % 2) /* data waiting (only the hooks read tx_tail) */
+		if (check_rand(&seed) % 2) /* data waiting (only the send step reads tx_tail) */
 			a.tcp.f.tx_tail = a.tcp.f.snd_nxt - a.tcp.iss - 1 + 1 + check_rand(&seed) % 5000;
-		b = c = a;
+		b = a;
 		uint32_t budget0 = a.tcp.tx_budget;
 		uint64_t next0 = a.cc.pf.next_ns;
-		stack_cc_before_output(&h.st, &a);
+		bool ready = stack_send_settled(&h.st, &a);
+		settled += ready;
+		stack_send_budget(&h.st, &a, ready);
 		if (g) {
 			ga = *g;
 			*g = g0;
 		}
-		/* The flush's reply path: where the idle check held, the
-		 * budget alone does what the whole hook does. */
-		if (stack_cc_before_output_idle(&h.st, &c)) {
-			stack_cc_before_output_settled(&h.st, &c);
-			CHECK(memcmp(&a, &c, sizeof(a)) == 0);
-			if (g) {
-				CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
-				*g = g0;
-			}
-			settled++;
-		}
-		stack_cc_before_output_slow(&h.st, &b);
+		stack_cc_prepare(&h.st, &b);
 		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
 		if (g) {
 			CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
 			g0 = *g;
 		}
 		inline_budget += budget0 == 0 && a.tcp.tx_budget != 0;
-		stack_cc_after_output(&h.st, &a);
+		stack_send_charge(&h.st, &a);
 		if (g) {
 			ga = *g;
 			*g = g0;
 		}
-		stack_cc_after_output_slow(&h.st, &b);
+		stack_cc_sent(&h.st, &b);
 		CHECK(memcmp(&a, &b, sizeof(a)) == 0);
 		if (g)
 			CHECK(memcmp(&ga, g, sizeof(ga)) == 0);
@@ -905,7 +897,7 @@ static void test_hooks_inline(enum ss_cc_share share)
 	}
 	if (g)
 		*g = g0;
-	fprintf(stderr, "hooks (%s): %u budgets, %u charges inline\n",
+	fprintf(stderr, "send step (%s): %u budgets, %u charges inline\n",
 		share == SS_CC_SHARE_HOST ? "host" : "flow", inline_budget, inline_charge);
 	CHECK(inline_budget > 0 && inline_charge > 0 && settled == 100000);
 	sh_fini(&h);
@@ -930,7 +922,7 @@ int main(void)
 	test_host_slack();
 	test_loop_cost_floor(SS_CC_SHARE_HOST);
 	test_loop_cost_floor(SS_CC_SHARE_FLOW);
-	test_hooks_inline(SS_CC_SHARE_FLOW);
-	test_hooks_inline(SS_CC_SHARE_HOST);
+	test_send_step_inline(SS_CC_SHARE_FLOW);
+	test_send_step_inline(SS_CC_SHARE_HOST);
 	return check_done("test_stack_cc");
 }
