@@ -10,7 +10,7 @@ bench/mc_load.c in peer1 sends a fixed number of requests (--ops) and checks
 every value byte for byte.  Each round runs every build once, in order.
 
 Run as root:
-  /usr/bin/python3 bench/mc_wakeups.py --builds main=/tmp/main/build,new=build \\
+  /usr/bin/python3 bench/mc_wakeups.py --builds old=build-old,new=build \\
       [--rounds 3] [--ops 10000] [--conns 20] [--sizes 16,100,1000,4000,16000,100000]
       [--threads 2] [--per-thread] [--prefix mcw]
 Prints one line per run and the mean per build.  Exit status 1 when a run

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """rtt_floor.py - the round-trip floor of the server-side test bed at a given load.
 
-The issue's latency target (p99 at 15 % load at most a third of Linux's, the
+The latency target (p99 at 15 % load at most a third of Linux's, the
 kv-server point) compares whole request round trips, and part of every round
 trip is not the server's: the Linux client's send and its wake-up for the
 reply on CPU 0, the veth, and waking the server's vCPU.  This measures that

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""suite.py - the benchmark suite of issue 5: Slipstream against Linux, every
+"""suite.py - the benchmark suite: Slipstream against Linux, every
 point measured on both stacks in the same run and reported as a ratio too.
 
     /usr/bin/python3 bench/suite.py                  # everything, <= 20 min
@@ -60,7 +60,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.dont_write_bytecode = True
 
-from benchsuite import beds, bulk, cpu, machine, plots, points, report, runner  # noqa: E402
+from benchsuite import beds, bulk, cpu, machine, paths, plots, points, report, runner  # noqa: E402
 from benchsuite import procs as procmod  # noqa: E402
 
 BUILD = Path(os.environ.get("SLIPSTREAM_BUILD") or REPO / "build")
@@ -405,7 +405,7 @@ class Run:
         out.mkdir(parents=True, exist_ok=True)
         self.doc["elapsed_s"] = time.monotonic() - self.t0
         self.doc["partial"] = partial
-        (out / "results.json").write_text(json.dumps(self.doc, indent=1) + "\n")
+        (out / "results.json").write_text(json.dumps(self.portable(), indent=1) + "\n")
         if partial:
             return
         self.doc["loadavg_after"] = machine.loadavg()
@@ -423,13 +423,18 @@ class Run:
                     plots.bench_figure(b, out / ("%s.png" % b["name"]))
                 except Exception as e:      # noqa: BLE001 - a figure must not lose the data
                     self.doc["warnings"].append("plot %s: %s" % (b["name"], e))
-        (out / "results.json").write_text(json.dumps(self.doc, indent=1) + "\n")
-        (out / "results.md").write_text(report.markdown(self.doc) + "\n")
+        doc = self.portable()
+        (out / "results.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out / "results.md").write_text(report.markdown(doc) + "\n")
+
+    def portable(self):
+        """The results with repository-relative paths (they get committed)."""
+        return paths.relative(self.doc, REPO, BUILD, Path(self.args.out).resolve())
 
 
 def render(path, out, no_plots):
     """--render: the markdown and the figures of an earlier run, from its JSON."""
-    doc = json.loads(Path(path).read_text())
+    doc = paths.relative(json.loads(Path(path).read_text()), REPO, BUILD)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     why = "--no-plots" if no_plots else plots.available()

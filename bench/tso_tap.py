@@ -1,6 +1,6 @@
 """Bulk send over DPDK's tap PMD with `--tso on` and `off`, alternating:
 throughput and the service's CPU-seconds per GB (docs/benchmarks.md,
-twenty-second session).  The set-up is tests/integration/test_tso.py's: the
+"TCP segmentation offload").  The set-up is tests/integration/test_tso.py's: the
 service on a tap device in a test bed's service namespace, a program under
 `slipstream run` sending to a Linux receiver (pinned to CPU 1) on the tap's
 kernel side; every run's stream is hashed at both ends.

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
+echo "== tree checks (committed results, references) =="
+scripts/check_tree.sh
+
 scripts/setup.sh
 
 echo "== unit tests and fuzzers (clang, ASan + UBSan) =="

@@ -1,4 +1,4 @@
-"""The benchmark suite of bench/suite.py (issue 5): Slipstream against Linux
+"""The benchmark suite of bench/suite.py: Slipstream against Linux
 in one run.  One module per concern:
 
   cpu       /proc/stat snapshots and deltas, other people's load (pure + /proc)

@@ -48,8 +48,8 @@ both ends  ("both"): client and server both on the stack under test.
         veth    the test bed's veth, AF_XDP on both ends (P-p1 has no kernel
                 address), each end's NAPI thread on its service's CPU.  The
                 receiving veth's 256-slot ring toward the XDP socket
-                overflows when its NAPI thread waits for the CPU (issue 5:
-                ~5 % of frames at 1024 connections).
+                overflows when its NAPI thread waits for the CPU (~5 % of
+                frames at 1024 connections).
 """
 
 import json

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 RPC_SIZE = 64
 SHORT_CONNS = 1024
 PIPE_CONNS = 100
-# The key-value store benchmark (issue 5): memcached, unmodified, -t 1.
+# The key-value store benchmark: memcached, unmodified, -t 1.
 KV_WORKLOAD = {"keys": 100000, "key_size": 32, "value_size": 64, "zipf": 0.9,
                "get_ratio": 0.9}
 KV_LAT_FRACTION = 0.15      # the latency point's offered load: this share of ...

@@ -264,7 +264,7 @@ def bulk_table(bench, points):
             notes.append(contended_note(p["value"], s, l))
     text = table_text(rows, notes)
     if loss and bench.get("target"):
-        text += "\n\nTarget (issue 5: loss penalty at 1%% no more than twice Linux's): %s." % (
+        text += "\n\nTarget: loss penalty at 1%% no more than twice Linux's: %s." % (
             bench["target"]["words"])
     return text
 

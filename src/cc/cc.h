@@ -3,12 +3,14 @@
 #define SS_CC_CC_H
 
 /*
- * The slow path runs congestion control once per control interval per
- * active flow (DESIGN.md §4, TAS §3.2): it reads the flow's counters from
- * the fast path, turns them into a struct ss_cc_sample (deltas over the
- * interval, see ss_cc_sample_fill()), calls the flow's algorithm, and
- * writes the struct ss_cc_out it returns (a rate or a window) back to the
- * fast path, which enforces it (rates through the pacer, pacer.h).
+ * The control loop runs once per control interval per active flow (TAS
+ * §3.2), on the fast-path thread that owns the flow, out of line from the
+ * per-packet work (src/stack/stack_cc.c): it reads the flow's counters,
+ * turns them into a struct ss_cc_sample (deltas over the interval, see
+ * ss_cc_sample_fill()), calls the flow's algorithm, and applies the
+ * struct ss_cc_out it returns (a rate or a window), which the same thread
+ * enforces on every send (rates through the pacer, pacer.h; windows as a
+ * limit on the bytes in flight).
  *
  * Everything here is pure: no clock, no I/O, no allocation, no globals
  * written.  The same state, parameters and samples give the same outputs
@@ -17,7 +19,7 @@
  * times in microseconds.
  *
  * Algorithms (one file each):
- *   "dctcp-rate"  dctcp_rate.c  DCTCP on rates, as in TAS (the default)
+ *   "dctcp-rate"  dctcp_rate.c  DCTCP on rates, as in TAS (first in the table)
  *   "dctcp-win"   dctcp_win.c   DCTCP on windows, RFC 8257
  *   "timely"      timely.c      TIMELY (Mittal et al., SIGCOMM'15) plus slow start
  *   "cubic"       cubic.c       CUBIC, RFC 9438
@@ -25,8 +27,11 @@
  *   "bbr"         bbr.c         BBR v1 (Cardwell et al., ACM Queue 2016) on
  *                               per-interval samples: ignores random loss
  *
+ * The service's default is none of these alone but "auto"
+ * (src/stack/cc_policy.h): cubic, moving to bbr or dctcp-win per flow.
+ *
  * Not thread-safe by design and not needing to be: one flow's state is
- * only touched by the slow-path thread that runs its control loop.
+ * only touched by the fast-path thread that owns the flow.
  */
 
 #include <stdbool.h>
@@ -151,7 +156,7 @@ struct ss_cc_params {
 	struct ss_cc_cubic_params cubic;
 	struct ss_cc_newreno_params newreno;
 	struct ss_cc_bbr_params bbr;
-	/* Control interval (DESIGN.md §4: default 2 RTT), ss_cc_interval_us(). */
+	/* Control interval (default 2 RTT), ss_cc_interval_us(). */
 	uint32_t interval_rtts;  /* 2 */
 	uint32_t interval_min_us; /* 50: never shorter than this */
 	uint32_t interval_init_us; /* 1000: while the flow has no RTT sample */
@@ -164,8 +169,8 @@ void ss_cc_params_default(struct ss_cc_params *p);
 int ss_cc_params_check(const struct ss_cc_params *p);
 
 /*
- * Per-flow algorithm state, fixed size, embedded in the slow path's flow
- * record.  Opaque to callers: only the algorithm that initialised it
+ * Per-flow algorithm state, fixed size, embedded in the service's
+ * per-connection record.  Opaque to callers: only the algorithm that initialised it
  * reads it.  (The members are visible so it can be embedded and so the
  * unit tests can check the control laws' internals.)
  */
@@ -292,7 +297,8 @@ void ss_cc_bbr_adopt(union ss_cc_state *st, const struct ss_cc_params *p, uint32
 /* The algorithm called @name ("dctcp-rate", ...), or NULL. */
 const struct ss_cc_ops *ss_cc_find(const char *name);
 
-/* The service's default algorithm: dctcp-rate (TAS). */
+/* The table's first algorithm, dctcp-rate (TAS); the service's default
+ * policy is "auto" (src/stack/cc_policy.h). */
 const struct ss_cc_ops *ss_cc_default(void);
 
 /* The @i-th algorithm (0-based), or NULL past the last: for listings. */
@@ -307,7 +313,7 @@ uint32_t ss_cc_interval_us(const struct ss_cc_params *p, uint32_t srtt_us);
 
 /*
  * The free-running per-flow counters the fast path keeps for the control
- * loop (32-bit, wrapping: the slow path reads them at least once per
+ * loop (32-bit, wrapping: the control loop reads them at least once per
  * interval, long before 4 GiB can pass).
  */
 struct ss_cc_counters {

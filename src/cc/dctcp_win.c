@@ -11,7 +11,7 @@
  *    2*MSS), cwnd = 1 MSS (the loss window);
  *  - fast retransmit: as Reno/NewReno (§3.5, RFC 6582 §3.2): ssthresh =
  *    max(cwnd/2, 2*MSS) and, once the episode ends, cwnd = ssthresh: the
- *    slow path sees the episode after the fact, so it sets that at once;
+ *    control loop sees the episode after the fact, so it sets that at once;
  *  - marks: cwnd = cwnd * (1 - alpha/2) (§3.3 step 8), at least 2 MSS; the
  *    result is also ssthresh, so slow start ends;
  *  - otherwise Reno growth (§3.4 keeps RFC 5681's increase): slow start
@@ -20,7 +20,7 @@
  *
  * Each reaction happens at most once per interval, which also gives RFC
  * 8257 §3.3's "once per window of data".  cwnd stands in for FlightSize
- * in RFC 5681 eq. 4: the slow path sees the flight only at interval ends.
+ * in RFC 5681 eq. 4: the control loop sees the flight only at interval ends.
  */
 
 static void dctcp_win_out(const struct ss_cc_dctcp_win *st, uint32_t flags,

@@ -9,7 +9,7 @@
  *  - fast retransmit (RFC 5681 §3.2 step 2, RFC 6582 §3.2 steps 2-3): the
  *    same ssthresh and, after the full ACK that ends recovery, cwnd =
  *    ssthresh.  The per-ACK inflation during recovery is the fast path's;
- *    the slow path sees the episode after the fact and sets the deflated
+ *    the control loop sees the episode after the fact and sets the deflated
  *    window.  Several fast retransmits in one interval are one episode
  *    (RFC 6582 §3.2: one reduction per window of data);
  *  - ECE (RFC 3168 §6.1.2, when ecn is on): as a loss, once per interval;
@@ -18,7 +18,7 @@
  *    avoidance: one MSS per cwnd of acked bytes (RFC 5681 eq. 3, RFC 3465
  *    §2.1).
  *
- * cwnd stands in for FlightSize (the slow path sees the flight only at
+ * cwnd stands in for FlightSize (the control loop sees the flight only at
  * interval ends; for a flow that fills its window they agree).
  */
 

@@ -50,7 +50,7 @@ struct ss_cc_policy {
 				      * with pick_auto, cubic: where flows start */
 	bool pick_auto;              /* "auto" (the default): per connection, above */
 	struct ss_cc_params params;
-	uint8_t share;               /* enum ss_cc_share (default: flow) */
+	uint8_t share;               /* enum ss_cc_share (default: host) */
 	uint32_t n_rules;
 	struct ss_cc_app_rule rules[SS_CC_APP_RULES];
 };

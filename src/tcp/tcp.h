@@ -12,7 +12,7 @@
  * payload into the receive ring and reads payload to send from the
  * transmit ring.  It never reads control information from either ring.
  *
- * Split (STYLE.md 4): ss_tcp_input() tests a short list of fast-path
+ * Split: ss_tcp_input() tests a short list of fast-path
  * conditions and handles the common ESTABLISHED case on the hot 128-byte
  * struct ss_tcp_flow; everything else (handshake, FIN, RST, options,
  * out-of-window, timers) is in the non-inlined slow path (tcp_slow.c).

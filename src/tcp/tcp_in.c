@@ -154,7 +154,7 @@ void tcp_snd_wnd_update(struct ss_tcp_conn *c, const struct ss_tcp *seg)
 }
 
 /*
- * Fast path (STYLE.md 4, Linux header prediction).  Taken when all hold:
+ * Fast path (Linux header prediction).  Taken when all hold:
  *   - state ESTABLISHED;
  *   - control bits exactly ACK (PSH, ECE, CWR ignored): no SYN/FIN/RST/URG;
  *   - the segment starts at rcv_nxt and fits in the receive ring;

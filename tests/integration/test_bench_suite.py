@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from benchsuite import cpu, points, report, runner  # noqa: E402
+from benchsuite import cpu, paths, points, report, runner  # noqa: E402
 
 pytestmark = pytest.mark.no_root
 
@@ -25,6 +25,22 @@ cpu0 160 0 20 400 20 0 0 0 0 0
 cpu1 90 0 80 600 30 0 50 0 0 0
 processes 1007
 """
+
+
+def test_results_carry_relative_paths():
+    doc = {"command": "/usr/bin/python3 bench/suite.py --only rpc-both --out /scratch/x",
+           "argv": ["bench/suite.py", "--out", "/scratch/x"],
+           "points": [{"client_argv": "taskset -c 0 /r/build/bench/linux_rpc --conns 1",
+                       "service_argv": ["/r/tools/slipstream run -- /r/build/bench/pipe_server"],
+                       "n": 3}]}
+    got = paths.relative(doc, "/r", "/r/build", "/scratch/x")
+    assert got["command"] == "/usr/bin/python3 bench/suite.py --only rpc-both --out DIR"
+    assert got["argv"] == ["bench/suite.py", "--out", "DIR"]
+    assert got["points"][0] == {"client_argv": "taskset -c 0 build/bench/linux_rpc --conns 1",
+                                "service_argv": ["tools/slipstream run -- build/bench/pipe_server"],
+                                "n": 3}
+    # A build outside the repository is named as the default one.
+    assert paths.relative("/b2/bench/kv_load", "/r", "/b2") == "build/bench/kv_load"
 
 
 def test_parse_stat_and_delta():
@@ -385,7 +401,8 @@ def test_bulk_tables_and_matrix():
     assert bulk.path_drops({"veth": {"server veth": {"tx_dropped": 5, "rx_packets": 9},
                                      "client veth": {"rx_dropped": 5}},
                             "service_retrans": {"nic_rx_missed": 2}}) == 7
-    assert t[-1].startswith("Target (issue 5") and "met" in t[-1]
+    assert t[-1].startswith("Target: loss penalty at 1% no more than twice Linux's: ") \
+        and "met" in t[-1]
     io_pts = [{"value": "server", "slipstream": _bulk(3.0), "linux": _bulk(4.0)},
               {"value": "client", "slipstream": {"error": "pipe_server closed 1 connections "
                                                           "on a pattern mismatch"},
