@@ -1,4 +1,4 @@
-/* kv_load.c - kv_load: the key-value store benchmark's memcached client (issue 5), checking every value. */
+/* kv_load.c - kv_load: the key-value store benchmark's memcached client, checking every value. */
 #include <errno.h>
 #include <getopt.h>
 #include <arpa/inet.h>
@@ -23,7 +23,7 @@
 
 /*
  * memcached text protocol over C non-blocking connections in one epoll
- * loop (one thread).  The workload of issue 5's key-value benchmark:
+ * loop (one thread).  The workload of the suite's key-value benchmark:
  *
  *   --keys N (100,000) keys of exactly 32 bytes ("kvbench:" and the key
  *   index in 24 digits), values of exactly 64 bytes, a function of the key

@@ -12,21 +12,10 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 
 fail=0
-# Lines known to need the same fix in files being changed elsewhere: one
-# "path<TAB>line text" per line, matched exactly (not by line number).  An
-# entry whose line is gone is reported so it can be removed.
-ALLOW=scripts/check_tree.allow
-
 check() { # title, then git grep arguments
 	local title=$1 out
 	shift
 	out=$(git grep -nI "$@" || true)
-	if [ -n "$out" ] && [ -f "$ALLOW" ]; then
-		out=$(awk -F'\t' 'NR == FNR { if ($0 !~ /^#/ && NF > 1) allow[$1 "\t" $2] = 1; next }
-			{ i = index($0, ":"); path = substr($0, 1, i - 1); rest = substr($0, i + 1)
-			  j = index(rest, ":"); text = substr(rest, j + 1)
-			  if (!((path "\t" text) in allow)) print }' "$ALLOW" - <<<"$out")
-	fi
 	if [ -n "$out" ]; then
 		echo "check_tree.sh: $title:" >&2
 		echo "$out" >&2
@@ -39,8 +28,8 @@ check() { # title, then git grep arguments
 check "absolute path in a committed result" \
 	-E '(^|[^[:alnum:]_.~-])/(work|tmp|home|root|mnt|srv|scratch)/' -- 'docs/benchmarks/**'
 
-# References to things outside the repository.  This file and the
-# allowance list hold the patterns and are left out.
+# References to things outside the repository.  This file holds the
+# patterns and is left out.
 ORD='first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth'
 ORD="$ORD|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth"
 ORD="$ORD|twentieth|twenty-[a-z]+|thirtieth|thirty-[a-z]+"
@@ -54,17 +43,8 @@ PATTERNS=(
 	'(^|[^[:alnum:]_.~-])/work/'                       # the machine's work tree
 )
 for p in "${PATTERNS[@]}"; do
-	check "reference outside the repository ($p)" -iE "$p" -- . \
-		':!scripts/check_tree.sh' ":!$ALLOW"
+	check "reference outside the repository ($p)" -iE "$p" -- . ':!scripts/check_tree.sh'
 done
-
-if [ -f "$ALLOW" ]; then
-	while IFS=$'\t' read -r path text; do
-		case "$path" in '#'* | '') continue ;; esac
-		grep -qxF -- "$text" "$path" 2>/dev/null ||
-			echo "check_tree.sh: note: $ALLOW: no longer needed: $path" >&2
-	done <"$ALLOW"
-fi
 
 if [ "$fail" -ne 0 ]; then
 	echo "check_tree.sh: FAILED" >&2
