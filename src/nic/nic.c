@@ -479,7 +479,7 @@ static const char *offload_state(bool has, bool used)
 	return used ? "offloaded" : has ? "software (offload unused)" : "software (port has none)";
 }
 
-int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
+int ss_nic_open(struct ss_nic *nic, const struct ss_nic_conf *cfg)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
@@ -517,7 +517,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	}
 	read_caps(&info, &nic->caps);
 
-	unsigned nq = cfg->cores;
+	unsigned nq = cfg->queues;
 	if (nq > info.max_rx_queues || nq > info.max_tx_queues || nq > SS_NIC_MAX_QUEUES) {
 		unsigned lim = RTE_MIN(RTE_MIN(info.max_rx_queues, info.max_tx_queues),
 				       SS_NIC_MAX_QUEUES);

@@ -1,11 +1,10 @@
-/* nic.h - the NIC layer: one DPDK port set up from configuration, capabilities detected. */
+/* nic.h - the NIC layer: one DPDK port set up from its port configuration, capabilities detected. */
 #ifndef SS_SERVICE_NIC_H
 #define SS_SERVICE_NIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "service/config.h"
 #include "nic/nic_kind.h"
 
 struct rte_mempool;
@@ -71,8 +70,17 @@ void ss_nic_detach_stale_xdp(int eal_argc, char **eal_argv);
  */
 void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv);
 
-/* After rte_eal_init(): configures and starts cfg->port_id with up to cfg->cores queues. */
-int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg);
+/* What the port is asked for (the service fills it from its configuration). */
+struct ss_nic_conf {
+	uint16_t port_id;       /* the DPDK port */
+	unsigned queues;        /* RX/TX queue pairs wanted (fewer if the port has fewer) */
+	uint16_t rx_desc;       /* descriptors per RX queue */
+	uint16_t tx_desc;       /* descriptors per TX queue */
+	bool tso;               /* TCP segmentation offload where the port has it */
+};
+
+/* After rte_eal_init(): configures and starts conf->port_id with up to conf->queues queues. */
+int ss_nic_open(struct ss_nic *nic, const struct ss_nic_conf *conf);
 void ss_nic_close(struct ss_nic *nic);
 
 /*

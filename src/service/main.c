@@ -128,7 +128,11 @@ int main(int argc, char **argv)
 
 	for (unsigned i = 0; i < SS_NIC_MAX_QUEUES; i++)
 		kick_fds[i] = -1;
-	if (ss_nic_open(&nic, &cfg) != 0)
+	struct ss_nic_conf nconf = {
+		.port_id = cfg.port_id, .queues = cfg.cores,
+		.rx_desc = cfg.rx_desc, .tx_desc = cfg.tx_desc, .tso = cfg.tso,
+	};
+	if (ss_nic_open(&nic, &nconf) != 0)
 		goto out_eal;
 	if (rte_lcore_count() < nic.nb_queues) {
 		SS_ERR("%u fast-path threads need %u lcores; the EAL has %u (give -l with more cores)",
