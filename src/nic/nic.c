@@ -196,7 +196,7 @@ void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv)
  * end masks the interrupts of the rings it receives on (polling mode): the
  * sender never rings the peer.  Both ends of a Slipstream memif link are
  * Slipstream, so the sender rings the queue's eventfd itself after each TX
- * burst that sent frames (fastpath.c), and the receiver sleeps on it.
+ * burst that sent frames (nic_wake.c), and the receiver sleeps on it.
  * The eventfds are the memif queue's interrupt handles, which the PMD keeps
  * in its private queue structure; this is DPDK 22.11's layout
  * (drivers/net/memif/rte_eth_memif.h, struct memif_queue) as far as the

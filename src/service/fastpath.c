@@ -2,10 +2,8 @@
 #include "service/fastpath.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +16,7 @@
 
 #include "stack/log.h"
 #include "nic/nic.h"
+#include "nic/nic_wake.h"
 #include "stack/stack.h"
 #include "wire/eth.h"
 #include "wire/ipv4.h"
@@ -25,11 +24,8 @@
 #define NS_PER_MS 1000000ull
 #define GW_ARP_FIRST_NS (1000 * NS_PER_MS)
 #define GW_ARP_MAX_NS (30000 * NS_PER_MS)
-#define TIMED_SLEEP_NS (200 * 1000)     /* no wake-up source: 200 us naps */
 #define MAX_SLEEP_MS 1000               /* re-check the stop flag at least this often */
 #define TX_RETRY_NS (50 * 1000)         /* frames kept for a full TX ring: retry after */
-#define LINK_CHECK_NS (10 * NS_PER_MS)  /* memif: look for the peer's (dis)connection */
-#define LINK_DOWN_NAP_NS (20 * NS_PER_MS) /* memif, no peer: nap this long at most */
 
 static uint64_t now_ns(void)
 {
@@ -43,74 +39,25 @@ static bool stopping(const struct ss_fastpath *fp)
 	return __atomic_load_n(fp->stop, __ATOMIC_ACQUIRE);
 }
 
-static void fd_replace(int *fd, int *src, int now_src)
+/* After a TX burst: how the peer was woken, if it needed waking (memif). */
+static void count_tx_wake(struct ss_fastpath *fp, enum ss_nic_tx_wake how)
 {
-	if (now_src == *src)
-		return;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = now_src >= 0 ? fcntl(now_src, F_DUPFD_CLOEXEC, 0) : -1;
-	*src = *fd >= 0 ? now_src : -1;
-}
-
-/*
- * memif: the link's state and the queue's eventfds.  The PMD makes them
- * when the peer connects and closes them when it goes; this thread holds
- * duplicates, so a closed and reused fd number is never written.
- */
-static void memif_refresh(struct ss_fastpath *fp, uint64_t now)
-{
-	if (fp->kind != SS_NIC_KIND_MEMIF)
-		return;
-	fp->link_next_ns = now + LINK_CHECK_NS;
-	bool up = ss_nic_link_up(fp->port);
-	if (up != fp->link_up)
-		SS_INFO("fast path %u: port %u link %s", fp->id, fp->port, up ? "up" : "down");
-	fp->link_up = up;
-	int rx = -1, tx = -1;
-	if (up)
-		ss_nic_memif_fds(fp->nic, fp->queue, &rx, &tx);
-	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, rx);
-	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, tx);
-}
-
-/*
- * memif, after a TX burst that sent frames: rings the peer if it sleeps on
- * its RX ring, i.e. the ring's MASK_INT flag is clear (the memif protocol;
- * rx_wake_arm() below is the receiving side), and the PMD's burst has not
- * rung it already.  The PMD rings when it sees the flag clear, but it reads
- * the flag right after publishing the ring's new head with no full barrier
- * between, so it can miss a peer that cleared the flag and then saw the old
- * head.  The fence here closes that: the peer fences between the same two
- * steps, so either it sees our frames or we see its flag clear.  @pre_* are
- * the ring's arm count and flags read before the burst: clear then and
- * clear now within the same arming, the flag was clear when the PMD looked
- * (fp_peer_pmd_rang).  A polling peer is not rung (fp_peer_polling).
- * Without the ring (layout not recognised) every burst rings.
- */
-static void kick_peer(struct ss_fastpath *fp, volatile struct ss_memif_ring_hdr *ring,
-		      uint32_t pre_arms, uint16_t pre_flags)
-{
-	if (ring) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		uint16_t flags = ring->flags;   /* then arms: the peer writes arms first */
-		uint32_t arms = ring->arms;
-		switch (ss_memif_after_tx(pre_arms, pre_flags, arms, flags)) {
-		case SS_MEMIF_PEER_POLLING:
-			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
-			return;
-		case SS_MEMIF_PMD_RANG:
-			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_pmd_rang);
-			return;
-		case SS_MEMIF_RING_PEER:
-			break;
-		}
-	}
-	uint64_t one = 1;
-	if (write(fp->memif_tx_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
+	switch (how) {
+	case SS_NIC_TX_WAKE_NONE:
+		break;
+	case SS_NIC_TX_WAKE_PEER_POLLING:
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
+		break;
+	case SS_NIC_TX_WAKE_PMD_RANG:
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_pmd_rang);
+		break;
+	case SS_NIC_TX_WAKE_KICKED:
 		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kicks);
-	else
+		break;
+	case SS_NIC_TX_WAKE_KICK_FAILED:
 		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kick_failed);
+		break;
+	}
 }
 
 /*
@@ -124,30 +71,24 @@ static void txq_flush(struct ss_fastpath *fp)
 	uint16_t n = (uint16_t)fp->ntx;
 	if (n == 0)
 		return;
-	volatile struct ss_memif_ring_hdr *peer = NULL;
-	uint32_t pre_arms = 0;
-	uint16_t pre_flags = 0;
-	if (fp->memif_tx_fd >= 0 && (peer = ss_nic_memif_ring(fp->nic, fp->queue, false))) {
-		pre_arms = peer->arms;  /* then flags: see kick_peer() */
-		pre_flags = peer->flags;
-	}
+	struct ss_nic_tx_mark mark;
+	ss_nic_wake_tx_begin(&fp->wake, &mark);
 	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, fp->txq, n);
 	uint64_t bytes = 0;
 	for (uint16_t i = 0; i < sent; i++)
 		bytes += fp->txq[i]->pkt_len;
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
 	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
-	if (sent && fp->memif_tx_fd >= 0)
-		kick_peer(fp, peer, pre_arms, pre_flags);
+	count_tx_wake(fp, ss_nic_wake_tx_done(&fp->wake, &mark, sent));
 	fp->tx_flush_at = SS_FP_TXQ;
 	fp->ntx = 0;
 	if (sent == n) {
 		fp->nkept = 0;
 		return;
 	}
-	if (fp->kind == SS_NIC_KIND_MEMIF && sent == 0)
-		memif_refresh(fp, now_ns());
-	if (!fp->link_up) {
+	if (sent == 0)
+		ss_nic_wake_tx_refused(&fp->wake);
+	if (!ss_nic_wake_link_up(&fp->wake)) {
 		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_link_down, n - sent);
 		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
 		fp->nkept = 0;
@@ -370,71 +311,7 @@ static inline bool pacing(const struct ss_fastpath *fp)
 	return fp->stack && ss_stack_pacing(fp->stack);
 }
 
-/* Reads an eventfd to zero (a wake-up source that counts). */
-static void drain_eventfd(int fd)
-{
-	uint64_t v;
-	if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		SS_WARN("eventfd %d: %s", fd, strerror(errno));
-}
-
-/*
- * Before sleeping: turn the RX wake-up on, then poll once more (frames
- * that came before it was on raise nothing).  Returns false if this wait
- * mode needs nothing.
- */
-static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
-{
-	switch (fp->wait_mode) {
-	case SS_NIC_WAIT_RX_INTR:
-		if (rte_eth_dev_rx_intr_enable(fp->port, fp->queue) != 0)
-			return false;
-		return true;
-	case SS_NIC_WAIT_MEMIF:
-		/* The memif protocol: clear our RX ring's MASK_INT flag, so
-		 * the peer rings after sending, then (the fence) poll once
-		 * more.  While the flag is clear the PMD's RX burst reads the
-		 * eventfd itself, which forgets rings from before the sleep.
-		 * The arm count first, for the peer's kick_peer().  Without
-		 * the ring (layout not recognised) the peer rings after every
-		 * burst: forget those here. */
-		memif_refresh(fp, now);
-		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
-		fp->memif_unmasked = ring != NULL;
-		if (ring) {
-			ring->arms = ring->arms + 1;
-			ring->flags = 0;
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		} else {
-			drain_eventfd(fp->memif_rx_fd);
-		}
-		return true;
-	default:
-		return false;
-	}
-}
-
-static void rx_wake_disarm(struct ss_fastpath *fp)
-{
-	if (fp->memif_unmasked) {
-		/* Polling again: no rings wanted.  A ring that came after
-		 * the sleep stays in the eventfd until the next arm's poll.
-		 * Looked up again: the peer may have gone (and its rings
-		 * with it) while we slept. */
-		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
-		if (ring)
-			ring->flags = SS_MEMIF_RING_MASK_INT;
-		fp->memif_unmasked = false;
-	}
-	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR) {
-		rte_eth_dev_rx_intr_disable(fp->port, fp->queue);
-		if (fp->wait_fd_counter)
-			drain_eventfd(fp->wait_fd);
-	}
-	fp->armed = false;
-}
-
-/* Blocks until RX has frames, a kick arrives, or the next timer is due. */
+/* Blocks until RX has frames, a kick or a doorbell arrives, or the next timer is due. */
 static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 {
 	uint64_t wait_ns = (uint64_t)MAX_SLEEP_MS * NS_PER_MS;
@@ -453,35 +330,20 @@ static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
 		wait_ns = RTE_MIN(wait_ns, (uint64_t)TX_RETRY_NS);
 		ss_ctr_inc(&fp->ctr, SS_CTR_fp_tx_waits);
 	}
-	int wait_fd = fp->wait_mode == SS_NIC_WAIT_MEMIF ? fp->memif_rx_fd : fp->wait_fd;
-	if (fp->wait_mode == SS_NIC_WAIT_MEMIF && wait_fd < 0) {
-		/* No peer yet: nothing to wake us when it comes. */
-		wait_ns = RTE_MIN(wait_ns, (uint64_t)LINK_DOWN_NAP_NS);
+	struct ss_nic_wait_plan plan = ss_nic_wake_plan(&fp->wake, wait_ns);
+	int fds[2] = { fp->kick_fd, fp->doorbell_fd };
+	unsigned nfds = fp->doorbell_fd >= 0 ? 2 : 1, ready;
+	if (plan.napped) /* no peer yet: nothing would wake us when it comes */
 		ss_ctr_inc(&fp->ctr, SS_CTR_fp_link_naps);
-	}
 
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_sleeps);
-	if (fp->wait_mode == SS_NIC_WAIT_TIMED) {
-		struct timespec ts = { 0, (long)(wait_ns < TIMED_SLEEP_NS ? wait_ns : TIMED_SLEEP_NS) };
-		nanosleep(&ts, NULL);
-	} else {
-		struct pollfd pfd[3];
-		nfds_t n = 0;
-		pfd[n++] = (struct pollfd){ .fd = fp->kick_fd, .events = POLLIN };
-		if (fp->doorbell_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = fp->doorbell_fd, .events = POLLIN };
-		if (wait_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = wait_fd, .events = POLLIN };
-		/* ppoll: pacing and control intervals need wake-ups finer
-		 * than poll()'s milliseconds. */
-		struct timespec ts = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
-		if (ppoll(pfd, n, &ts, NULL) < 0 && errno != EINTR)
-			SS_WARN("fast path %u: poll: %s", fp->id, strerror(errno));
-		if (fp->doorbell_fd >= 0 && (pfd[1].revents & POLLIN)) {
-			uint64_t v;
-			if (read(fp->doorbell_fd, &v, sizeof(v)) < 0)
-				ss_ctr_inc(&fp->ctr, SS_CTR_app_kick_failed);
-		}
+	int rc = ss_nic_wake_wait(&plan, fds, nfds, &ready);
+	if (rc < 0)
+		SS_WARN("fast path %u: poll: %s", fp->id, strerror(-rc));
+	if (ready & 2u) {
+		uint64_t v;
+		if (read(fp->doorbell_fd, &v, sizeof(v)) < 0)
+			ss_ctr_inc(&fp->ctr, SS_CTR_app_kick_failed);
 	}
 	ss_ctr_inc(&fp->ctr, SS_CTR_fp_wakeups);
 }
@@ -513,27 +375,14 @@ int ss_fastpath_run(void *arg)
 	fp->gw_next_ns = now_ns();
 	fp->gw_backoff_ns = GW_ARP_FIRST_NS;
 	fp->tx_flush_at = SS_FP_TXQ;
-	fp->link_up = true;
-	fp->memif_rx_fd = fp->memif_tx_fd = fp->memif_rx_src = fp->memif_tx_src = -1;
-	fp->memif_unmasked = false;
-	fp->wait_fd_counter = false;
-	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR && fp->wait_fd >= 0) {
-		/* An eventfd (MSI-X, VFIO) counts and must be read to re-arm;
-		 * another fd (TAP's queue) is drained by the RX burst itself. */
-		char path[64], target[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fp->wait_fd);
-		ssize_t len = readlink(path, target, sizeof(target) - 1);
-		target[len > 0 ? len : 0] = '\0';
-		fp->wait_fd_counter = strstr(target, "eventfd") != NULL;
-	}
-	memif_refresh(fp, fp->gw_next_ns);
+	ss_nic_wake_init(&fp->wake, fp->nic, fp->queue, fp->gw_next_ns);
 	/* Timed sleeps end within 1 us, not the default 50 us of slack: the
 	 * pacer's departures are timed sleeps. */
 	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) != 0)
 		SS_WARN("fast path %u: timer slack: %s", fp->id, strerror(errno));
 	SS_INFO("fast path %u: serving port %u (%s) queue %u on lcore %u, idle waits by %s",
-		fp->id, fp->port, ss_nic_kind_name(fp->kind), fp->queue, rte_lcore_id(),
-		ss_nic_wait_mode_name(fp->wait_mode));
+		fp->id, fp->port, ss_nic_kind_name(fp->nic->kind), fp->queue, rte_lcore_id(),
+		ss_nic_wait_mode_name(fp->wake.mode));
 	uint64_t last = 0; /* start of the previous round; 0 after a sleep */
 	uint32_t busy_rx = 0; /* frames since the last empty round or busy yield */
 	while (!stopping(fp)) {
@@ -541,8 +390,7 @@ int ss_fastpath_run(void *arg)
 		if (last)
 			count_gap(fp, now - last);
 		last = now;
-		if (fp->kind == SS_NIC_KIND_MEMIF && now >= fp->link_next_ns)
-			memif_refresh(fp, now);
+		ss_nic_wake_tick(&fp->wake, now); /* memif: the peer's link */
 		gateway_tick(fp, now);
 		if (fp->stack)
 			fp->stack->now_us = now / 1000;
@@ -554,8 +402,8 @@ int ss_fastpath_run(void *arg)
 			did |= ss_stack_round(fp->stack, now / 1000);
 		txq_flush(fp);
 		if (did) {
-			if (fp->armed)
-				rx_wake_disarm(fp);
+			if (ss_nic_wake_armed(&fp->wake))
+				ss_nic_wake_disarm(&fp->wake);
 			idle = 0;
 			busy_rx += rx;
 			if (fp->busy_yield && busy_rx >= fp->busy_yield && !pacing(fp)) {
@@ -580,10 +428,9 @@ int ss_fastpath_run(void *arg)
 		if (idle >= fp->idle.limit) {
 			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
 				/* Wake-up on, then one more round before sleeping. */
-				if (!fp->armed && rx_wake_arm(fp, now)) {
-					fp->armed = true;
+				if (!ss_nic_wake_armed(&fp->wake) &&
+				    ss_nic_wake_arm(&fp->wake, now))
 					continue;
-				}
 				sleep_until_work(fp, now);
 				int adapt = fp->idle_adapt ? ss_idle_poll_spell(&fp->idle, idle,
 										now - idle_since,
@@ -593,8 +440,8 @@ int ss_fastpath_run(void *arg)
 					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_grown);
 				else if (adapt < 0)
 					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_shrunk);
-				if (fp->armed)
-					rx_wake_disarm(fp);
+				if (ss_nic_wake_armed(&fp->wake))
+					ss_nic_wake_disarm(&fp->wake);
 				last = 0;
 				if (fp->stack)
 					ss_stack_woke(fp->stack);
@@ -611,15 +458,14 @@ int ss_fastpath_run(void *arg)
 			sched_yield();
 		}
 	}
-	if (fp->armed)
-		rx_wake_disarm(fp);
+	if (ss_nic_wake_armed(&fp->wake))
+		ss_nic_wake_disarm(&fp->wake);
 	if (fp->ntx) {
 		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, fp->ntx);
 		rte_pktmbuf_free_bulk(fp->txq, fp->ntx);
 		fp->ntx = fp->nkept = 0;
 	}
-	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, -1);
-	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, -1);
+	ss_nic_wake_fini(&fp->wake);
 	SS_INFO("fast path %u: stopped", fp->id);
 	return 0;
 }

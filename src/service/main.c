@@ -159,9 +159,6 @@ int main(int argc, char **argv)
 		fp->tso_pool = nic.use_tso ? nic.tso_pool[nfp] : NULL;
 		fp->tso_frame_max = nic.tso_frame_max;
 		fp->nic = &nic;
-		fp->kind = nic.kind;
-		fp->wait_mode = nic.wait_mode;
-		fp->wait_fd = nic.wait_fd[nfp];
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;
 		ss_idle_poll_init(&fp->idle, cfg.idle_polls);
