@@ -133,7 +133,7 @@ void ss_fp_idle(struct ss_fastpath *fp, struct ss_fp_rounds *r, uint64_t now)
 		 * than after a sleep and a wake-up.  Not while the pacer holds
 		 * segments: a yield can give the CPU away for a whole time
 		 * slice, and departures would leave late (a capped flow's
-		 * slow start lost 15 % of its first second). */
+		 * slow start would suffer). */
 		sched_yield();
 	}
 }

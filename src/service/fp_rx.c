@@ -20,8 +20,9 @@ static unsigned rx_flags_of(const struct rte_mbuf *m)
  * Burst processing (ss_stack_rx_prefetch()): every frame's headers are
  * prefetched, then the TCP segments' 4-tuples go to the stack, which
  * prefetches their flow-table slots and, a few segments ahead, their
- * connections.  Frame by frame, each of these was a miss in turn: at 1024
- * connections the flow-table slot alone was 11 % of the service's time.
+ * connections.  Frame by frame, each of these was a cache miss in turn,
+ * and with many connections the flow-table slots alone were a large part
+ * of the service's time.
  */
 _Static_assert(SS_FP_BURST <= SS_STACK_RX_AHEAD, "a burst's keys fit the stack's look-ahead");
 
@@ -79,15 +80,13 @@ static uint16_t poll_once(struct ss_fastpath *fp)
 
 /*
  * RX bursts until the queue is empty or the round's budget is spent.  One
- * burst per round took 32 frames while the round's commands could send up
- * to 256 (and the peer answers each at once): the receive rings filled and
- * dropped.  Draining first also lets the round coalesce more (one ACK and
- * one event per connection per round).  The budget (--rx-budget, 128 by
- * default) bounds how far apart a segment's receive and its round's flush
- * and events are.  At 512, both ends at 1024 connections reached a median
- * 5.36x Linux's throughput against 6.48x at 128, likely because a round's
- * connections' lines left the caches before its flush (docs/benchmarks.md,
- * "A smaller receive budget").
+ * burst per round took SS_FP_BURST frames while the round's commands could
+ * send many more (and the peer answers each at once): the receive rings
+ * filled and dropped.  Draining first also lets the round coalesce more
+ * (one ACK and one event per connection per round).  The budget
+ * (--rx-budget) bounds how far apart a segment's receive and its round's
+ * flush and events are: with a larger one and many connections, a round's
+ * connections' lines leave the caches before its flush.
  */
 unsigned ss_fp_rx(struct ss_fastpath *fp)
 {

@@ -63,8 +63,8 @@ static void log_final_counters(struct ss_fastpath **fps, unsigned n)
 
 /*
  * --shm-huge: the host's shmem THP mode, recorded for `slipstream stats`;
- * the regions (madvised by app.c and the library, populated ahead by
- * app.c) are on huge pages where it allows them.  "on" also sets it from
+ * the regions (madvised by registry.c and the library, populated ahead by
+ * registry.c) are on huge pages where it allows them.  "on" also sets it from
  * "never" to "advise"; "auto" leaves it as it is.
  */
 static void shm_huge_setup(struct ss_app_reg *reg, const struct ss_config *cfg)

@@ -6,18 +6,19 @@
 
 /*
  * A region on huge pages (--shm-huge, bigmem.h) is populated by the
- * slow-path thread ahead of use, so that no 2 MiB page is zeroed at its
+ * control thread ahead of use, so that no 2 MiB page is zeroed at its
  * first touch on the fast path or in the application.  A fresh slot pool
  * hands out 0, 1, 2, ... and reuses freed slots first (idpool.h), so the
  * rings ever used are those of slots [0, hw), hw being the high-water mark
- * of slots handed out; the slow path keeps those of [0, target) populated:
+ * of slots handed out; the control thread keeps those of [0, target)
+ * populated:
  *
  *   target = hw + max(hw, SS_POPULATE_AHEAD bytes of rings),
  *
  * rounded up to whole 2 MiB pages of rings and capped at the region's
  * slots, so the memory committed ahead is at most what is in use (or 32
  * MiB) and a burst of connections finds its rings ready.  The fast path
- * wakes the slow path when hw passes the kick mark, half way from the hw
+ * wakes the control thread when hw passes the kick mark, half way from the hw
  * the plan was made for to its target.  Pure functions.
  */
 #define SS_POPULATE_AHEAD (32ull << 20)
