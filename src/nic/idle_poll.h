@@ -7,11 +7,10 @@
 /*
  * A fast path that finds no work polls again a few times before it blocks:
  * work that comes within those polls costs no wake-up, and in a VM the
- * wake-up of a halted vCPU costs tens of µs (1-connection RPC echo here:
- * 20k requests/s polling, 15k sleeping at once).  But polls that end in a
- * sleep anyway are CPU spent for nothing: memcached at 10k requests/s, one
- * every ~100 µs, took 64 polls (~50 µs) and then a sleep per request, 45 µs
- * of the server vCPU's time per request.
+ * wake-up of a halted vCPU is expensive (a one-connection echo serves
+ * fewer requests when the thread sleeps at once).  But polls that end in a
+ * sleep anyway are CPU spent for nothing: requests that come a little
+ * further apart than the polls last pay for every poll and a sleep each.
  *
  * Polls that catch the work stop there: they cost the gap, however many
  * were allowed.  Polls that do not cost the whole window.  So the choice

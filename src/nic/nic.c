@@ -196,7 +196,7 @@ void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv)
  * end masks the interrupts of the rings it receives on (polling mode): the
  * sender never rings the peer.  Both ends of a Slipstream memif link are
  * Slipstream, so the sender rings the queue's eventfd itself after each TX
- * burst that sent frames (fastpath.c), and the receiver sleeps on it.
+ * burst that sent frames (nic_wake.c), and the receiver sleeps on it.
  * The eventfds are the memif queue's interrupt handles, which the PMD keeps
  * in its private queue structure; this is DPDK 22.11's layout
  * (drivers/net/memif/rte_eth_memif.h, struct memif_queue) as far as the
@@ -479,7 +479,7 @@ static const char *offload_state(bool has, bool used)
 	return used ? "offloaded" : has ? "software (offload unused)" : "software (port has none)";
 }
 
-int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
+int ss_nic_open(struct ss_nic *nic, const struct ss_nic_conf *cfg)
 {
 	struct rte_eth_dev_info info;
 	struct rte_eth_conf conf;
@@ -517,7 +517,7 @@ int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg)
 	}
 	read_caps(&info, &nic->caps);
 
-	unsigned nq = cfg->cores;
+	unsigned nq = cfg->queues;
 	if (nq > info.max_rx_queues || nq > info.max_tx_queues || nq > SS_NIC_MAX_QUEUES) {
 		unsigned lim = RTE_MIN(RTE_MIN(info.max_rx_queues, info.max_tx_queues),
 				       SS_NIC_MAX_QUEUES);

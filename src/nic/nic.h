@@ -1,11 +1,11 @@
-/* nic.h - the NIC layer: one DPDK port set up from configuration, capabilities detected. */
-#ifndef SS_SERVICE_NIC_H
-#define SS_SERVICE_NIC_H
+/* nic.h - the NIC layer: one DPDK port set up from its port configuration, capabilities detected. */
+#ifndef SS_NIC_NIC_H
+#define SS_NIC_NIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "service/config.h"
+#include "nic/memif_ring.h"
 #include "nic/nic_kind.h"
 
 struct rte_mempool;
@@ -71,40 +71,34 @@ void ss_nic_detach_stale_xdp(int eal_argc, char **eal_argv);
  */
 void ss_nic_remove_stale_memif(int eal_argc, char **eal_argv);
 
-/* After rte_eal_init(): configures and starts cfg->port_id with up to cfg->cores queues. */
-int ss_nic_open(struct ss_nic *nic, const struct ss_config *cfg);
+/* What the port is asked for (the service fills it from its configuration). */
+struct ss_nic_conf {
+	uint16_t port_id;       /* the DPDK port */
+	unsigned queues;        /* RX/TX queue pairs wanted (fewer if the port has fewer) */
+	uint16_t rx_desc;       /* descriptors per RX queue */
+	uint16_t tx_desc;       /* descriptors per TX queue */
+	bool tso;               /* TCP segmentation offload where the port has it */
+};
+
+/* After rte_eal_init(): configures and starts conf->port_id with up to conf->queues queues. */
+int ss_nic_open(struct ss_nic *nic, const struct ss_nic_conf *conf);
 void ss_nic_close(struct ss_nic *nic);
 
 /*
- * memif (wait mode SS_NIC_WAIT_MEMIF): queue @q's eventfds as the PMD holds
- * them now: *rx_fd rung by the peer when it has sent to us, *tx_fd the one
- * we ring after sending to it.  -1 while the peer is not connected (they
- * are made at connection and closed at disconnection).
+ * memif (wait mode SS_NIC_WAIT_MEMIF), for the queue's wake-ups
+ * (nic_wake.c): queue @q's eventfds as the PMD holds them now: *rx_fd rung
+ * by the peer when it has sent to us, *tx_fd the one we ring after sending
+ * to it.  -1 while the peer is not connected (they are made at connection
+ * and closed at disconnection).
  */
 void ss_nic_memif_fds(const struct ss_nic *nic, uint16_t q, int *rx_fd, int *tx_fd);
 
 /*
- * memif: the head of a ring in the shared memory, as every implementation
- * of the protocol lays it out (DPDK, VPP, libmemif): a cookie, the flags
- * the ring's receiver owns, the head; the tail is on the next cache line.
- * MASK_INT set: the receiver polls and wants no interrupt; clear: the
- * sender rings the queue's eventfd after sending.  `arms` sits in the
- * padding before the tail, which the protocol leaves unused: a Slipstream
- * receiver counts there each time it clears MASK_INT (fastpath.c).
- */
-struct ss_memif_ring_hdr {
-	uint32_t cookie;
-	uint16_t flags;
-	uint16_t head;
-	uint8_t pad[24];
-	uint32_t arms;
-};
-
-/*
- * memif (wait mode SS_NIC_WAIT_MEMIF): the head of queue @q's RX ring (@rx)
- * or TX ring; NULL while the peer is not connected, or if the ring does
- * not carry the protocol's cookie or the PMD's layout was not recognised.
- * Look it up at each use: the PMD unmaps the rings when the peer goes.
+ * memif (wait mode SS_NIC_WAIT_MEMIF), for the queue's wake-ups: the head
+ * (memif_ring.h) of queue @q's RX ring (@rx) or TX ring; NULL while the
+ * peer is not connected, or if the ring does not carry the protocol's
+ * cookie or the PMD's layout was not recognised.  Look it up at each use:
+ * the PMD unmaps the rings when the peer goes.
  */
 volatile struct ss_memif_ring_hdr *ss_nic_memif_ring(const struct ss_nic *nic, uint16_t q, bool rx);
 

@@ -49,13 +49,14 @@ bool ss_memif_args_parse(const char *vdev, struct ss_memif_args *out);
 unsigned ss_txq_keep(void **q, unsigned n, unsigned sent);
 
 /*
- * memif, after a TX burst that sent frames (fastpath.c, kick_peer()): what
- * the peer's RX ring header says, read after a full fence (@arms, then
- * @flags read first), against what it said before the burst (@pre_arms,
- * then @pre_flags).  MASK_INT set now: the peer polls, nobody rings.  Clear
- * before and now within the same arming: the flag stayed clear through the
- * burst, so the PMD, which rings whenever it sees it clear, did.
- * Otherwise the peer armed during the burst: ring it.  Pure.
+ * memif, after a TX burst that sent frames (ss_memif_tx_check() in
+ * memif_ring.h): what the peer's RX ring header says, read after a full
+ * fence (@arms, then @flags read first), against what it said before the
+ * burst (@pre_arms, then @pre_flags).  MASK_INT set now: the peer polls,
+ * nobody rings.  Clear before and now within the same arming: the flag
+ * stayed clear through the burst, so the PMD, which rings whenever it sees
+ * it clear, did.  Otherwise the peer armed during the burst: ring it.
+ * Pure.
  */
 #define SS_MEMIF_RING_MASK_INT 1u
 enum ss_memif_after_tx {

@@ -46,8 +46,8 @@ struct ss_af_xdp_rx_plan ss_af_xdp_rx_plan(unsigned rx_desc)
  * a buffer when it comes round on the fill ring (fill-ring entries lost,
  * and with them the mbufs) and rejects it as a TX descriptor
  * (tx_invalid_descs: the frame is never sent, the mbuf never completes).
- * Measured: a fill ring of 2048 buffers settled at under 512, and under
- * load the kernel found it empty (xsk_rx_dropped).  AF_XDP does no DMA, so
+ * The fill ring shrinks as such buffers come round, and under load the
+ * kernel finds it empty (xsk_rx_dropped).  AF_XDP does no DMA, so
  * its pool drops the IOVA requirement and its objects are contiguous.
  */
 static struct rte_mempool *pool_create(const char *name, unsigned n, unsigned cache, int socket,

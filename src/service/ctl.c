@@ -1,4 +1,4 @@
-/* ctl.c - the slow-path thread: tool requests (one line in, one JSON document out) and application attach/hang-up. */
+/* ctl.c - the control thread: tool requests (one line in, one JSON document out) and application attach/hang-up. */
 #include "service/ctl.h"
 
 #include <errno.h>

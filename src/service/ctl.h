@@ -1,4 +1,4 @@
-/* ctl.h - the slow-path thread: the UNIX socket for tools (stats, arp) and applications (attach). */
+/* ctl.h - the control thread: the UNIX socket for tools (stats, arp) and applications (attach). */
 #ifndef SS_SERVICE_CTL_H
 #define SS_SERVICE_CTL_H
 

@@ -2,333 +2,53 @@
 #include "service/fastpath.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <stdio.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <stdint.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/prctl.h>
 
-#include <rte_ethdev.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include <rte_prefetch.h>
 
-#include "stack/log.h"
 #include "nic/nic.h"
+#include "nic/nic_wake.h"
+#include "service/fp_internal.h"
+#include "stack/log.h"
 #include "stack/stack.h"
-#include "wire/eth.h"
-#include "wire/ipv4.h"
 
-#define NS_PER_MS 1000000ull
-#define GW_ARP_FIRST_NS (1000 * NS_PER_MS)
-#define GW_ARP_MAX_NS (30000 * NS_PER_MS)
-#define TIMED_SLEEP_NS (200 * 1000)     /* no wake-up source: 200 us naps */
-#define MAX_SLEEP_MS 1000               /* re-check the stop flag at least this often */
-#define TX_RETRY_NS (50 * 1000)         /* frames kept for a full TX ring: retry after */
-#define LINK_CHECK_NS (10 * NS_PER_MS)  /* memif: look for the peer's (dis)connection */
-#define LINK_DOWN_NAP_NS (20 * NS_PER_MS) /* memif, no peer: nap this long at most */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define GW_ARP_FIRST_NS (1000 * SS_NS_PER_MS)
+#define GW_ARP_MAX_NS (30000 * SS_NS_PER_MS)
 
 static bool stopping(const struct ss_fastpath *fp)
 {
 	return __atomic_load_n(fp->stop, __ATOMIC_ACQUIRE);
 }
 
-static void fd_replace(int *fd, int *src, int now_src)
-{
-	if (now_src == *src)
-		return;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = now_src >= 0 ? fcntl(now_src, F_DUPFD_CLOEXEC, 0) : -1;
-	*src = *fd >= 0 ? now_src : -1;
-}
-
 /*
- * memif: the link's state and the queue's eventfds.  The PMD makes them
- * when the peer connects and closes them when it goes; this thread holds
- * duplicates, so a closed and reused fd number is never written.
+ * How long the RX queue went unpolled while the thread was awake: the
+ * previous round's own work (commands, timers, transmit) plus any time the
+ * thread was preempted.  Frames that arrive meanwhile wait in the rings
+ * below (nic_stats.h), which overflow if this is long.
  */
-static void memif_refresh(struct ss_fastpath *fp, uint64_t now)
+static void count_gap(struct ss_fastpath *fp, uint64_t gap_ns)
 {
-	if (fp->kind != SS_NIC_KIND_MEMIF)
+	if (gap_ns < 100 * 1000)
 		return;
-	fp->link_next_ns = now + LINK_CHECK_NS;
-	bool up = ss_nic_link_up(fp->port);
-	if (up != fp->link_up)
-		SS_INFO("fast path %u: port %u link %s", fp->id, fp->port, up ? "up" : "down");
-	fp->link_up = up;
-	int rx = -1, tx = -1;
-	if (up)
-		ss_nic_memif_fds(fp->nic, fp->queue, &rx, &tx);
-	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, rx);
-	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, tx);
+	ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_100us);
+	if (gap_ns >= SS_NS_PER_MS)
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_1ms);
+	if (gap_ns >= 10 * SS_NS_PER_MS)
+		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_10ms);
 }
 
-/*
- * memif, after a TX burst that sent frames: rings the peer if it sleeps on
- * its RX ring, i.e. the ring's MASK_INT flag is clear (the memif protocol;
- * rx_wake_arm() below is the receiving side), and the PMD's burst has not
- * rung it already.  The PMD rings when it sees the flag clear, but it reads
- * the flag right after publishing the ring's new head with no full barrier
- * between, so it can miss a peer that cleared the flag and then saw the old
- * head.  The fence here closes that: the peer fences between the same two
- * steps, so either it sees our frames or we see its flag clear.  @pre_* are
- * the ring's arm count and flags read before the burst: clear then and
- * clear now within the same arming, the flag was clear when the PMD looked
- * (fp_peer_pmd_rang).  A polling peer is not rung (fp_peer_polling).
- * Without the ring (layout not recognised) every burst rings.
- */
-static void kick_peer(struct ss_fastpath *fp, volatile struct ss_memif_ring_hdr *ring,
-		      uint32_t pre_arms, uint16_t pre_flags)
+/* The round's clock (the stack's too), and the gap since the last round. */
+static uint64_t round_start(struct ss_fastpath *fp, struct ss_fp_rounds *r)
 {
-	if (ring) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		uint16_t flags = ring->flags;   /* then arms: the peer writes arms first */
-		uint32_t arms = ring->arms;
-		switch (ss_memif_after_tx(pre_arms, pre_flags, arms, flags)) {
-		case SS_MEMIF_PEER_POLLING:
-			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_polling);
-			return;
-		case SS_MEMIF_PMD_RANG:
-			ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_pmd_rang);
-			return;
-		case SS_MEMIF_RING_PEER:
-			break;
-		}
-	}
-	uint64_t one = 1;
-	if (write(fp->memif_tx_fd, &one, sizeof(one)) == (ssize_t)sizeof(one))
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kicks);
-	else
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_peer_kick_failed);
-}
-
-/*
- * Sends the queued frames.  What the NIC would not take (its TX ring full:
- * a memif peer not keeping up) stays queued, in order, for the next burst
- * (tx_kept), unless the link is down (drop_tx_link_down: a memif peer not
- * connected).
- */
-static void txq_flush(struct ss_fastpath *fp)
-{
-	uint16_t n = (uint16_t)fp->ntx;
-	if (n == 0)
-		return;
-	volatile struct ss_memif_ring_hdr *peer = NULL;
-	uint32_t pre_arms = 0;
-	uint16_t pre_flags = 0;
-	if (fp->memif_tx_fd >= 0 && (peer = ss_nic_memif_ring(fp->nic, fp->queue, false))) {
-		pre_arms = peer->arms;  /* then flags: see kick_peer() */
-		pre_flags = peer->flags;
-	}
-	uint16_t sent = rte_eth_tx_burst(fp->port, fp->queue, fp->txq, n);
-	uint64_t bytes = 0;
-	for (uint16_t i = 0; i < sent; i++)
-		bytes += fp->txq[i]->pkt_len;
-	ss_ctr_add(&fp->ctr, SS_CTR_tx_packets, sent);
-	ss_ctr_add(&fp->ctr, SS_CTR_tx_bytes, bytes);
-	if (sent && fp->memif_tx_fd >= 0)
-		kick_peer(fp, peer, pre_arms, pre_flags);
-	fp->tx_flush_at = SS_FP_TXQ;
-	fp->ntx = 0;
-	if (sent == n) {
-		fp->nkept = 0;
-		return;
-	}
-	if (fp->kind == SS_NIC_KIND_MEMIF && sent == 0)
-		memif_refresh(fp, now_ns());
-	if (!fp->link_up) {
-		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_link_down, n - sent);
-		rte_pktmbuf_free_bulk(fp->txq + sent, n - sent);
-		fp->nkept = 0;
-		return;
-	}
-	/* tx_ring_full: bursts that left frames; tx_kept: frames kept for
-	 * the first time (those kept before are at the front). */
-	unsigned again = fp->nkept > sent ? fp->nkept - sent : 0;
-	ss_ctr_inc(&fp->ctr, SS_CTR_tx_ring_full);
-	ss_ctr_add(&fp->ctr, SS_CTR_tx_kept, n - sent - again);
-	fp->ntx = ss_txq_keep((void **)fp->txq, n, sent);
-	fp->nkept = fp->ntx;
-	/* The next try once a burst's worth more is queued (or next round). */
-	fp->tx_flush_at = RTE_MIN(fp->ntx + SS_FP_TXQ, SS_FP_TXQ_MAX);
-}
-
-static void txq_add(struct ss_fastpath *fp, struct rte_mbuf *m)
-{
-	if (fp->ntx >= fp->tx_flush_at)
-		txq_flush(fp);
-	if (fp->ntx == SS_FP_TXQ_MAX) {
-		/* The ring stayed full for SS_FP_TXQ_MAX frames. */
-		ss_ctr_inc(&fp->ctr, SS_CTR_drop_tx_full);
-		rte_pktmbuf_free(m);
-		return;
-	}
-	fp->txq[fp->ntx++] = m;
-}
-
-uint8_t *ss_fastpath_frame_alloc(void *arg, void **handle, size_t *cap)
-{
-	struct ss_fastpath *fp = arg;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(fp->pool);
-	if (!m)
-		return NULL;
-	*handle = m;
-	*cap = rte_pktmbuf_tailroom(m);
-	return rte_pktmbuf_mtod(m, uint8_t *);
-}
-
-void ss_fastpath_frame_send(void *arg, void *handle, size_t len, unsigned flags)
-{
-	struct ss_fastpath *fp = arg;
-	struct rte_mbuf *m = handle;
-	if (len == 0) {
-		rte_pktmbuf_free(m);
-		return;
-	}
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
-	if (flags & SS_TX_CSUM) {
-		/* IPv4 field 0, TCP field the pseudo-header sum (stack.h). */
-		m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM;
-		m->l2_len = SS_ETH_HDR_LEN;
-		m->l3_len = SS_IPV4_HDR_MIN;
-	}
-	txq_add(fp, m);
-}
-
-uint8_t *ss_fastpath_frame_alloc_tso(void *arg, void **handle, size_t *cap)
-{
-	struct ss_fastpath *fp = arg;
-	struct rte_mbuf *m = fp->tso_pool ? rte_pktmbuf_alloc(fp->tso_pool) : NULL;
-	if (!m)
-		return NULL;
-	*handle = m;
-	*cap = rte_pktmbuf_tailroom(m);
-	return rte_pktmbuf_mtod(m, uint8_t *);
-}
-
-/* A TSO segment (stack.h): both checksums and the cutting to the port. */
-void ss_fastpath_frame_send_tso(void *arg, void *handle, size_t len, unsigned l4_len, unsigned mss)
-{
-	struct ss_fastpath *fp = arg;
-	struct rte_mbuf *m = handle;
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
-	m->ol_flags = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM | RTE_MBUF_F_TX_TCP_CKSUM |
-		      RTE_MBUF_F_TX_TCP_SEG;
-	m->l2_len = SS_ETH_HDR_LEN;
-	m->l3_len = SS_IPV4_HDR_MIN;
-	m->l4_len = l4_len;
-	unsigned hdrs = SS_ETH_HDR_LEN + SS_IPV4_HDR_MIN + l4_len;
-	if (mss + hdrs > fp->tso_frame_max) /* its payload then under the MSS */
-		mss = fp->tso_frame_max - hdrs;
-	m->tso_segsz = (uint16_t)mss;
-	txq_add(fp, m);
-}
-
-static unsigned rx_flags_of(const struct rte_mbuf *m)
-{
-	unsigned f = 0;
-	if ((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD)
-		f |= SS_RX_IP_CSUM_GOOD;
-	if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)
-		f |= SS_RX_L4_CSUM_GOOD;
-	return f;
-}
-
-/*
- * Burst processing (ss_stack_rx_prefetch()): every frame's headers are
- * prefetched, then the TCP segments' 4-tuples go to the stack, which
- * prefetches their flow-table slots and, a few segments ahead, their
- * connections.  Frame by frame, each of these was a miss in turn: at 1024
- * connections the flow-table slot alone was 11 % of the service's time.
- */
-_Static_assert(SS_FP_BURST <= SS_STACK_RX_AHEAD, "a burst's keys fit the stack's look-ahead");
-
-static void rx_ahead(struct ss_fastpath *fp, struct rte_mbuf **rx, uint16_t n)
-{
-	struct ss_flow_key keys[SS_FP_BURST];
-	unsigned nk = 0;
-
-	for (uint16_t i = 0; i < n; i++)
-		rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
-	for (uint16_t i = 0; i < n; i++)
-		if (rx[i]->nb_segs == 1 &&
-		    ss_proto_peek_tcp(rte_pktmbuf_mtod(rx[i], uint8_t *), rx[i]->data_len, &keys[nk]))
-			nk++;
-	ss_stack_rx_prefetch(fp->stack, keys, nk);
-}
-
-/* One RX burst; returns the number of frames received. */
-static uint16_t poll_once(struct ss_fastpath *fp)
-{
-	struct rte_mbuf *rx[SS_FP_BURST];
-	uint16_t n = rte_eth_rx_burst(fp->port, fp->queue, rx, SS_FP_BURST);
-
-	if (n == 0)
-		return 0;
-	fp->proto.now_ns = now_ns();
-	bool ahead = fp->stack && n > 1 && ss_stack_rx_ahead_wanted(fp->stack);
-
-	if (ahead)
-		rx_ahead(fp, rx, n);
-	for (uint16_t i = 0; i < n; i++) {
-		struct rte_mbuf *m = rx[i];
-		if (!ahead && i + 1 < n)
-			rte_prefetch0(rte_pktmbuf_mtod(rx[i + 1], void *));
-		if (m->nb_segs != 1) {
-			ss_ctr_inc(&fp->ctr, SS_CTR_rx_packets);
-			ss_ctr_inc(&fp->ctr, SS_CTR_drop_rx_chained);
-			rte_pktmbuf_free(m);
-			continue;
-		}
-		uint8_t *frame = rte_pktmbuf_mtod(m, uint8_t *);
-		size_t cap = (size_t)m->data_len + rte_pktmbuf_tailroom(m);
-		size_t out = ss_proto_input(&fp->proto, frame, m->data_len, cap, rx_flags_of(m));
-		if (out == 0) {
-			rte_pktmbuf_free(m);
-			continue;
-		}
-		m->data_len = (uint16_t)out;
-		m->pkt_len = (uint32_t)out;
-		m->ol_flags = 0;
-		txq_add(fp, m);
-	}
-	return n;
-}
-
-/*
- * RX bursts until the queue is empty or the round's budget is spent.  One
- * burst per round took 32 frames while the round's commands could send up
- * to 256 (and the peer answers each at once): the receive rings filled and
- * dropped.  Draining first also lets the round coalesce more (one ACK and
- * one event per connection per round).  The budget (--rx-budget, 128 by
- * default) bounds how far apart a segment's receive and its round's flush
- * and events are.  At 512, both ends at 1024 connections reached a median
- * 5.36x Linux's throughput against 6.48x at 128, likely because a round's
- * connections' lines left the caches before its flush (docs/benchmarks.md,
- * "A smaller receive budget").
- */
-static uint32_t poll_rx(struct ss_fastpath *fp)
-{
-	uint32_t total = 0;
-	for (;;) {
-		uint16_t n = poll_once(fp);
-		total += n;
-		if (n < SS_FP_BURST || total >= fp->rx_budget)
-			return total;
-	}
+	uint64_t now = ss_fp_now_ns();
+	if (r->last)
+		count_gap(fp, now - r->last);
+	r->last = now;
+	if (fp->stack)
+		fp->stack->now_us = now / 1000;
+	return now;
 }
 
 /* Thread 0: ARP for the gateway until the cache has it, backing off. */
@@ -351,275 +71,64 @@ static void gateway_tick(struct ss_fastpath *fp, uint64_t now)
 		m->data_len = (uint16_t)len;
 		m->pkt_len = (uint32_t)len;
 		ss_ctr_inc(&fp->ctr, SS_CTR_tx_arp_request);
-		txq_add(fp, m);
+		ss_fp_tx_add(fp, m);
 	}
 	fp->gw_next_ns = now + fp->gw_backoff_ns;
 	fp->gw_backoff_ns = fp->gw_backoff_ns * 2 > GW_ARP_MAX_NS ? GW_ARP_MAX_NS
 								 : fp->gw_backoff_ns * 2;
 }
 
-/* --idle-yield: yield while idle only after light rounds (at most this
- * many frames): at one connection the application and the kernel's
- * receive thread need the CPU now; under load, yielding cuts batches. */
-#define YIELD_MAX_RX 2
-
-/* The pacer holds segments: no yield, which could give the CPU away for
- * a whole time slice and send paced departures late. */
-static inline bool pacing(const struct ss_fastpath *fp)
+/* The stack's round: commands, timers, output, events; true if it did any work. */
+static bool stack_round(struct ss_fastpath *fp, uint64_t now)
 {
-	return fp->stack && ss_stack_pacing(fp->stack);
+	return fp->stack && ss_stack_round(fp->stack, now / 1000);
 }
 
-/* Reads an eventfd to zero (a wake-up source that counts). */
-static void drain_eventfd(int fd)
+static void start(struct ss_fastpath *fp)
 {
-	uint64_t v;
-	if (fd >= 0 && read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		SS_WARN("eventfd %d: %s", fd, strerror(errno));
-}
+	uint64_t now = ss_fp_now_ns();
 
-/*
- * Before sleeping: turn the RX wake-up on, then poll once more (frames
- * that came before it was on raise nothing).  Returns false if this wait
- * mode needs nothing.
- */
-static bool rx_wake_arm(struct ss_fastpath *fp, uint64_t now)
-{
-	switch (fp->wait_mode) {
-	case SS_NIC_WAIT_RX_INTR:
-		if (rte_eth_dev_rx_intr_enable(fp->port, fp->queue) != 0)
-			return false;
-		return true;
-	case SS_NIC_WAIT_MEMIF:
-		/* The memif protocol: clear our RX ring's MASK_INT flag, so
-		 * the peer rings after sending, then (the fence) poll once
-		 * more.  While the flag is clear the PMD's RX burst reads the
-		 * eventfd itself, which forgets rings from before the sleep.
-		 * The arm count first, for the peer's kick_peer().  Without
-		 * the ring (layout not recognised) the peer rings after every
-		 * burst: forget those here. */
-		memif_refresh(fp, now);
-		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
-		fp->memif_unmasked = ring != NULL;
-		if (ring) {
-			ring->arms = ring->arms + 1;
-			ring->flags = 0;
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		} else {
-			drain_eventfd(fp->memif_rx_fd);
-		}
-		return true;
-	default:
-		return false;
-	}
-}
-
-static void rx_wake_disarm(struct ss_fastpath *fp)
-{
-	if (fp->memif_unmasked) {
-		/* Polling again: no rings wanted.  A ring that came after
-		 * the sleep stays in the eventfd until the next arm's poll.
-		 * Looked up again: the peer may have gone (and its rings
-		 * with it) while we slept. */
-		volatile struct ss_memif_ring_hdr *ring = ss_nic_memif_ring(fp->nic, fp->queue, true);
-		if (ring)
-			ring->flags = SS_MEMIF_RING_MASK_INT;
-		fp->memif_unmasked = false;
-	}
-	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR) {
-		rte_eth_dev_rx_intr_disable(fp->port, fp->queue);
-		if (fp->wait_fd_counter)
-			drain_eventfd(fp->wait_fd);
-	}
-	fp->armed = false;
-}
-
-/* Blocks until RX has frames, a kick arrives, or the next timer is due. */
-static void sleep_until_work(struct ss_fastpath *fp, uint64_t now)
-{
-	uint64_t wait_ns = (uint64_t)MAX_SLEEP_MS * NS_PER_MS;
-	if (fp->gateway)
-		wait_ns = fp->gw_next_ns <= now ? 0 : RTE_MIN(wait_ns, fp->gw_next_ns - now);
-	if (fp->stack) {
-		uint64_t next_us = ss_stack_next_deadline(fp->stack);
-		if (next_us != UINT64_MAX) {
-			uint64_t next = next_us * 1000;
-			wait_ns = next <= now ? 0 : RTE_MIN(wait_ns, next - now);
-		}
-	}
-	if (fp->ntx) {
-		/* Frames kept for a full TX ring: the peer frees slots
-		 * without telling us, so try again soon. */
-		wait_ns = RTE_MIN(wait_ns, (uint64_t)TX_RETRY_NS);
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_tx_waits);
-	}
-	int wait_fd = fp->wait_mode == SS_NIC_WAIT_MEMIF ? fp->memif_rx_fd : fp->wait_fd;
-	if (fp->wait_mode == SS_NIC_WAIT_MEMIF && wait_fd < 0) {
-		/* No peer yet: nothing to wake us when it comes. */
-		wait_ns = RTE_MIN(wait_ns, (uint64_t)LINK_DOWN_NAP_NS);
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_link_naps);
-	}
-
-	ss_ctr_inc(&fp->ctr, SS_CTR_fp_sleeps);
-	if (fp->wait_mode == SS_NIC_WAIT_TIMED) {
-		struct timespec ts = { 0, (long)(wait_ns < TIMED_SLEEP_NS ? wait_ns : TIMED_SLEEP_NS) };
-		nanosleep(&ts, NULL);
-	} else {
-		struct pollfd pfd[3];
-		nfds_t n = 0;
-		pfd[n++] = (struct pollfd){ .fd = fp->kick_fd, .events = POLLIN };
-		if (fp->doorbell_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = fp->doorbell_fd, .events = POLLIN };
-		if (wait_fd >= 0)
-			pfd[n++] = (struct pollfd){ .fd = wait_fd, .events = POLLIN };
-		/* ppoll: pacing and control intervals need wake-ups finer
-		 * than poll()'s milliseconds. */
-		struct timespec ts = { (time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u) };
-		if (ppoll(pfd, n, &ts, NULL) < 0 && errno != EINTR)
-			SS_WARN("fast path %u: poll: %s", fp->id, strerror(errno));
-		if (fp->doorbell_fd >= 0 && (pfd[1].revents & POLLIN)) {
-			uint64_t v;
-			if (read(fp->doorbell_fd, &v, sizeof(v)) < 0)
-				ss_ctr_inc(&fp->ctr, SS_CTR_app_kick_failed);
-		}
-	}
-	ss_ctr_inc(&fp->ctr, SS_CTR_fp_wakeups);
-}
-
-/*
- * How long the RX queue went unpolled while the thread was awake: the
- * previous round's own work (commands, timers, transmit) plus any time the
- * thread was preempted.  Frames that arrive meanwhile wait in the rings
- * below (nic_stats.h), which overflow if this is long.
- */
-static void count_gap(struct ss_fastpath *fp, uint64_t gap_ns)
-{
-	if (gap_ns < 100 * 1000)
-		return;
-	ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_100us);
-	if (gap_ns >= NS_PER_MS)
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_1ms);
-	if (gap_ns >= 10 * NS_PER_MS)
-		ss_ctr_inc(&fp->ctr, SS_CTR_fp_rx_gap_10ms);
-}
-
-int ss_fastpath_run(void *arg)
-{
-	struct ss_fastpath *fp = arg;
-	uint32_t idle = 0;
-	uint64_t idle_since = 0; /* the first empty round of this idle spell */
-	bool light = false; /* the last round with frames had few (idle_yield) */
-
-	fp->gw_next_ns = now_ns();
+	fp->gw_next_ns = now;
 	fp->gw_backoff_ns = GW_ARP_FIRST_NS;
 	fp->tx_flush_at = SS_FP_TXQ;
-	fp->link_up = true;
-	fp->memif_rx_fd = fp->memif_tx_fd = fp->memif_rx_src = fp->memif_tx_src = -1;
-	fp->memif_unmasked = false;
-	fp->wait_fd_counter = false;
-	if (fp->wait_mode == SS_NIC_WAIT_RX_INTR && fp->wait_fd >= 0) {
-		/* An eventfd (MSI-X, VFIO) counts and must be read to re-arm;
-		 * another fd (TAP's queue) is drained by the RX burst itself. */
-		char path[64], target[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fp->wait_fd);
-		ssize_t len = readlink(path, target, sizeof(target) - 1);
-		target[len > 0 ? len : 0] = '\0';
-		fp->wait_fd_counter = strstr(target, "eventfd") != NULL;
-	}
-	memif_refresh(fp, fp->gw_next_ns);
+	ss_nic_wake_init(&fp->wake, fp->nic, fp->queue, now);
 	/* Timed sleeps end within 1 us, not the default 50 us of slack: the
 	 * pacer's departures are timed sleeps. */
 	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) != 0)
 		SS_WARN("fast path %u: timer slack: %s", fp->id, strerror(errno));
 	SS_INFO("fast path %u: serving port %u (%s) queue %u on lcore %u, idle waits by %s",
-		fp->id, fp->port, ss_nic_kind_name(fp->kind), fp->queue, rte_lcore_id(),
-		ss_nic_wait_mode_name(fp->wait_mode));
-	uint64_t last = 0; /* start of the previous round; 0 after a sleep */
-	uint32_t busy_rx = 0; /* frames since the last empty round or busy yield */
-	while (!stopping(fp)) {
-		uint64_t now = now_ns();
-		if (last)
-			count_gap(fp, now - last);
-		last = now;
-		if (fp->kind == SS_NIC_KIND_MEMIF && now >= fp->link_next_ns)
-			memif_refresh(fp, now);
-		gateway_tick(fp, now);
-		if (fp->stack)
-			fp->stack->now_us = now / 1000;
-		unsigned rx = poll_rx(fp);
-		bool did = rx > 0;
-		if (did)
-			light = rx <= YIELD_MAX_RX;
-		if (fp->stack)
-			did |= ss_stack_round(fp->stack, now / 1000);
-		txq_flush(fp);
-		if (did) {
-			if (fp->armed)
-				rx_wake_disarm(fp);
-			idle = 0;
-			busy_rx += rx;
-			if (fp->busy_yield && busy_rx >= fp->busy_yield && !pacing(fp)) {
-				/* A long busy spell on a shared CPU: the
-				 * application's events wait until the
-				 * scheduler preempts us, thousands of
-				 * requests later, when every line they name
-				 * has left the cache.  Let it take them now
-				 * (--busy-yield; not while pacing, as below). */
-				busy_rx = 0;
-				ss_ctr_inc(&fp->ctr, SS_CTR_fp_busy_yields);
-				sched_yield();
-			}
-			continue;
-		}
-		busy_rx = 0;
-		/* Adaptive polling: a few empty polls catch back-to-back work
-		 * cheaply; after that, block instead of spinning.  How many
-		 * follows how long the idle spells last (idle_poll.h). */
-		if (idle++ == 0)
-			idle_since = now;
-		if (idle >= fp->idle.limit) {
-			if (!fp->stack || ss_stack_may_sleep(fp->stack)) {
-				/* Wake-up on, then one more round before sleeping. */
-				if (!fp->armed && rx_wake_arm(fp, now)) {
-					fp->armed = true;
-					continue;
-				}
-				sleep_until_work(fp, now);
-				int adapt = fp->idle_adapt ? ss_idle_poll_spell(&fp->idle, idle,
-										now - idle_since,
-										now_ns() - now)
-							   : 0;
-				if (adapt > 0)
-					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_grown);
-				else if (adapt < 0)
-					ss_ctr_inc(&fp->ctr, SS_CTR_fp_idle_polls_shrunk);
-				if (fp->armed)
-					rx_wake_disarm(fp);
-				last = 0;
-				if (fp->stack)
-					ss_stack_woke(fp->stack);
-			}
-			idle = 0;
-		} else if (fp->idle_yield && light && !pacing(fp)) {
-			/* Sharing the CPU with the application (and the
-			 * kernel's receive thread): let them run now, the
-			 * reply comes sooner than after a sleep and a wake-up.
-			 * Not while the pacer holds segments: a yield can give
-			 * the CPU away for a whole time slice, and departures
-			 * would leave late (a capped flow's slow start lost
-			 * 15 % of its first second). */
-			sched_yield();
-		}
-	}
-	if (fp->armed)
-		rx_wake_disarm(fp);
-	if (fp->ntx) {
-		ss_ctr_add(&fp->ctr, SS_CTR_drop_tx_full, fp->ntx);
-		rte_pktmbuf_free_bulk(fp->txq, fp->ntx);
-		fp->ntx = fp->nkept = 0;
-	}
-	fd_replace(&fp->memif_rx_fd, &fp->memif_rx_src, -1);
-	fd_replace(&fp->memif_tx_fd, &fp->memif_tx_src, -1);
+		fp->id, fp->port, ss_nic_kind_name(fp->nic->kind), fp->queue, rte_lcore_id(),
+		ss_nic_wait_mode_name(fp->wake.mode));
+}
+
+static void finish(struct ss_fastpath *fp)
+{
+	if (ss_nic_wake_armed(&fp->wake))
+		ss_nic_wake_disarm(&fp->wake);
+	ss_fp_tx_drop_all(fp);
+	ss_nic_wake_fini(&fp->wake);
 	SS_INFO("fast path %u: stopped", fp->id);
+}
+
+int ss_fastpath_run(void *arg)
+{
+	struct ss_fastpath *fp = arg;
+	struct ss_fp_rounds r = { 0 };
+
+	start(fp);
+	while (!stopping(fp)) {
+		uint64_t now = round_start(fp, &r);
+		ss_nic_wake_tick(&fp->wake, now);     /* memif: the peer's link */
+		gateway_tick(fp, now);
+		unsigned rx = ss_fp_rx(fp);            /* fp_rx.c */
+		bool did = rx > 0;
+		did |= stack_round(fp, now);
+		ss_fp_tx_flush(fp);                    /* fp_tx.c */
+		if (did)
+			ss_fp_busy(fp, &r, rx);        /* fp_idle.c */
+		else
+			ss_fp_idle(fp, &r, now);
+	}
+	finish(fp);
 	return 0;
 }

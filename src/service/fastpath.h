@@ -7,7 +7,7 @@
 
 #include "stack/counters.h"
 #include "nic/idle_poll.h"
-#include "nic/nic_kind.h"
+#include "nic/nic_wake.h"
 #include "stack/proto.h"
 
 struct rte_mempool;
@@ -31,10 +31,7 @@ struct ss_fastpath {
 	struct rte_mempool *tso_pool; /* frames for TSO segments; NULL: no TSO */
 	uint16_t tso_frame_max;       /* a cut segment's longest frame (nic.h) */
 	const struct ss_nic *nic;
-	enum ss_nic_kind kind;
-	enum ss_nic_wait_mode wait_mode;
-	int wait_fd;            /* readable when RX has frames; -1: timed sleep */
-	bool wait_fd_counter;   /* RX interrupt fd is an eventfd: read it to re-arm */
+	struct ss_nic_wake wake; /* the queue's wake-ups (nic_wake.h) */
 	int kick_fd;            /* eventfd: wakes the thread (stop) */
 	int doorbell_fd;        /* eventfd the applications ring; -1: none */
 	struct ss_stack *stack; /* the TCP stack this thread serves, or NULL */
@@ -45,15 +42,7 @@ struct ss_fastpath {
 	unsigned ntx;
 	unsigned nkept;         /* of them, at the front: refused by a burst before */
 	unsigned tx_flush_at;   /* burst when ntx reaches this */
-	bool armed;             /* RX wake-up armed for the coming sleep */
 
-	/* memif: the queue's eventfds (our duplicates of the PMD's, which
-	 * come and go with the peer), -1 while unconnected. */
-	bool link_up;
-	uint64_t link_next_ns;  /* next link check */
-	int memif_rx_fd, memif_tx_fd;
-	int memif_rx_src, memif_tx_src;  /* the PMD's fds they duplicate */
-	bool memif_unmasked;    /* armed: our RX ring's MASK_INT flag is clear */
 	struct ss_idle_poll idle; /* empty polls before sleeping (idle_poll.h) */
 	bool idle_yield;        /* sched_yield() after each empty poll */
 	uint32_t busy_yield;    /* and every this many frames of a busy spell (0: never) */

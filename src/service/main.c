@@ -63,8 +63,8 @@ static void log_final_counters(struct ss_fastpath **fps, unsigned n)
 
 /*
  * --shm-huge: the host's shmem THP mode, recorded for `slipstream stats`;
- * the regions (madvised by app.c and the library, populated ahead by
- * app.c) are on huge pages where it allows them.  "on" also sets it from
+ * the regions (madvised by registry.c and the library, populated ahead by
+ * registry.c) are on huge pages where it allows them.  "on" also sets it from
  * "never" to "advise"; "auto" leaves it as it is.
  */
 static void shm_huge_setup(struct ss_app_reg *reg, const struct ss_config *cfg)
@@ -128,7 +128,11 @@ int main(int argc, char **argv)
 
 	for (unsigned i = 0; i < SS_NIC_MAX_QUEUES; i++)
 		kick_fds[i] = -1;
-	if (ss_nic_open(&nic, &cfg) != 0)
+	struct ss_nic_conf nconf = {
+		.port_id = cfg.port_id, .queues = cfg.cores,
+		.rx_desc = cfg.rx_desc, .tx_desc = cfg.tx_desc, .tso = cfg.tso,
+	};
+	if (ss_nic_open(&nic, &nconf) != 0)
 		goto out_eal;
 	if (rte_lcore_count() < nic.nb_queues) {
 		SS_ERR("%u fast-path threads need %u lcores; the EAL has %u (give -l with more cores)",
@@ -155,9 +159,6 @@ int main(int argc, char **argv)
 		fp->tso_pool = nic.use_tso ? nic.tso_pool[nfp] : NULL;
 		fp->tso_frame_max = nic.tso_frame_max;
 		fp->nic = &nic;
-		fp->kind = nic.kind;
-		fp->wait_mode = nic.wait_mode;
-		fp->wait_fd = nic.wait_fd[nfp];
 		fp->kick_fd = kfd;
 		fp->doorbell_fd = -1;
 		ss_idle_poll_init(&fp->idle, cfg.idle_polls);

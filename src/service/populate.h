@@ -10,7 +10,8 @@
  * first touch on the fast path or in the application.  A fresh slot pool
  * hands out 0, 1, 2, ... and reuses freed slots first (idpool.h), so the
  * rings ever used are those of slots [0, hw), hw being the high-water mark
- * of slots handed out; the control thread keeps those of [0, target) populated:
+ * of slots handed out; the control thread keeps those of [0, target)
+ * populated:
  *
  *   target = hw + max(hw, SS_POPULATE_AHEAD bytes of rings),
  *

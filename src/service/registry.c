@@ -1,4 +1,4 @@
-/* registry.c - the application registry, on the control thread: attach, shared memory, hang-up, reclaim. */
+/* registry.c - the application registry (the control thread's side): attach, shared memory, hang-up, reclaim. */
 #include "service/registry.h"
 
 #include <errno.h>
