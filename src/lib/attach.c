@@ -438,8 +438,10 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts)
 		return NULL;
 	}
 	app->sock = app->doorbell = -1;
-	for (unsigned i = 0; i < o.contexts; i++)
+	for (unsigned i = 0; i < o.contexts; i++) {
 		app->ctx[i].evfd = -1;
+		ss_ctx_lists_init(&app->ctx[i]);
+	}
 
 	app->sock = sock_connect(o.sock_path);
 	if (app->sock < 0)

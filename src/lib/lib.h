@@ -10,6 +10,7 @@
 
 #include "ring.h"
 #include "slipstream.h"
+#include "util/list.h"
 
 /*
  * System calls on the library's own fds (eventfds, the doorbell), made
@@ -83,9 +84,9 @@ struct ss_conn {
 	uint32_t local_ip, remote_ip;
 	uint16_t local_port, remote_port;
 
-	/* On the context's dirty list while tx_pend or rx_done != 0; on the
-	 * graveyard or free list otherwise (next only). */
-	struct ss_conn *next, *prev;
+	/* On the context's dirty list while tx_pend or rx_done != 0; on its
+	 * graveyard or free list once closed. */
+	struct ss_list link;
 	bool dirty;
 };
 
@@ -98,9 +99,10 @@ struct ss_ctx {
 	bool armed;             /* arx->sleeping set by ss_ctx_arm */
 
 	struct ss_conn **conns; /* by slot, max_conns entries */
-	struct ss_conn *dirty_head, *dirty_tail;
-	struct ss_conn *graveyard; /* CLOSED returned by the last poll */
-	struct ss_conn *free_list;
+	/* Lists of struct ss_conn.link, set up by ss_ctx_lists_init(). */
+	struct ss_list dirty;     /* counts to post, in the order they came */
+	struct ss_list graveyard; /* CLOSED returned by the last poll */
+	struct ss_list free_list; /* for ss_conn_new(), last freed first */
 
 	struct ss_ctx_stats st;
 };
@@ -163,6 +165,7 @@ int ss_poll_keep_armed(struct ss_ctx *ctx, struct ss_event *evs, int max);
 /* conn.c: connection objects. */
 struct ss_conn *ss_conn_new(struct ss_ctx *ctx);
 void ss_conn_bury(struct ss_conn *c);
+void ss_ctx_lists_init(struct ss_ctx *ctx);
 void ss_ctx_reap(struct ss_ctx *ctx);
 void ss_ctx_free_conns(struct ss_ctx *ctx);
 
