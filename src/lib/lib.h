@@ -2,10 +2,13 @@
 #ifndef SS_LIB_LIB_H
 #define SS_LIB_LIB_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring.h"
@@ -13,11 +16,21 @@
 #include "util/list.h"
 
 /*
- * System calls on the library's own fds (eventfds, the doorbell), made
- * in the middle of a call, often with a lock held: never cancellation
- * points (libc's read, write and close are, and a pending pthread_cancel
- * acting there would leave the lock held; see src/lib/posix/posix.h,
- * "Cancellation").  None of them blocks.
+ * System calls on the library's own fds (eventfds, the doorbell, the
+ * attach socket), made straight to the kernel, for two reasons:
+ *
+ *   - inside the preload library (src/preload), libc's names (close,
+ *     poll, send...) are the shim's own overrides: a call by name would
+ *     go back through the shim and the POSIX layer.  The library never
+ *     calls a name that src/preload/exports.map lists, only these
+ *     (tests/unit/lib/check_no_shim_calls.py checks the objects);
+ *   - they are made in the middle of a call, often with a lock held:
+ *     never cancellation points (libc's read, write, close, poll... are,
+ *     and a pending pthread_cancel acting there would leave the lock
+ *     held; see src/lib/posix/posix.h, "Cancellation").
+ *
+ * read, write and close never block; the others block only where the
+ * caller asks (the attach exchange, ss_wait's poll).
  */
 static inline ssize_t ss_sys_read(int fd, void *buf, size_t n)
 {
@@ -32,6 +45,41 @@ static inline ssize_t ss_sys_write(int fd, const void *buf, size_t n)
 static inline int ss_sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+static inline int ss_sys_socket(int domain, int type, int protocol)
+{
+	return (int)syscall(SYS_socket, domain, type, protocol);
+}
+
+static inline int ss_sys_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	return (int)syscall(SYS_connect, fd, sa, len);
+}
+
+static inline ssize_t ss_sys_send(int fd, const void *buf, size_t n, int flags)
+{
+	return (ssize_t)syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+
+static inline ssize_t ss_sys_recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	return (ssize_t)syscall(SYS_recvmsg, fd, mh, flags);
+}
+
+/* fcntl with an int argument or none (F_GETFL, F_SETFL, F_GETFD...). */
+static inline int ss_sys_fcntl(int fd, int cmd, int arg)
+{
+	return (int)syscall(SYS_fcntl, fd, cmd, (long)arg);
+}
+
+/* poll(2): @timeout_ms < 0 waits without end (through ppoll, which every
+ * architecture has). */
+static inline int ss_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
+
+	return (int)syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)0);
 }
 
 /* Largest attach parameters the library accepts from a reply header. */
