@@ -21,13 +21,14 @@
  * wait_p999_us the wait that a request arriving at a random time meets or
  * exceeds 1 % / 0.1 % of the time (0: it arrives outside any gap).
  */
-#include <getopt.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "opts.h"
 
 static const uint64_t bound_ns[] = { 2000, 5000, 10000, 20000, 50000, 100000, 200000 };
 static const char *const bound_name[] = { "2-5", "5-10", "10-20", "20-50", "50-100",
@@ -79,40 +80,31 @@ static void usage(void)
 	exit(2);
 }
 
+/* --cpu N: plain decimal, a CPU number cpu_set_t can hold. */
+static int parse_cpu(const char *arg, void *dst)
+{
+	char *end;
+	long cpu = strtol(arg, &end, 10);
+
+	if (end == arg || *end || cpu < 0 || cpu >= CPU_SETSIZE)
+		return -1;
+	*(long *)dst = cpu;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	uint64_t count[NB] = { 0 }, lost = 0, max = 0, reads = 0, ngap = 0;
 	uint32_t *gaps;
 	long cpu = -1;
 	double seconds = 3;
-	int opt;
+	const struct bopt opts[] = {
+		{ .name = "cpu", .kind = BOPT_FN, .dst = &cpu, .fn = parse_cpu },
+		{ .name = "seconds", .kind = BOPT_SECONDS, .dst = &seconds, .dmax = 600 },
+		{ 0 },
+	};
 
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		char *end;
-
-		switch (opt) {
-		case 'c':
-			cpu = strtol(optarg, &end, 10);
-			if (end == optarg || *end || cpu < 0 || cpu >= CPU_SETSIZE)
-				usage();
-			break;
-		case 's':
-			seconds = strtod(optarg, &end);
-			if (end == optarg || *end || !(seconds > 0 && seconds <= 600))
-				usage();
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
+	bopts_parse(argc, argv, 1, opts, usage);
 	if (cpu >= 0) {
 		cpu_set_t set;
 

@@ -1,7 +1,7 @@
 /* insn_echo.c - 64-byte echo requests through the service's TCP stack in one process, for callgrind's instruction counts. */
 
 /*
- * What runs (no DPDK, no threads, virtual time), as in tests/unit/stack_harness.h:
+ * What runs (no DPDK, no threads, virtual time), as in tests/unit/stack/stack_harness.h:
  *
  *   peer TCP engines (one per connection, standing in for a Linux client)
  *     --frames--> ss_proto_input() [bursts of 32, as fastpath.c's poll_once]

@@ -1,6 +1,5 @@
 /* kv_load.c - kv_load: the key-value store benchmark's memcached client, checking every value. */
 #include <errno.h>
-#include <getopt.h>
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
@@ -17,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "util.h"
 
 #include "mix64.h"
@@ -425,17 +425,6 @@ static void usage(void)
 	exit(2);
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-
-	if (end == s || *end || !(v >= lo && v <= hi))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* --sample N: the generator's first N draws, summarised. */
 static void sample(uint64_t n)
 {
@@ -466,108 +455,41 @@ static uint64_t due_time(uint64_t t0, uint64_t i, double rate)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "connect", required_argument, NULL, 'C' },
-		{ "conns", required_argument, NULL, 'k' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "seconds", required_argument, NULL, 'T' },
-		{ "warmup", required_argument, NULL, 'W' },
-		{ "ops", required_argument, NULL, 'n' },
-		{ "keys", required_argument, NULL, 'K' },
-		{ "zipf", required_argument, NULL, 'z' },
-		{ "get-ratio", required_argument, NULL, 'g' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "stall", required_argument, NULL, 'S' },
-		{ "connect-seconds", required_argument, NULL, 'c' },
-		{ "phases", no_argument, NULL, 'P' },
-		{ "spin", no_argument, NULL, 'B' },
-		{ "print-cdf", no_argument, NULL, 'D' },
-		{ "sample", required_argument, NULL, 'A' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct sockaddr_in to = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct epoll_event evs[EV_BATCH];
 	struct kv_conn *cs;
 	uint64_t k = 16, seconds = 10, warmup = 1, max_ops = UINT64_MAX, connect_limit = 10;
-	uint64_t stall_s = 5, nsample = 0, v;
+	uint64_t stall_s = 5, nsample = 0;
 	double rate = 0, stall_ns;
-	int ep, error = 0, opt, have_peer = 0, phases = 0, print_cdf = 0, spin = 0;
+	int ep, error = 0, have_peer = 0, phases = 0, print_cdf = 0, spin = 0;
 	uint64_t t_begin, t_preload = 0, t_run = 0, t_measure = 0, t_end = 0, t_last = 0;
 	uint64_t opened = 0, issued = 0, late_max = 0, rr = 0;
 	enum { CONNECTING, PRELOAD, WARMUP, MEASURE, DRAIN } state = CONNECTING;
 
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'C':
-			if (parse_sockaddr(optarg, &to) < 0)
-				usage();
-			have_peer = 1;
-			break;
-		case 'k':
-			if (parse_range(optarg, 1, 16384, &k) < 0)
-				usage();
-			break;
-		case 'r':
-			if (parse_double(optarg, 1, 1e8, &rate) < 0)
-				usage();
-			break;
-		case 'T':
-			if (parse_range(optarg, 1, 86400, &seconds) < 0)
-				usage();
-			break;
-		case 'W':
-			if (parse_range(optarg, 0, 86400, &warmup) < 0)
-				usage();
-			break;
-		case 'n':
-			if (parse_range(optarg, 1, UINT64_MAX, &max_ops) < 0)
-				usage();
-			break;
-		case 'K':
-			if (parse_range(optarg, 1, 10000000, &v) < 0)
-				usage();
-			nkeys = (uint32_t)v;
-			break;
-		case 'z':
-			if (parse_double(optarg, 0, 10, &zipf_s) < 0)
-				usage();
-			break;
-		case 'g':
-			if (parse_double(optarg, 0, 1, &get_ratio) < 0)
-				usage();
-			break;
-		case 's':
-			if (parse_range(optarg, 0, UINT64_MAX, &seed) < 0)
-				usage();
-			break;
-		case 'S':
-			if (parse_range(optarg, 1, 3600, &stall_s) < 0)
-				usage();
-			break;
-		case 'c':
-			if (parse_range(optarg, 1, 3600, &connect_limit) < 0)
-				usage();
-			break;
-		case 'P':
-			phases = 1;
-			break;
-		case 'B':
-			spin = 1;
-			break;
-		case 'D':
-			print_cdf = 1;
-			break;
-		case 'A':
-			if (parse_range(optarg, 1, UINT64_MAX, &nsample) < 0)
-				usage();
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc || (!have_peer && !print_cdf && !nsample))
+	const struct bopt opts[] = {
+		{ .name = "connect", .kind = BOPT_ADDR, .dst = &to, .seen = &have_peer },
+		{ .name = "conns", .kind = BOPT_U64, .dst = &k, .min = 1, .max = 16384 },
+		{ .name = "rate", .kind = BOPT_DOUBLE, .dst = &rate, .dmin = 1, .dmax = 1e8 },
+		{ .name = "seconds", .kind = BOPT_U64, .dst = &seconds, .min = 1, .max = 86400 },
+		{ .name = "warmup", .kind = BOPT_U64, .dst = &warmup, .min = 0, .max = 86400 },
+		{ .name = "ops", .kind = BOPT_U64, .dst = &max_ops, .min = 1, .max = UINT64_MAX },
+		{ .name = "keys", .kind = BOPT_U32, .dst = &nkeys, .min = 1, .max = 10000000 },
+		{ .name = "zipf", .kind = BOPT_DOUBLE, .dst = &zipf_s, .dmin = 0, .dmax = 10 },
+		{ .name = "get-ratio", .kind = BOPT_DOUBLE, .dst = &get_ratio, .dmin = 0, .dmax = 1 },
+		{ .name = "seed", .kind = BOPT_U64, .dst = &seed, .min = 0, .max = UINT64_MAX },
+		{ .name = "stall", .kind = BOPT_U64, .dst = &stall_s, .min = 1, .max = 3600 },
+		{ .name = "connect-seconds", .kind = BOPT_U64, .dst = &connect_limit,
+		  .min = 1, .max = 3600 },
+		{ .name = "phases", .kind = BOPT_FLAG, .dst = &phases },
+		{ .name = "spin", .kind = BOPT_FLAG, .dst = &spin },
+		{ .name = "print-cdf", .kind = BOPT_FLAG, .dst = &print_cdf },
+		{ .name = "sample", .kind = BOPT_U64, .dst = &nsample, .min = 1, .max = UINT64_MAX },
+		{ 0 },
+	};
+
+	bopts_parse(argc, argv, 1, opts, usage);
+	if (!have_peer && !print_cdf && !nsample)
 		usage();
 	rng = mix64(seed + 0x5851f42d4c957f2dull) | 1;
 	if (zipf_init(nkeys, zipf_s) < 0) {

@@ -1,6 +1,5 @@
 /* linux_bulk.c - linux_bulk: one TCP stream of bulk data on Linux sockets, counted exactly and timed. */
 #include <errno.h>
-#include <getopt.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -104,59 +104,44 @@ static void usage(void)
 	exit(2);
 }
 
+/* --listen PORT: the wildcard address at PORT. */
+static int listen_port(const char *arg, void *dst)
+{
+	struct sockaddr_in *peer = dst;
+	uint64_t v;
+
+	if (parse_range(arg, 1, 65535, &v) < 0)
+		return -1;
+	peer->sin_port = htons((uint16_t)v);
+	peer->sin_addr.s_addr = htonl(INADDR_ANY);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "connect", required_argument, NULL, 'C' },
-		{ "listen", required_argument, NULL, 'L' },
-		{ "bytes", required_argument, NULL, 'n' },
-		{ "seconds", required_argument, NULL, 'T' },
-		{ "buf", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct sockaddr_in peer = { .sin_family = AF_INET };
 	struct sigaction sa = { .sa_handler = on_signal };
-	uint64_t bytes = UINT64_MAX, seconds = 0, buflen = 1 << 20, v;
+	uint64_t bytes = UINT64_MAX, seconds = 0, buflen = 1 << 20;
 	unsigned long long done = 0, extra = 0;
-	int sender, listen_mode = 0, have_peer = 0, opt, fd, error = 0;
+	int sender, listen_mode = 0, have_peer = 0, fd, error = 0;
 	double t0 = 0, t1;
 	char *buf;
+	const struct bopt opts[] = {
+		{ .name = "connect", .kind = BOPT_ADDR, .dst = &peer, .seen = &have_peer },
+		{ .name = "listen", .kind = BOPT_FN, .dst = &peer, .fn = listen_port,
+		  .seen = &listen_mode },
+		{ .name = "bytes", .kind = BOPT_U64, .dst = &bytes, .max = UINT64_MAX },
+		{ .name = "seconds", .kind = BOPT_U64, .dst = &seconds, .max = UINT64_MAX },
+		{ .name = "buf", .kind = BOPT_U64, .dst = &buflen, .min = 1, .max = 1u << 30 },
+		{ 0 },
+	};
 
 	if (argc < 2 || (strcmp(argv[1], "send") && strcmp(argv[1], "recv")))
 		usage();
 	sender = !strcmp(argv[1], "send");
-	optind = 2;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'C':
-			if (parse_sockaddr(optarg, &peer) < 0)
-				usage();
-			have_peer = 1;
-			break;
-		case 'L':
-			if (parse_range(optarg, 1, 65535, &v) < 0)
-				usage();
-			peer.sin_port = htons((uint16_t)v);
-			peer.sin_addr.s_addr = htonl(INADDR_ANY);
-			listen_mode = have_peer = 1;
-			break;
-		case 'n':
-			if (parse_count(optarg, &bytes) < 0)
-				usage();
-			break;
-		case 'T':
-			if (parse_count(optarg, &seconds) < 0)
-				usage();
-			break;
-		case 'b':
-			if (parse_range(optarg, 1, 1u << 30, &buflen) < 0)
-				usage();
-			break;
-		default: usage();
-		}
-	}
-	if (!have_peer || optind != argc || (sender && bytes == UINT64_MAX && !seconds))
+	bopts_parse(argc, argv, 2, opts, usage);
+	have_peer |= listen_mode;
+	if (!have_peer || (sender && bytes == UINT64_MAX && !seconds))
 		usage();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

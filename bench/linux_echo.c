@@ -1,7 +1,6 @@
 /* linux_echo.c - linux_echo: an epoll echo server on Linux sockets, the reference for ss-echo. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -13,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -211,34 +211,34 @@ static void usage(void)
 	exit(2);
 }
 
+/* --port P: plain decimal, 1..65535. */
+static int parse_port(const char *arg, void *dst)
+{
+	char *end;
+	unsigned long port = strtoul(arg, &end, 10);
+
+	if (*end || !port || port > 65535)
+		return -1;
+	*(unsigned long *)dst = port;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct echo_server s = { .ep = -1, .lfd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct epoll_event evs[EV_BATCH], lev = { .events = EPOLLIN };
 	static char buf[BUF_SIZE];
 	unsigned long port = 0;
-	int opt, quiet = 0;
-	char *end;
+	int quiet = 0;
+	const struct bopt opts[] = {
+		{ .name = "port", .kind = BOPT_FN, .dst = &port, .fn = parse_port, .short_name = 'p' },
+		{ .name = "quiet", .kind = BOPT_FLAG, .dst = &quiet, .short_name = 'q' },
+		{ 0 },
+	};
 
-	while ((opt = getopt_long(argc, argv, "p:qh", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			port = strtoul(optarg, &end, 10);
-			if (*end || !port || port > 65535)
-				usage();
-			break;
-		case 'q': quiet = 1; break;
-		default: usage();
-		}
-	}
-	if (!port || optind != argc)
+	bopts_parse(argc, argv, 1, opts, usage);
+	if (!port)
 		usage();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

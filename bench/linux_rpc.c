@@ -1,6 +1,5 @@
 /* linux_rpc.c - linux_rpc: closed-loop request/response load on Linux sockets, checking every echoed byte. */
 #include <errno.h>
-#include <getopt.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -174,18 +174,6 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "connect", required_argument, NULL, 'C' },
-		{ "conns", required_argument, NULL, 'k' },
-		{ "size", required_argument, NULL, 'z' },
-		{ "seconds", required_argument, NULL, 'T' },
-		{ "warmup", required_argument, NULL, 'W' },
-		{ "rpcs-per-conn", required_argument, NULL, 'N' },
-		{ "phases", no_argument, NULL, 'P' },
-		{ "connect-seconds", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct sockaddr_in to = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct epoll_event evs[EV_BATCH];
@@ -194,46 +182,23 @@ int main(int argc, char **argv)
 	uint64_t k = 1, size = 64, seconds = 10, warmup = 1, per_conn = 0, connect_limit = 10;
 	uint64_t t_begin;
 	uint64_t requests = 0, opened = 0, t_start = 0, t_end, t_measure = 0, conns_done = 0;
-	int ep, error = 0, opt, have_peer = 0, phases = 0;
+	int ep, error = 0, have_peer = 0, phases = 0;
+	const struct bopt opts[] = {
+		{ .name = "connect", .kind = BOPT_ADDR, .dst = &to, .seen = &have_peer },
+		{ .name = "conns", .kind = BOPT_U64, .dst = &k, .min = 1, .max = 65536 },
+		{ .name = "size", .kind = BOPT_U64, .dst = &size, .min = 1, .max = MAX_SIZE },
+		{ .name = "seconds", .kind = BOPT_U64, .dst = &seconds, .min = 1, .max = 86400 },
+		{ .name = "warmup", .kind = BOPT_U64, .dst = &warmup, .min = 0, .max = 86400 },
+		{ .name = "rpcs-per-conn", .kind = BOPT_U64, .dst = &per_conn,
+		  .min = 0, .max = UINT32_MAX },
+		{ .name = "phases", .kind = BOPT_FLAG, .dst = &phases },
+		{ .name = "connect-seconds", .kind = BOPT_U64, .dst = &connect_limit,
+		  .min = 1, .max = 3600 },
+		{ 0 },
+	};
 
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'C':
-			if (parse_sockaddr(optarg, &to) < 0)
-				usage();
-			have_peer = 1;
-			break;
-		case 'k':
-			if (parse_range(optarg, 1, 65536, &k) < 0)
-				usage();
-			break;
-		case 'z':
-			if (parse_range(optarg, 1, MAX_SIZE, &size) < 0)
-				usage();
-			break;
-		case 'T':
-			if (parse_range(optarg, 1, 86400, &seconds) < 0)
-				usage();
-			break;
-		case 'W':
-			if (parse_range(optarg, 0, 86400, &warmup) < 0)
-				usage();
-			break;
-		case 'N':
-			if (parse_range(optarg, 0, UINT32_MAX, &per_conn) < 0)
-				usage();
-			break;
-		case 'P':
-			phases = 1;
-			break;
-		case 'c':
-			if (parse_range(optarg, 1, 3600, &connect_limit) < 0)
-				usage();
-			break;
-		default: usage();
-		}
-	}
-	if (!have_peer || optind != argc)
+	bopts_parse(argc, argv, 1, opts, usage);
+	if (!have_peer)
 		usage();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -1,6 +1,5 @@
 /* pipe_client.c - pipe_client: K connections that keep a pipe_server busy, sending or receiving a patterned stream as fast as the server takes it. */
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "pipe_pattern.h"
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -98,61 +98,28 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "connect", required_argument, NULL, 'C' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "conns", required_argument, NULL, 'k' },
-		{ "seconds", required_argument, NULL, 'T' },
-		{ "warmup", required_argument, NULL, 'W' },
-		{ "connect-seconds", required_argument, NULL, 'c' },
-		{ "phases", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct sockaddr_in to = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct epoll_event evs[EV_BATCH];
 	static uint8_t buf[CHUNK];
 	uint64_t k = 100, seconds = 10, warmup = 1, connect_limit = 10;
 	uint64_t moved = 0, opened = 0, t_begin, t_end, t_start = 0, t_measure = 0;
-	int ep, error = 0, opt, have_peer = 0, send_mode = -1, phases = 0;
+	int ep, error = 0, have_peer = 0, send_mode = -1, phases = 0;
 	struct cconn *cs;
+	const struct bopt opts[] = {
+		{ .name = "connect", .kind = BOPT_ADDR, .dst = &to, .seen = &have_peer },
+		{ .name = "mode", .kind = BOPT_FN, .dst = &send_mode, .fn = bopt_send_recv },
+		{ .name = "conns", .kind = BOPT_U64, .dst = &k, .min = 1, .max = 65536 },
+		{ .name = "seconds", .kind = BOPT_U64, .dst = &seconds, .min = 1, .max = 86400 },
+		{ .name = "warmup", .kind = BOPT_U64, .dst = &warmup, .min = 0, .max = 86400 },
+		{ .name = "connect-seconds", .kind = BOPT_U64, .dst = &connect_limit,
+		  .min = 1, .max = 3600 },
+		{ .name = "phases", .kind = BOPT_FLAG, .dst = &phases },
+		{ 0 },
+	};
 
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'C':
-			if (parse_sockaddr(optarg, &to) < 0)
-				usage();
-			have_peer = 1;
-			break;
-		case 'm':
-			if (strcmp(optarg, "send") && strcmp(optarg, "recv"))
-				usage();
-			send_mode = strcmp(optarg, "send") == 0;
-			break;
-		case 'k':
-			if (parse_range(optarg, 1, 65536, &k) < 0)
-				usage();
-			break;
-		case 'T':
-			if (parse_range(optarg, 1, 86400, &seconds) < 0)
-				usage();
-			break;
-		case 'W':
-			if (parse_range(optarg, 0, 86400, &warmup) < 0)
-				usage();
-			break;
-		case 'c':
-			if (parse_range(optarg, 1, 3600, &connect_limit) < 0)
-				usage();
-			break;
-		case 'P':
-			phases = 1;
-			break;
-		default: usage();
-		}
-	}
-	if (!have_peer || send_mode < 0 || optind != argc)
+	bopts_parse(argc, argv, 1, opts, usage);
+	if (!have_peer || send_mode < 0)
 		usage();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

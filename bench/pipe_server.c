@@ -1,6 +1,5 @@
 /* pipe_server.c - pipe_server: a receive-only or send-only server of pipelined fixed-size messages, with CPU work per message (TAS's pipelined RPC benchmark). */
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -14,6 +13,7 @@
 #include <x86intrin.h>
 
 #include "pipe_pattern.h"
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -216,45 +216,21 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "size", required_argument, NULL, 'z' },
-		{ "work", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct pserver s = { .ep = -1, .lfd = -1, .send_mode = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct epoll_event evs[EV_BATCH], lev = { .events = EPOLLIN };
 	static uint8_t buf[BUF_SIZE];
-	uint64_t port = 0, size = 0, v;
-	int opt;
+	uint64_t port = 0, size = 0;
+	const struct bopt opts[] = {
+		{ .name = "port", .kind = BOPT_U64, .dst = &port, .min = 1, .max = 65535 },
+		{ .name = "mode", .kind = BOPT_FN, .dst = &s.send_mode, .fn = bopt_send_recv },
+		{ .name = "size", .kind = BOPT_U64, .dst = &size, .min = 1, .max = BUF_SIZE },
+		{ .name = "work", .kind = BOPT_U64, .dst = &s.work, .min = 0, .max = 1000000000 },
+		{ 0 },
+	};
 
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (parse_range(optarg, 1, 65535, &port) < 0)
-				usage();
-			break;
-		case 'm':
-			if (strcmp(optarg, "recv") && strcmp(optarg, "send"))
-				usage();
-			s.send_mode = strcmp(optarg, "send") == 0;
-			break;
-		case 'z':
-			if (parse_range(optarg, 1, BUF_SIZE, &size) < 0)
-				usage();
-			break;
-		case 'w':
-			if (parse_range(optarg, 0, 1000000000, &v) < 0)
-				usage();
-			s.work = v;
-			break;
-		default: usage();
-		}
-	}
-	if (!port || !size || s.send_mode < 0 || optind != argc)
+	bopts_parse(argc, argv, 1, opts, usage);
+	if (!port || !size || s.send_mode < 0)
 		usage();
 	s.size = (uint32_t)size;
 	sigaction(SIGINT, &sa, NULL);

@@ -1,7 +1,6 @@
 /* rr_mix.c - rr_mix: a request/response benchmark of mixed sizes (1 B to 64 KiB each way), every byte checked; plain Linux sockets. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "mix64.h"
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -798,7 +798,7 @@ static int run_client(const struct sockaddr_in *addr, struct client *cl, double 
 
 /* -------------------------------------------------------------------- main */
 
-static void usage(void)
+static _Noreturn void usage(void)
 {
 	fprintf(stderr,
 		"usage: rr_mix server --listen IP:PORT [--nodelay 0|1]\n"
@@ -808,39 +808,45 @@ static void usage(void)
 	exit(2);
 }
 
-static double parse_seconds(const char *s, double max)
+/* --warmup S: 0, or seconds in (0, 600]. */
+static int parse_warmup(const char *arg, void *dst)
 {
 	char *end;
-	double v = strtod(s, &end);
+	double v = strtod(arg, &end);
 
-	if (*end || !(v > 0) || v > max)
-		usage();
-	return v;
+	if (strcmp(arg, "0") == 0) {
+		*(double *)dst = 0;
+		return 0;
+	}
+	if (*end || !(v > 0) || v > 600)
+		return -1;
+	*(double *)dst = v;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "connect", required_argument, NULL, 'c' },
-		{ "conns", required_argument, NULL, 'k' },
-		{ "seconds", required_argument, NULL, 't' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "min", required_argument, NULL, 'm' },
-		{ "max", required_argument, NULL, 'M' },
-		{ "nodelay", required_argument, NULL, 'n' },
-		{ "connect-timeout", required_argument, NULL, 'C' },
-		{ "stall", required_argument, NULL, 'S' },
-		{ "phases", no_argument, NULL, 'p' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct client cl = { .k = 1, .min = 1, .max = 65536, .nodelay = 1, .seed = 1 };
 	struct sockaddr_in addr;
 	const char *where = NULL;
 	double seconds = 5, warmup = 1, connect_timeout = 10, stall = 5;
-	uint64_t v;
-	int server, o;
+	int server;
+	const struct bopt opts[] = {
+		{ .name = "listen", .kind = BOPT_STR, .dst = &where },
+		{ .name = "connect", .kind = BOPT_STR, .dst = &where },
+		{ .name = "conns", .kind = BOPT_U32, .dst = &cl.k, .min = 1, .max = 100000 },
+		{ .name = "seconds", .kind = BOPT_SECONDS, .dst = &seconds, .dmax = 3600 },
+		{ .name = "warmup", .kind = BOPT_FN, .dst = &warmup, .fn = parse_warmup },
+		{ .name = "seed", .kind = BOPT_U64, .dst = &cl.seed, .max = UINT64_MAX },
+		{ .name = "min", .kind = BOPT_U32, .dst = &cl.min, .min = 0, .max = MAX_LEN },
+		{ .name = "max", .kind = BOPT_U32, .dst = &cl.max, .min = 1, .max = MAX_LEN },
+		{ .name = "nodelay", .kind = BOPT_INT, .dst = &cl.nodelay, .min = 0, .max = 1 },
+		{ .name = "connect-timeout", .kind = BOPT_SECONDS, .dst = &connect_timeout,
+		  .dmax = 600 },
+		{ .name = "stall", .kind = BOPT_SECONDS, .dst = &stall, .dmax = 600 },
+		{ .name = "phases", .kind = BOPT_FLAG, .dst = &cl.phases },
+		{ 0 },
+	};
 
 	if (argc < 2)
 		usage();
@@ -850,57 +856,8 @@ int main(int argc, char **argv)
 		server = 0;
 	else
 		usage();
-	optind = 2;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case 'l':
-		case 'c':
-			where = optarg;
-			break;
-		case 'k':
-			if (parse_range(optarg, 1, 100000, &v))
-				usage();
-			cl.k = (uint32_t)v;
-			break;
-		case 't':
-			seconds = parse_seconds(optarg, 3600);
-			break;
-		case 'w':
-			warmup = strcmp(optarg, "0") == 0 ? 0 : parse_seconds(optarg, 600);
-			break;
-		case 's':
-			if (parse_count(optarg, &cl.seed))
-				usage();
-			break;
-		case 'm':
-			if (parse_range(optarg, 0, MAX_LEN, &v))
-				usage();
-			cl.min = (uint32_t)v;
-			break;
-		case 'M':
-			if (parse_range(optarg, 1, MAX_LEN, &v))
-				usage();
-			cl.max = (uint32_t)v;
-			break;
-		case 'n':
-			if (parse_range(optarg, 0, 1, &v))
-				usage();
-			cl.nodelay = (int)v;
-			break;
-		case 'C':
-			connect_timeout = parse_seconds(optarg, 600);
-			break;
-		case 'S':
-			stall = parse_seconds(optarg, 600);
-			break;
-		case 'p':
-			cl.phases = 1;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc || !where || parse_sockaddr(where, &addr) != 0 || cl.min > cl.max)
+	bopts_parse(argc, argv, 2, opts, usage);
+	if (!where || parse_sockaddr(where, &addr) != 0 || cl.min > cl.max)
 		usage();
 	if (cl.min == 0)
 		cl.min = 1;     /* log-uniform needs a positive lower end */

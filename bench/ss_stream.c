@@ -1,6 +1,5 @@
 /* ss_stream.c - ss-stream: the bulk server of bench/tcp_compare.py on the low-level API, without ss-bulk's hashing. */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 
 #include "slipstream.h"
+#include "opts.h"
 #include "util.h"
 
 /*
@@ -181,61 +181,44 @@ static void usage(void)
 	exit(2);
 }
 
+/* --buf N: both rings of every connection, a power of two up to 1G. */
+static int parse_buf(const char *arg, void *dst)
+{
+	struct ss_app_opts *ao = dst;
+	uint64_t v;
+
+	if (parse_count(arg, &v) < 0 || !v || v > (1u << 30) || (v & (v - 1)))
+		return -1;
+	ao->rxbuf = ao->txbuf = (uint32_t)v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "bytes", required_argument, NULL, 'n' },
-		{ "seconds", required_argument, NULL, 'T' },
-		{ "buf", required_argument, NULL, 'b' },
-		{ "sock", required_argument, NULL, 's' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct ss_app_opts ao = { .conns = 64, .rxbuf = 1u << 20, .txbuf = 1u << 20 };
 	struct stream s = { .bytes = UINT64_MAX, .deadline = 1e300 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct ss_event evs[EV_BATCH];
 	struct ss_app *app;
 	struct ss_ctx *ctx;
-	uint64_t v, port = 0, timeout = 60;
+	uint64_t port = 0, timeout = 60;
 	double last_progress;
 	char err[128] = "";
-	int opt;
+	const struct bopt opts[] = {
+		{ .name = "port", .kind = BOPT_U64, .dst = &port, .min = 1, .max = 65535 },
+		{ .name = "bytes", .kind = BOPT_U64, .dst = &s.bytes, .max = UINT64_MAX },
+		{ .name = "seconds", .kind = BOPT_U64, .dst = &s.seconds, .max = UINT64_MAX },
+		{ .name = "buf", .kind = BOPT_FN, .dst = &ao, .fn = parse_buf },
+		{ .name = "sock", .kind = BOPT_STR, .dst = &ao.sock_path },
+		{ .name = "timeout", .kind = BOPT_U64, .dst = &timeout, .min = 1, .max = UINT64_MAX },
+		{ 0 },
+	};
 
 	if (argc < 2 || (strcmp(argv[1], "send") && strcmp(argv[1], "recv")))
 		usage();
 	s.sender = !strcmp(argv[1], "send");
-	optind = 2;
-	while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (parse_count(optarg, &port) < 0 || !port || port > 65535)
-				usage();
-			break;
-		case 'n':
-			if (parse_count(optarg, &s.bytes) < 0)
-				usage();
-			break;
-		case 'T':
-			if (parse_count(optarg, &s.seconds) < 0)
-				usage();
-			break;
-		case 'b':
-			if (parse_count(optarg, &v) < 0 || !v || v > (1u << 30) || (v & (v - 1)))
-				usage();
-			ao.rxbuf = ao.txbuf = (uint32_t)v;
-			break;
-		case 's': ao.sock_path = optarg; break;
-		case 't':
-			if (parse_count(optarg, &timeout) < 0 || !timeout)
-				usage();
-			break;
-		default: usage();
-		}
-	}
-	if (!port || optind != argc || (s.sender && s.bytes == UINT64_MAX && !s.seconds))
+	bopts_parse(argc, argv, 2, opts, usage);
+	if (!port || (s.sender && s.bytes == UINT64_MAX && !s.seconds))
 		usage();
 	memset(pattern, 's', sizeof(pattern));
 	ao.errbuf = err;

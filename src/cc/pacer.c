@@ -30,36 +30,11 @@ static inline uint64_t u64_max(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-static inline void link_init(struct ss_pacer_link *h)
-{
-	h->next = h->prev = h;
-}
-
-static inline bool link_empty(const struct ss_pacer_link *h)
-{
-	return h->next == h;
-}
-
-static inline void link_add_tail(struct ss_pacer_link *h, struct ss_pacer_link *l)
-{
-	l->prev = h->prev;
-	l->next = h;
-	h->prev->next = l;
-	h->prev = l;
-}
-
-static inline void link_del(struct ss_pacer_link *l)
-{
-	l->prev->next = l->next;
-	l->next->prev = l->prev;
-	l->next = l->prev = NULL;
-}
-
 /* The link is the first member of the entry, the entry of a group; a
  * flow's entry is its last member (its per-send fields come first). */
-static inline struct ss_pacer_ent *link_ent(struct ss_pacer_link *l)
+static inline struct ss_pacer_ent *link_ent(struct ss_list *l)
 {
-	return (struct ss_pacer_ent *)(void *)l;
+	return SS_LIST_ENTRY(l, struct ss_pacer_ent, link);
 }
 
 static inline struct ss_pacer_flow *ent_flow(struct ss_pacer_ent *e)
@@ -147,12 +122,12 @@ int ss_pacer_init(struct ss_pacer *p, const struct ss_pacer_params *prm, uint64_
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		link_init(&p->slots[i]);
+		ss_list_init(&p->slots[i]);
 	p->n_slots = n;
 	p->slot_ns = prm->slot_ns;
 	p->max_lag_ns = prm->max_lag_ns;
 	p->now_tick = now_ns / prm->slot_ns;
-	link_init(&p->overflow);
+	ss_list_init(&p->overflow);
 	p->n_overflow = 0;
 	p->ovf_check_tick = PACER_NONE;
 	p->ovf_last_scan = p->now_tick;
@@ -199,7 +174,7 @@ static void pacer_enqueue(struct ss_pacer *p, struct ss_pacer_ent *e, uint64_t t
 	if (tick - p->now_tick < n) {
 		uint32_t slot = (uint32_t)(tick & (n - 1));
 
-		link_add_tail(&p->slots[slot], &e->link);
+		ss_list_add_tail(&p->slots[slot], &e->link);
 		busy_set(p, slot);
 		e->where = SS_PACER_WHEEL;
 	} else {
@@ -207,7 +182,7 @@ static void pacer_enqueue(struct ss_pacer *p, struct ss_pacer_ent *e, uint64_t t
 		 * than every half horizon (see pacer_overflow_scan). */
 		uint64_t check = u64_max(tick - n + 1, p->ovf_last_scan + n / 2);
 
-		link_add_tail(&p->overflow, &e->link);
+		ss_list_add_tail(&p->overflow, &e->link);
 		p->n_overflow++;
 		e->where = SS_PACER_OVERFLOW;
 		if (check < p->ovf_check_tick)
@@ -222,11 +197,11 @@ static void pacer_dequeue(struct ss_pacer *p, struct ss_pacer_ent *e)
 	if (e->where == SS_PACER_WHEEL) {
 		uint32_t slot = (uint32_t)(e->tick & (p->n_slots - 1));
 
-		link_del(&e->link);
-		if (link_empty(&p->slots[slot]))
+		ss_list_del(&e->link);
+		if (ss_list_empty(&p->slots[slot]))
 			busy_clear(p, slot);
 	} else {
-		link_del(&e->link);
+		ss_list_del(&e->link);
 		p->n_overflow--;
 	}
 	p->n_queued--;
@@ -243,14 +218,13 @@ static void pacer_dequeue(struct ss_pacer *p, struct ss_pacer_ent *e)
 static void pacer_overflow_scan(struct ss_pacer *p)
 {
 	uint64_t n = p->n_slots, t = p->now_tick, next = PACER_NONE;
-	struct ss_pacer_link *l, *nx;
+	struct ss_list *l, *nx;
 
 	p->ovf_scans++;
 	p->ovf_looked += p->n_overflow;
-	for (l = p->overflow.next; l != &p->overflow; l = nx) {
+	SS_LIST_FOR_EACH_SAFE(l, nx, &p->overflow) {
 		struct ss_pacer_ent *e = link_ent(l);
 
-		nx = l->next;
 		if (e->tick < t + n) {
 			pacer_dequeue(p, e);
 			pacer_enqueue(p, e, e->tick);
@@ -316,7 +290,7 @@ int ss_pacer_group_init(struct ss_pacer_group *g, uint64_t rate, uint64_t burst,
 	g->ent.tick = 0;
 	g->ent.where = SS_PACER_IDLE;
 	g->ent.is_group = 1;
-	link_init(&g->waitq);
+	ss_list_init(&g->waitq);
 	g->n_wait = 0;
 	g->go_tick = PACER_NONE;
 	g->go_bytes = 0;
@@ -363,7 +337,7 @@ void ss_pacer_cancel(struct ss_pacer *p, struct ss_pacer_flow *f)
 		pacer_dequeue(p, &f->ent);
 		break;
 	case SS_PACER_GROUP_WAIT:
-		link_del(&f->ent.link);
+		ss_list_del(&f->ent.link);
 		f->group->n_wait--;
 		f->ent.where = SS_PACER_IDLE;
 		break;
@@ -375,9 +349,9 @@ void ss_pacer_cancel(struct ss_pacer *p, struct ss_pacer_flow *f)
 void ss_pacer_group_cancel(struct ss_pacer *p, struct ss_pacer_group *g)
 {
 	while (g->n_wait) {
-		struct ss_pacer_flow *f = ent_flow(link_ent(g->waitq.next));
+		struct ss_pacer_flow *f = ent_flow(link_ent(ss_list_first(&g->waitq)));
 
-		link_del(&f->ent.link);
+		ss_list_del(&f->ent.link);
 		f->ent.where = SS_PACER_IDLE;
 		g->n_wait--;
 	}
@@ -431,7 +405,7 @@ static bool pacer_flow_gate(struct ss_pacer *p, struct ss_pacer_flow *f, uint64_
 		if (g->tb.credit >= 0) /* held by this tick's releases, not by debt */
 			p->tick_holds++;
 	}
-	link_add_tail(&g->waitq, &f->ent.link);
+	ss_list_add_tail(&g->waitq, &f->ent.link);
 	f->ent.where = SS_PACER_GROUP_WAIT;
 	g->n_wait++;
 	pacer_group_arm(p, g, now_ns, target);
@@ -447,9 +421,9 @@ static unsigned pacer_group_release(struct ss_pacer *p, struct ss_pacer_group *g
 	unsigned n = 0;
 
 	while (n < room && g->n_wait && pacer_group_may_go(g, now_ns, target)) {
-		struct ss_pacer_flow *f = ent_flow(link_ent(g->waitq.next));
+		struct ss_pacer_flow *f = ent_flow(link_ent(ss_list_first(&g->waitq)));
 
-		link_del(&f->ent.link);
+		ss_list_del(&f->ent.link);
 		f->ent.where = SS_PACER_IDLE;
 		g->n_wait--;
 		pacer_group_went(g, target);
@@ -495,7 +469,7 @@ unsigned ss_pacer_poll(struct ss_pacer *p, uint64_t now_ns, struct ss_pacer_flow
 		}
 		p->now_tick = t;
 		slot = t & (p->n_slots - 1);
-		e = link_ent(p->slots[slot].next);
+		e = link_ent(ss_list_first(&p->slots[slot]));
 		pacer_dequeue(p, e);
 		if (e->is_group) {
 			n += pacer_group_release(p, ent_group(e), now_ns, target, out + n, max - n);

@@ -58,9 +58,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct ss_pacer_link {
-	struct ss_pacer_link *next, *prev;
-};
+#include "util/list.h"
 
 /* Where an entry is queued. */
 #define SS_PACER_IDLE 0
@@ -70,7 +68,7 @@ struct ss_pacer_link {
 
 /* Common header of flows and groups (internal). */
 struct ss_pacer_ent {
-	struct ss_pacer_link link; /* first member */
+	struct ss_list link;        /* first member */
 	uint64_t tick;             /* tick queued for (WHEEL, OVERFLOW) */
 	uint8_t where;             /* SS_PACER_* */
 	uint8_t is_group;
@@ -153,7 +151,7 @@ static inline void ss_pacer_bucket_charge(struct ss_pacer_bucket *b, uint64_t by
 struct ss_pacer_group {
 	struct ss_pacer_ent ent;      /* the group's own place in the wheel */
 	struct ss_pacer_bucket tb;
-	struct ss_pacer_link waitq;   /* flows due but held by the bucket, FIFO */
+	struct ss_list waitq;         /* flows due but held by the bucket, FIFO */
 	uint32_t n_wait;
 	uint32_t mean_charge;         /* bytes per charge, 1/8 moving mean (at
 				       * first the depth): a release's provisional
@@ -195,12 +193,12 @@ struct ss_pacer_params {
 void ss_pacer_params_default(struct ss_pacer_params *p);
 
 struct ss_pacer {
-	struct ss_pacer_link *slots;   /* n_slots list heads */
+	struct ss_list *slots;         /* n_slots list heads */
 	uint64_t *busy;                /* bitmap: slot list non-empty */
 	uint32_t n_slots, slot_ns;
 	uint64_t max_lag_ns;
 	uint64_t now_tick;             /* current tick: earlier ticks are served */
-	struct ss_pacer_link overflow;
+	struct ss_list overflow;
 	uint32_t n_overflow;
 	uint64_t ovf_check_tick;       /* scan the overflow list at this tick */
 	uint64_t ovf_last_scan;        /* tick of the last scan */

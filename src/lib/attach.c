@@ -112,7 +112,7 @@ static void close_fds(int *fds, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);
+			ss_sys_close(fds[i]);
 }
 
 static int sock_connect(const char *path)
@@ -125,12 +125,12 @@ static int sock_connect(const char *path)
 		return -1;
 	}
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = ss_sys_socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (ss_sys_connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		e = errno;
-		close(fd);
+		ss_sys_close(fd);
 		errno = (e == ENOENT || e == ENOTSOCK) ? ECONNREFUSED : e;
 		return -1;
 	}
@@ -140,7 +140,7 @@ static int sock_connect(const char *path)
 static int send_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		ssize_t n = ss_sys_send(fd, buf, len, MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -170,7 +170,7 @@ static void take_fds(struct msghdr *mh, int *fds, int *nfds, bool *overflow)
 			if (*nfds < MAX_FDS) {
 				fds[(*nfds)++] = fd;
 			} else {
-				close(fd);
+				ss_sys_close(fd);
 				*overflow = true;
 			}
 		}
@@ -206,7 +206,7 @@ static int recv_reply(int sock, char *line, int *fds, int *nfds, int timeout_ms)
 
 			wait = left > 0 ? (int)left : 0;
 		}
-		pr = poll(&pfd, 1, wait);
+		pr = ss_sys_poll(&pfd, 1, wait);
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr < 0)
@@ -215,7 +215,7 @@ static int recv_reply(int sock, char *line, int *fds, int *nfds, int timeout_ms)
 			errno = ETIMEDOUT;
 			goto fail;
 		}
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		n = ss_sys_recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -259,9 +259,9 @@ static void *map_fd(int fd, uint64_t size, int prot)
 
 static int set_nonblock(int fd)
 {
-	int fl = fcntl(fd, F_GETFL);
+	int fl = ss_sys_fcntl(fd, F_GETFL, 0);
 
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+	if (fl < 0 || ss_sys_fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		errno = EPROTO;
 		return -1;
 	}
@@ -310,16 +310,16 @@ static void app_free(struct ss_app *app)
 			ss_ctx_free_conns(ctx);
 		free(ctx->conns);
 		if (ctx->evfd >= 0)
-			close(ctx->evfd);
+			ss_sys_close(ctx->evfd);
 	}
 	if (app->region)
 		munmap(app->region, (size_t)app->region_size);
 	if (app->status)
 		munmap((void *)app->status, app->status_size);
 	if (app->doorbell >= 0)
-		close(app->doorbell);
+		ss_sys_close(app->doorbell);
 	if (app->sock >= 0)
-		close(app->sock);
+		ss_sys_close(app->sock);
 	free(app);
 }
 
@@ -395,8 +395,8 @@ static int app_setup(struct ss_app *app, const struct ss_reply *rep,
 	app->info_off = app->hdr->info_off;
 	app->sync_off = app->hdr->sync_off;
 	app->small_off = app->hdr->small_off;
-	close(fds[0]);
-	close(fds[1]);
+	ss_sys_close(fds[0]);
+	ss_sys_close(fds[1]);
 	fds[0] = fds[1] = -1;
 	app->doorbell = fds[2];
 	fds[2] = -1;
@@ -438,8 +438,10 @@ struct ss_app *ss_app_attach(const struct ss_app_opts *opts)
 		return NULL;
 	}
 	app->sock = app->doorbell = -1;
-	for (unsigned i = 0; i < o.contexts; i++)
+	for (unsigned i = 0; i < o.contexts; i++) {
 		app->ctx[i].evfd = -1;
+		ss_ctx_lists_init(&app->ctx[i]);
+	}
 
 	app->sock = sock_connect(o.sock_path);
 	if (app->sock < 0)

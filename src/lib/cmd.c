@@ -24,30 +24,14 @@ void ss_conn_mark_dirty(struct ss_conn *c)
 	if (c->dirty)
 		return;
 	c->dirty = true;
-	c->next = NULL;
-	c->prev = ctx->dirty_tail;
-	if (ctx->dirty_tail)
-		ctx->dirty_tail->next = c;
-	else
-		ctx->dirty_head = c;
-	ctx->dirty_tail = c;
+	ss_list_add_tail(&ctx->dirty, &c->link);
 }
 
 void ss_conn_unmark_dirty(struct ss_conn *c)
 {
-	struct ss_ctx *ctx = c->ctx;
-
 	if (!c->dirty)
 		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		ctx->dirty_head = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	else
-		ctx->dirty_tail = c->prev;
-	c->next = c->prev = NULL;
+	ss_list_del(&c->link);
 	c->dirty = false;
 }
 
@@ -145,8 +129,10 @@ int ss_ctx_flush_quiet(struct ss_ctx *ctx)
 	struct ss_app *app = ctx->app;
 	int rc = 0;
 
-	while (ctx->dirty_head) {
-		if (ss_cmd_post_conn_pending(ctx, ctx->dirty_head) < 0) {
+	while (!ss_list_empty(&ctx->dirty)) {
+		struct ss_conn *c = SS_LIST_ENTRY(ss_list_first(&ctx->dirty), struct ss_conn, link);
+
+		if (ss_cmd_post_conn_pending(ctx, c) < 0) {
 			rc = -1;
 			break;
 		}

@@ -17,12 +17,28 @@
  * next poll.
  */
 
+/* Take the first handle off @h (not empty). */
+static struct ss_conn *conn_pop(struct ss_list *h)
+{
+	struct ss_list *l = ss_list_first(h);
+
+	ss_list_del(l);
+	return SS_LIST_ENTRY(l, struct ss_conn, link);
+}
+
+void ss_ctx_lists_init(struct ss_ctx *ctx)
+{
+	ss_list_init(&ctx->dirty);
+	ss_list_init(&ctx->graveyard);
+	ss_list_init(&ctx->free_list);
+}
+
 struct ss_conn *ss_conn_new(struct ss_ctx *ctx)
 {
-	struct ss_conn *c = ctx->free_list;
+	struct ss_conn *c;
 
-	if (c)
-		ctx->free_list = c->next;
+	if (!ss_list_empty(&ctx->free_list))
+		c = conn_pop(&ctx->free_list);
 	else
 		c = malloc(sizeof(*c));
 	if (!c)
@@ -40,36 +56,26 @@ void ss_conn_bury(struct ss_conn *c)
 	ss_conn_unmark_dirty(c);
 	ctx->conns[c->slot] = NULL;
 	c->state = CONN_CLOSED;
-	c->next = ctx->graveyard;
-	ctx->graveyard = c;
+	ss_list_add_head(&ctx->graveyard, &c->link);
 	ctx->st.conns--;
 }
 
 void ss_ctx_reap(struct ss_ctx *ctx)
 {
-	while (ctx->graveyard) {
-		struct ss_conn *c = ctx->graveyard;
-
-		ctx->graveyard = c->next;
-		c->next = ctx->free_list;
-		ctx->free_list = c;
-	}
+	while (!ss_list_empty(&ctx->graveyard))
+		ss_list_add_head(&ctx->free_list, &conn_pop(&ctx->graveyard)->link);
 }
 
 void ss_ctx_free_conns(struct ss_ctx *ctx)
 {
 	ss_ctx_reap(ctx);
-	while (ctx->free_list) {
-		struct ss_conn *c = ctx->free_list;
-
-		ctx->free_list = c->next;
-		free(c);
-	}
+	while (!ss_list_empty(&ctx->free_list))
+		free(conn_pop(&ctx->free_list));
 	for (uint32_t i = 0; i < ctx->app->max_conns; i++) {
 		free(ctx->conns[i]);
 		ctx->conns[i] = NULL;
 	}
-	ctx->dirty_head = ctx->dirty_tail = NULL;
+	ss_list_init(&ctx->dirty);
 }
 
 /* Describe @len bytes of a ring of @size bytes from position @pos. */

@@ -440,7 +440,7 @@ int ss_wait(struct ss_ctx *ctx, int timeout_ms)
 		if (ctx_sleep_prepare(ctx))
 			return 1;
 		ctx->armed = true;
-		pr = poll(&pfd, 1, wait);
+		pr = ss_sys_poll(&pfd, 1, wait);
 		err = errno;
 		ctx_disarm(ctx);
 		if (pr < 0) {

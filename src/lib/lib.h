@@ -2,21 +2,35 @@
 #ifndef SS_LIB_LIB_H
 #define SS_LIB_LIB_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring.h"
 #include "slipstream.h"
+#include "util/list.h"
 
 /*
- * System calls on the library's own fds (eventfds, the doorbell), made
- * in the middle of a call, often with a lock held: never cancellation
- * points (libc's read, write and close are, and a pending pthread_cancel
- * acting there would leave the lock held; see src/lib/posix/posix.h,
- * "Cancellation").  None of them blocks.
+ * System calls on the library's own fds (eventfds, the doorbell, the
+ * attach socket), made straight to the kernel, for two reasons:
+ *
+ *   - inside the preload library (src/preload), libc's names (close,
+ *     poll, send...) are the shim's own overrides: a call by name would
+ *     go back through the shim and the POSIX layer.  The library never
+ *     calls a name that src/preload/exports.map lists, only these
+ *     (tests/unit/lib/check_no_shim_calls.py checks the objects);
+ *   - they are made in the middle of a call, often with a lock held:
+ *     never cancellation points (libc's read, write, close, poll... are,
+ *     and a pending pthread_cancel acting there would leave the lock
+ *     held; see src/lib/posix/posix.h, "Cancellation").
+ *
+ * read, write and close never block; the others block only where the
+ * caller asks (the attach exchange, ss_wait's poll).
  */
 static inline ssize_t ss_sys_read(int fd, void *buf, size_t n)
 {
@@ -31,6 +45,41 @@ static inline ssize_t ss_sys_write(int fd, const void *buf, size_t n)
 static inline int ss_sys_close(int fd)
 {
 	return (int)syscall(SYS_close, fd);
+}
+
+static inline int ss_sys_socket(int domain, int type, int protocol)
+{
+	return (int)syscall(SYS_socket, domain, type, protocol);
+}
+
+static inline int ss_sys_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	return (int)syscall(SYS_connect, fd, sa, len);
+}
+
+static inline ssize_t ss_sys_send(int fd, const void *buf, size_t n, int flags)
+{
+	return (ssize_t)syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+
+static inline ssize_t ss_sys_recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	return (ssize_t)syscall(SYS_recvmsg, fd, mh, flags);
+}
+
+/* fcntl with an int argument or none (F_GETFL, F_SETFL, F_GETFD...). */
+static inline int ss_sys_fcntl(int fd, int cmd, int arg)
+{
+	return (int)syscall(SYS_fcntl, fd, cmd, (long)arg);
+}
+
+/* poll(2): @timeout_ms < 0 waits without end (through ppoll, which every
+ * architecture has). */
+static inline int ss_sys_poll(struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000 };
+
+	return (int)syscall(SYS_ppoll, fds, n, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)0);
 }
 
 /* Largest attach parameters the library accepts from a reply header. */
@@ -83,9 +132,9 @@ struct ss_conn {
 	uint32_t local_ip, remote_ip;
 	uint16_t local_port, remote_port;
 
-	/* On the context's dirty list while tx_pend or rx_done != 0; on the
-	 * graveyard or free list otherwise (next only). */
-	struct ss_conn *next, *prev;
+	/* On the context's dirty list while tx_pend or rx_done != 0; on its
+	 * graveyard or free list once closed. */
+	struct ss_list link;
 	bool dirty;
 };
 
@@ -98,9 +147,10 @@ struct ss_ctx {
 	bool armed;             /* arx->sleeping set by ss_ctx_arm */
 
 	struct ss_conn **conns; /* by slot, max_conns entries */
-	struct ss_conn *dirty_head, *dirty_tail;
-	struct ss_conn *graveyard; /* CLOSED returned by the last poll */
-	struct ss_conn *free_list;
+	/* Lists of struct ss_conn.link, set up by ss_ctx_lists_init(). */
+	struct ss_list dirty;     /* counts to post, in the order they came */
+	struct ss_list graveyard; /* CLOSED returned by the last poll */
+	struct ss_list free_list; /* for ss_conn_new(), last freed first */
 
 	struct ss_ctx_stats st;
 };
@@ -163,6 +213,7 @@ int ss_poll_keep_armed(struct ss_ctx *ctx, struct ss_event *evs, int max);
 /* conn.c: connection objects. */
 struct ss_conn *ss_conn_new(struct ss_ctx *ctx);
 void ss_conn_bury(struct ss_conn *c);
+void ss_ctx_lists_init(struct ss_ctx *ctx);
 void ss_ctx_reap(struct ss_ctx *ctx);
 void ss_ctx_free_conns(struct ss_ctx *ctx);
 

@@ -18,11 +18,22 @@ static inline uint32_t wheel_mask(const struct ss_timer_wheel *w)
 	return w->n_slots - 1;
 }
 
+/* The timer a slot list's link belongs to (the link is its first member). */
+static inline struct ss_timer *link_timer(struct ss_list *l)
+{
+	return SS_LIST_ENTRY(l, struct ss_timer, link);
+}
+
+static inline const struct ss_timer *link_timer_const(const struct ss_list *l)
+{
+	return SS_LIST_ENTRY(l, const struct ss_timer, link);
+}
+
+_Static_assert(offsetof(struct ss_timer, link) == 0, "link first");
+
 static inline void timer_unlink(struct ss_timer *t)
 {
-	t->prev->next = t->next;
-	t->next->prev = t->prev;
-	t->next = t->prev = NULL;
+	ss_list_del(&t->link);
 	t->armed = 0;
 }
 
@@ -35,14 +46,8 @@ int ss_timer_wheel_init(struct ss_timer_wheel *w, uint32_t n_slots, uint64_t tic
 	w->slots = malloc((size_t)n_slots * sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n_slots; i++) {
-		struct ss_timer *head = &w->slots[i];
-
-		head->next = head->prev = head;
-		head->deadline_us = 0;
-		head->slot = i;
-		head->armed = 0;
-	}
+	for (uint32_t i = 0; i < n_slots; i++)
+		ss_list_init(&w->slots[i]);
 	w->n_slots = n_slots;
 	w->tick_us = tick_us;
 	w->now_tick = now_us / tick_us;
@@ -63,7 +68,7 @@ void ss_timer_wheel_fini(struct ss_timer_wheel *w)
 
 void ss_timer_init(struct ss_timer *t)
 {
-	t->next = t->prev = NULL;
+	t->link.next = t->link.prev = NULL;
 	t->deadline_us = 0;
 	t->slot = 0;
 	t->armed = 0;
@@ -72,7 +77,6 @@ void ss_timer_init(struct ss_timer *t)
 void ss_timer_arm(struct ss_timer_wheel *w, struct ss_timer *t, uint64_t deadline_us)
 {
 	uint64_t tick = deadline_us / w->tick_us;
-	struct ss_timer *head;
 
 	if (t->armed)
 		timer_unlink(t);
@@ -83,11 +87,8 @@ void ss_timer_arm(struct ss_timer_wheel *w, struct ss_timer *t, uint64_t deadlin
 	t->deadline_us = deadline_us;
 	t->slot = (uint32_t)(tick & wheel_mask(w));
 	t->armed = 1;
-	head = &w->slots[t->slot];      /* append: a tick fires in arming order */
-	t->prev = head->prev;
-	t->next = head;
-	head->prev->next = t;
-	head->prev = t;
+	/* append: a tick fires in arming order */
+	ss_list_add_tail(&w->slots[t->slot], &t->link);
 	if (deadline_us < w->next_us)
 		w->next_us = deadline_us;
 }
@@ -121,13 +122,16 @@ static uint64_t wheel_min_deadline(const struct ss_timer_wheel *w)
 	if (n_scan > WHEEL_SCAN_SLOTS)
 		n_scan = WHEEL_SCAN_SLOTS;
 	for (tick = w->now_tick; tick < w->now_tick + n_scan; tick++) {
-		const struct ss_timer *head = &w->slots[tick & mask];
+		const struct ss_list *head = &w->slots[tick & mask], *l;
 
 		if (tick > best / w->tick_us)
 			return best;
-		for (const struct ss_timer *t = head->next; t != head; t = t->next)
+		SS_LIST_FOR_EACH(l, head) {
+			const struct ss_timer *t = link_timer_const(l);
+
 			if (t->deadline_us < best)
 				best = t->deadline_us;
+		}
 	}
 	if (n_scan < w->n_slots && tick <= best / w->tick_us)
 		best = tick * w->tick_us;       /* no overflow: tick <= best / tick_us */
@@ -174,24 +178,25 @@ unsigned ss_timer_wheel_expire(struct ss_timer_wheel *w, uint64_t now_us,
 	if (n_visit > w->n_slots)
 		n_visit = w->n_slots;
 	for (uint64_t i = 0; i < n_visit; i++) {
-		struct ss_timer *head = &w->slots[(w->now_tick + i) & mask];
-		struct ss_timer *t, *next;
+		struct ss_list *head = &w->slots[(w->now_tick + i) & mask], *l, *next;
 
-		for (t = head->next; t != head; t = next) {
-			next = t->next;
+		SS_LIST_FOR_EACH_SAFE(l, next, head) {
+			struct ss_timer *t = link_timer(l);
+
 			if (t->deadline_us > now_us)
 				continue;       /* a later rotation, or later in this tick */
 			if (n == max) {
 				/* Full: resume at this slot next time. */
 				w->now_tick += i;
+				w->n_armed -= n;
 				return n;
 			}
 			timer_unlink(t);
-			w->n_armed--;
 			out[n++] = t;
 		}
 	}
 	w->now_tick = new_tick;
+	w->n_armed -= n;        /* the n taken out above */
 
 	if (w->n_armed == 0)
 		w->next_us = UINT64_MAX;

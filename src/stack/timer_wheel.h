@@ -5,10 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/list.h"
+
 /*
  * A single-level hashed wheel (Varghese & Lauck, scheme 6). Time is cut
  * into ticks of @tick_us; a timer due in tick T sits in slot T % n_slots,
- * in a circular doubly linked list whose head is a sentinel in @slots.
+ * in a circular doubly linked list (util/list.h) whose head is in @slots.
  * Timers more than one rotation away share a slot with nearer ones and are
  * skipped (left armed) until their own rotation comes round.
  *
@@ -20,14 +22,22 @@
  * than an earlier one is treated as the earlier one.
  */
 struct ss_timer {
-	struct ss_timer *next, *prev;   /* slot list links; NULL when idle */
+	/* The slot list's link (util/list.h), first member; NULL when idle.  The stack's delayed-ACK queues
+	 * (stack_conn.c) link timers themselves, through next/prev: the same
+	 * two pointers, typed as timers. */
+	union {
+		struct ss_list link;
+		struct {
+			struct ss_timer *next, *prev;
+		};
+	};
 	uint64_t deadline_us;
 	uint32_t slot;                  /* slot index while armed */
 	uint8_t armed;
 };
 
 struct ss_timer_wheel {
-	struct ss_timer *slots;         /* n_slots list sentinels */
+	struct ss_list *slots;          /* n_slots list heads */
 	uint32_t n_slots;               /* power of two */
 	uint64_t tick_us;
 	uint64_t now_tick;              /* first tick not yet fully expired */

@@ -123,8 +123,8 @@ static void ep_reset(int fd, struct ssp_file *f, void *arg)
 {
 	(void)arg;
 	/* Once per set, not per number. */
-	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
-		ssp_ep_atfork_child(SSP_CONTAINER(f, struct ssp_ep, f));
+	if (f->type == SSP_F_EPOLL && SS_CONTAINER_OF(f, struct ssp_ep, f)->epfd == fd)
+		ssp_ep_atfork_child(SS_CONTAINER_OF(f, struct ssp_ep, f));
 }
 
 /* The child shares the parent's region: it must never post a command or
@@ -205,7 +205,7 @@ struct ssp_sock *ssp_fd_sock(int fd)
 {
 	struct ssp_file *f = ssp_fd_get(fd);
 
-	return f && f->type == SSP_F_SOCK ? SSP_CONTAINER(f, struct ssp_sock, f) : NULL;
+	return f && f->type == SSP_F_SOCK ? SS_CONTAINER_OF(f, struct ssp_sock, f) : NULL;
 }
 
 int ssp_fd_set(int fd, struct ssp_file *f)
@@ -301,8 +301,8 @@ static struct ss_app *attach_n(unsigned n, char *why, size_t why_len)
 static void cx_lists_init(void)
 {
 	for (unsigned i = 0; i < SSP_MAX_CX; i++) {
-		ssp_list_init(&ssp.cx[i].cookies);
-		ssp_list_init(&ssp.cx[i].waiters);
+		ss_list_init(&ssp.cx[i].cookies);
+		ss_list_init(&ssp.cx[i].waiters);
 	}
 }
 
@@ -463,8 +463,8 @@ struct ssp_sock *ssp_sock_new(struct ssp_cx *cx)
 	memset(&s->refs, 0, sizeof(*s) - offsetof(struct ssp_sock, refs));
 	__atomic_store_n(&s->cx, cx, __ATOMIC_RELEASE);
 	s->refs = 1;
-	ssp_list_init(&s->in_cookie);
-	ssp_list_init(&s->regs);
+	ss_list_init(&s->in_cookie);
+	ss_list_init(&s->regs);
 	s->nodelay = false; /* as Linux reports it; the service never delays segments */
 	return s;
 }
@@ -493,12 +493,12 @@ void ssp_sock_touch(struct ssp_sock *s)
 	s->seq++;
 	if (__atomic_load_n(&s->n_blocked, __ATOMIC_RELAXED))
 		ssp_sock_kick_blocked(s);
-	for (struct ssp_link *l = s->regs.next; l != &s->regs; l = l->next) {
-		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+	for (struct ss_list *l = s->regs.next; l != &s->regs; l = l->next) {
+		struct ssp_epreg *r = SS_CONTAINER_OF(l, struct ssp_epreg, in_sock);
 
 		if (!r->on_rd) {
 			r->on_rd = true;
-			ssp_list_add_tail(&r->ep->per[cx->idx].rdlist, &r->in_rd);
+			ss_list_add_tail(&r->ep->per[cx->idx].rdlist, &r->in_rd);
 			ssp_ep_wake(r->ep, cx);
 		}
 	}
@@ -612,8 +612,8 @@ static int accq_push(struct ssp_sock *s, struct ss_conn *c)
 void ssp_listen_stopped(struct ssp_sock *s, bool released)
 {
 	accq_free(s); /* Linux resets the connections queued on it */
-	if (!ssp_list_empty(&s->in_cookie))
-		ssp_list_del(&s->in_cookie);
+	if (!ss_list_empty(&s->in_cookie))
+		ss_list_del_init(&s->in_cookie);
 	s->cookie = 0;
 	s->state = SSP_S_NEW;
 	s->listen_done = false;
@@ -658,8 +658,8 @@ static void sock_free(struct ssp_sock *s)
 	}
 	/* A pending LISTENING/CONNECTED finds no socket and is undone in
 	 * ssp_event. */
-	if (!ssp_list_empty(&s->in_cookie))
-		ssp_list_del(&s->in_cookie);
+	if (!ss_list_empty(&s->in_cookie))
+		ss_list_del_init(&s->in_cookie);
 	free(s->accq.q);
 	s->accq.q = NULL;
 	ssp_away_set(s, false);
@@ -686,8 +686,8 @@ static void ssp_event_apply(struct ssp_cx *cx, const struct ss_event *e);
 
 static struct ssp_sock *cookie_find(struct ssp_cx *cx, uint64_t cookie)
 {
-	for (struct ssp_link *l = cx->cookies.next; l != &cx->cookies; l = l->next) {
-		struct ssp_sock *s = SSP_CONTAINER(l, struct ssp_sock, in_cookie);
+	for (struct ss_list *l = cx->cookies.next; l != &cx->cookies; l = l->next) {
+		struct ssp_sock *s = SS_CONTAINER_OF(l, struct ssp_sock, in_cookie);
 
 		if (s->cookie == cookie)
 			return s;
@@ -709,7 +709,7 @@ static void ev_listening(struct ssp_cx *cx, const struct ss_event *e, struct ssp
 	s->listener = e->listener;
 	/* A listener keeps its cookie: ACCEPTED events carry it. */
 	if (s->listen_err)
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 	ssp_sock_touch(s);
 }
 
@@ -727,7 +727,7 @@ static void entry_match(int fd, struct ssp_file *f, void *arg)
 	(void)fd;
 	if (m->s || f->type != SSP_F_SOCK)
 		return;
-	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	s = SS_CONTAINER_OF(f, struct ssp_sock, f);
 	if (__atomic_load_n(&s->cx, __ATOMIC_ACQUIRE) != m->cx)
 		return;
 	if ((s->state == SSP_S_NEW && s->has_entry && s->entry == m->entry) ||
@@ -752,12 +752,12 @@ static void ev_listening_member(struct ssp_cx *cx, const struct ss_event *e)
 		/* Listening already, as the parent was at fork(), which has
 		 * listened again since under a new cookie: the service names
 		 * our copy by that one now (a forked child's INHERIT). */
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = e->cookie;
-		ssp_list_add_tail(&cx->cookies, &s->in_cookie);
+		ss_list_add_tail(&cx->cookies, &s->in_cookie);
 		return;
 	}
-	if (!s || s->state != SSP_S_NEW || !ssp_list_empty(&s->in_cookie) || !e->cookie)
+	if (!s || s->state != SSP_S_NEW || !ss_list_empty(&s->in_cookie) || !e->cookie)
 		return;
 	s->state = SSP_S_LISTEN;
 	s->listener = e->listener;
@@ -765,7 +765,7 @@ static void ev_listening_member(struct ssp_cx *cx, const struct ss_event *e)
 	s->listen_err = 0;
 	s->armed = false;
 	s->cookie = e->cookie;
-	ssp_list_add_tail(&cx->cookies, &s->in_cookie);
+	ss_list_add_tail(&cx->cookies, &s->in_cookie);
 	ssp_sock_touch(s);
 }
 
@@ -776,7 +776,7 @@ static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
 			ssp_conn_release(e->conn, true);
 		return;
 	}
-	ssp_list_del(&s->in_cookie);
+	ss_list_del_init(&s->in_cookie);
 	if (e->type == SS_EVENT_CONNECTED && !e->error && e->conn) {
 		s->state = SSP_S_CONNECTED;
 		s->conn = e->conn;
@@ -795,7 +795,7 @@ static void ev_bound(struct ssp_cx *cx, const struct ss_event *e, struct ssp_soc
 			ss_listen_close(cx->ctx, e->listener); /* nobody waits: give it up */
 		return;
 	}
-	ssp_list_del(&s->in_cookie);
+	ss_list_del_init(&s->in_cookie);
 	s->cookie = 0;
 	s->bind_done = true;
 	s->bind_err = e->error ? e->error : e->type == SS_EVENT_BOUND ? 0 : EINVAL;
@@ -821,7 +821,7 @@ static void ev_adopted(const struct ss_event *e, struct ssp_sock *s)
 			ssp_conn_release(e->conn, false);
 		return;
 	}
-	ssp_list_del(&s->in_cookie);
+	ss_list_del_init(&s->in_cookie);
 	s->cookie = 0;
 	s->adopt_done = true;
 	if (e->type == SS_EVENT_ADOPTED && e->conn) {
@@ -1025,7 +1025,7 @@ void ssp_cx_pump(struct ssp_cx *cx)
 	} while (n == 64);
 	if (cx->n_deferred)
 		deferred_retry(cx);
-	if (!ssp_list_empty(&cx->waiters))
+	if (!ss_list_empty(&cx->waiters))
 		ssp_wake_others(cx, any, broad);
 }
 

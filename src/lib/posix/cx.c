@@ -40,7 +40,7 @@ void ssp_unlock(void)
 
 	held = NULL;
 	/* Waiters there and no poller: one must take the role (cx.c). */
-	if (!cx->poller && cx->waiters.next != &cx->waiters && !cx->handoff)
+	if (!cx->poller && !ss_list_empty(&cx->waiters) && !cx->handoff)
 		cx_handoff(cx);
 	pthread_mutex_unlock(&cx->lock);
 }
@@ -98,7 +98,7 @@ void ssp_locks_reset(void)
 		struct ssp_cx *cx = &ssp.cx[i];
 
 		pthread_mutex_init(&cx->lock, NULL);
-		ssp_list_init(&cx->waiters);
+		ss_list_init(&cx->waiters);
 		cx->poller = NULL;
 		cx->handoff = NULL;
 	}
@@ -251,8 +251,8 @@ struct ssp_waiter *ssp_waiter_self(void)
 	if (!w)
 		return NULL;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
-		ssp_list_init(&w->link[i]);
-	ssp_list_init(&w->in_ep);
+		ss_list_init(&w->link[i]);
+	ss_list_init(&w->in_ep);
 	w->id = __atomic_add_fetch(&waiter_ids, 1, __ATOMIC_RELAXED);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (w->efd < 0 || pthread_setspecific(waiter_key, w) != 0) {
@@ -310,14 +310,14 @@ static uint8_t kind_of(const struct ssp_waiter *w)
 	return __atomic_load_n(&w->kind, __ATOMIC_RELAXED);
 }
 
-static struct ssp_waiter *link_waiter(struct ssp_cx *cx, struct ssp_link *l)
+static struct ssp_waiter *link_waiter(struct ssp_cx *cx, struct ss_list *l)
 {
-	return SSP_CONTAINER(l, struct ssp_waiter, link[cx->idx]);
+	return SS_CONTAINER_OF(l, struct ssp_waiter, link[cx->idx]);
 }
 
 void ssp_cx_kick(struct ssp_cx *cx)
 {
-	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next)
+	for (struct ss_list *l = cx->waiters.next; l != &cx->waiters; l = l->next)
 		ssp_waiter_kick(link_waiter(cx, l));
 }
 
@@ -325,7 +325,7 @@ void ssp_sock_kick_blocked(struct ssp_sock *s)
 {
 	struct ssp_cx *cx = s->cx;
 
-	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+	for (struct ss_list *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
 		struct ssp_waiter *w = link_waiter(cx, l);
 
 		if (kind_of(w) == SSP_WK_SOCK && w->sock == s)
@@ -343,12 +343,12 @@ static void cx_handoff(struct ssp_cx *cx)
 
 	if (!cx->waiters.next)
 		return; /* (lists not set up: never attached) */
-	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+	for (struct ss_list *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
 		w = link_waiter(cx, l);
 		if (kind_of(w) == SSP_WK_EP && ssp_ep_poller_give(w, cx))
 			return;
 	}
-	w = link_waiter(cx, cx->waiters.next);
+	w = link_waiter(cx, ss_list_first(&cx->waiters));
 	cx->handoff = w;
 	ssp_waiter_kick(w);
 }
@@ -371,7 +371,7 @@ int ssp_wait_begin(struct ssp_waiter *w, struct ssp_cx *cx)
 		 * the role, the other sleeps on untouched (epoll.c). */
 		ssp_ep_poller_take(p, cx, w);
 	}
-	ssp_list_add_tail(&cx->waiters, &w->link[cx->idx]);
+	ss_list_add_tail(&cx->waiters, &w->link[cx->idx]);
 	return cx->poller == w;
 }
 
@@ -403,7 +403,7 @@ void ssp_wait_end_all(struct ssp_waiter *w, uint64_t reg)
 
 void ssp_wait_end(struct ssp_waiter *w, struct ssp_cx *cx)
 {
-	ssp_list_del(&w->link[cx->idx]);
+	ss_list_del_init(&w->link[cx->idx]);
 	if (cx->poller == w)
 		poller_set(cx, NULL);
 	if (cx->handoff == w)
@@ -415,7 +415,7 @@ void ssp_wake_others(struct ssp_cx *cx, bool events, bool broad)
 {
 	if (!events)
 		return;
-	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
+	for (struct ss_list *l = cx->waiters.next; l != &cx->waiters; l = l->next) {
 		struct ssp_waiter *w = link_waiter(cx, l);
 
 		if (broad || kind_of(w) == SSP_WK_ALL)

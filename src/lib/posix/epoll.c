@@ -103,7 +103,7 @@ struct ep_x {
 	bool dead;              /* its fd was closed (or replaced) */
 	bool cleaned;           /* ... and its registrations are gone */
 	int waiters;            /* threads inside ssp_epoll_wait on it (read atomically) */
-	struct ssp_link sleepers; /* struct ssp_waiter.in_ep: asleep on it */
+	struct ss_list sleepers; /* struct ssp_waiter.in_ep: asleep on it */
 	int n_sleepers;         /* on sleepers (written under the lock, read atomically) */
 	/* The first thread that sleeps on the set (ssp_waiter.id) keeps its
 	 * eventfd in the kernel set between sleeps (owner_in) until another
@@ -134,19 +134,19 @@ static struct ep_x *ep_pool;
 
 static struct ep_x *ep_x(struct ssp_ep *ep)
 {
-	return SSP_CONTAINER(ep, struct ep_x, ep);
+	return SS_CONTAINER_OF(ep, struct ep_x, ep);
 }
 
 static struct reg_x *reg_x(struct ssp_epreg *r)
 {
-	return SSP_CONTAINER(r, struct reg_x, r);
+	return SS_CONTAINER_OF(r, struct reg_x, r);
 }
 
 static struct ssp_ep *ep_get(int epfd)
 {
 	struct ssp_file *f = ssp_fd_get(epfd);
 
-	return f && f->type == SSP_F_EPOLL ? SSP_CONTAINER(f, struct ssp_ep, f) : NULL;
+	return f && f->type == SSP_F_EPOLL ? SS_CONTAINER_OF(f, struct ssp_ep, f) : NULL;
 }
 
 /* Lock @ep and check that it is still the live set at @epfd: false
@@ -254,13 +254,13 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 	ep->cxmask = 1ull << cx->idx;
 	ep->kmask = 1ull << cx->idx;
 	for (unsigned i = 0; i < SSP_MAX_CX; i++) {
-		ssp_list_init(&ep->per[i].regs);
-		ssp_list_init(&ep->per[i].rdlist);
+		ss_list_init(&ep->per[i].regs);
+		ss_list_init(&ep->per[i].rdlist);
 	}
 	x->dead = x->cleaned = false;
 	x->waiters = 0;
 	x->n_sleepers = 0;
-	ssp_list_init(&x->sleepers);
+	ss_list_init(&x->sleepers);
 	__atomic_store_n(&x->owner, 0, __ATOMIC_RELAXED);
 	x->owner_efd = -1;
 	x->owner_in = x->shared = false;
@@ -296,14 +296,14 @@ static struct ssp_ep *ep_make(int epfd, struct ssp_cx *cx)
 /* Wake the threads asleep on @x (its lock held); see the rule above. */
 static void ep_kick(struct ep_x *x)
 {
-	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
-		ssp_waiter_kick(SSP_CONTAINER(l, struct ssp_waiter, in_ep));
+	for (struct ss_list *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		ssp_waiter_kick(SS_CONTAINER_OF(l, struct ssp_waiter, in_ep));
 }
 
 static struct ssp_epreg *reg_find(struct ssp_ep *ep, struct ssp_sock *s, int fd)
 {
-	for (struct ssp_link *l = s->regs.next; l != &s->regs; l = l->next) {
-		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+	for (struct ss_list *l = s->regs.next; l != &s->regs; l = l->next) {
+		struct ssp_epreg *r = SS_CONTAINER_OF(l, struct ssp_epreg, in_sock);
 
 		if (r->ep == ep && r->fd == fd)
 			return r;
@@ -316,16 +316,16 @@ static void reg_queue(struct ssp_epreg *r)
 {
 	if (!r->on_rd) {
 		r->on_rd = true;
-		ssp_list_add_tail(&r->ep->per[r->sock->cx->idx].rdlist, &r->in_rd);
+		ss_list_add_tail(&r->ep->per[r->sock->cx->idx].rdlist, &r->in_rd);
 	}
 }
 
 static void reg_free(struct ssp_epreg *r)
 {
-	ssp_list_del(&r->in_sock);
-	ssp_list_del(&r->in_ep);
+	ss_list_del_init(&r->in_sock);
+	ss_list_del_init(&r->in_ep);
 	if (r->on_rd)
-		ssp_list_del(&r->in_rd);
+		ss_list_del_init(&r->in_rd);
 	free(reg_x(r));
 }
 
@@ -403,9 +403,9 @@ int ssp_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		r->ep = ep;
 		r->sock = s;
 		r->fd = fd;
-		ssp_list_add_tail(&s->regs, &r->in_sock);
-		ssp_list_add_tail(&ep->per[cx->idx].regs, &r->in_ep);
-		ssp_list_init(&r->in_rd);
+		ss_list_add_tail(&s->regs, &r->in_sock);
+		ss_list_add_tail(&ep->per[cx->idx].regs, &r->in_ep);
+		ss_list_init(&r->in_rd);
 		reg_arm(r, ev);
 		ep_kick(ep_x(ep)); /* Linux's ep_insert wakes a waiter if ready */
 		break;
@@ -565,11 +565,11 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 	/* No registration comes any more (dead), none moves (see
 	 * ssp_ep_sock_moved): take each context's away under its lock. */
 	for (unsigned i = 0; i < ssp.n_cx; i++) {
-		struct ssp_link *h = &ep->per[i].regs;
+		struct ss_list *h = &ep->per[i].regs;
 
 		ssp_cx_lock(&ssp.cx[i]);
-		while (!ssp_list_empty(h))
-			reg_free(SSP_CONTAINER(h->next, struct ssp_epreg, in_ep));
+		while (!ss_list_empty(h))
+			reg_free(SS_LIST_ENTRY(ss_list_first(h), struct ssp_epreg, in_ep));
 		ssp_unlock();
 	}
 	if (close_fd)
@@ -585,10 +585,10 @@ int ssp_ep_drop(int epfd, struct ssp_ep *ep, bool close_fd)
 
 void ssp_ep_drop_fd(struct ssp_sock *s, int fd)
 {
-	struct ssp_link *l = s->regs.next;
+	struct ss_list *l = s->regs.next;
 
 	while (l != &s->regs) {
-		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+		struct ssp_epreg *r = SS_CONTAINER_OF(l, struct ssp_epreg, in_sock);
 
 		l = l->next;
 		if (r->fd == fd)
@@ -598,12 +598,12 @@ void ssp_ep_drop_fd(struct ssp_sock *s, int fd)
 
 void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from)
 {
-	struct ssp_link *l = s->regs.next;
+	struct ss_list *l = s->regs.next;
 	unsigned to = s->cx->idx;
 
 	(void)from;
 	while (l != &s->regs) {
-		struct ssp_epreg *r = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+		struct ssp_epreg *r = SS_CONTAINER_OF(l, struct ssp_epreg, in_sock);
 		struct ssp_ep *ep = r->ep;
 
 		l = l->next;
@@ -612,24 +612,14 @@ void ssp_ep_sock_moved(struct ssp_sock *s, struct ssp_cx *from)
 			reg_free(r); /* its set is being taken apart */
 		} else {
 			ep_cx_add(ep, s->cx);
-			ssp_list_del(&r->in_ep);
-			ssp_list_add_tail(&ep->per[to].regs, &r->in_ep);
+			ss_list_del_init(&r->in_ep);
+			ss_list_add_tail(&ep->per[to].regs, &r->in_ep);
 			if (r->on_rd) {
-				ssp_list_del(&r->in_rd);
-				ssp_list_add_tail(&ep->per[to].rdlist, &r->in_rd);
+				ss_list_del_init(&r->in_rd);
+				ss_list_add_tail(&ep->per[to].rdlist, &r->in_rd);
 			}
 		}
 		pthread_mutex_unlock(&ep->lock);
-	}
-}
-
-static void list_splice_tail(struct ssp_link *to, struct ssp_link *from)
-{
-	while (!ssp_list_empty(from)) {
-		struct ssp_link *l = from->next;
-
-		ssp_list_del(l);
-		ssp_list_add_tail(to, l);
 	}
 }
 
@@ -680,7 +670,7 @@ void ssp_ep_atfork_child(struct ssp_ep *ep)
 	struct ep_x *x = ep_x(ep);
 
 	pthread_mutex_init(&ep->lock, NULL);
-	ssp_list_init(&x->sleepers);
+	ss_list_init(&x->sleepers);
 	x->n_sleepers = 0;
 	x->waiters = 0;
 	/* The kernel set is the parent's too, with the parent's eventfds. */
@@ -692,8 +682,8 @@ void ssp_ep_child_attach(struct ssp_ep *ep)
 {
 	pthread_mutex_lock(&ep->lock);
 	for (unsigned i = 1; i < SSP_MAX_CX; i++) {
-		list_splice_tail(&ep->per[0].regs, &ep->per[i].regs);
-		list_splice_tail(&ep->per[0].rdlist, &ep->per[i].rdlist);
+		ss_list_splice_tail(&ep->per[0].regs, &ep->per[i].regs);
+		ss_list_splice_tail(&ep->per[0].rdlist, &ep->per[i].rdlist);
 	}
 	ep->cxmask = 0;
 	ep->kmask = 0; /* the kernel set holds the parent's eventfds, not ours */
@@ -706,31 +696,23 @@ void ssp_ep_child_attach(struct ssp_ep *ep)
 static int ep_collect(struct ssp_ep *ep, unsigned j, struct epoll_event *out, int max,
 		      bool *more)
 {
-	struct ssp_link *rd = &ep->per[j].rdlist, todo;
+	struct ss_list *rd = &ep->per[j].rdlist, todo;
 	int n = 0;
 
-	if (ssp_list_empty(rd))
+	if (ss_list_empty(rd))
 		return 0;
 	/* Take the whole list: each entry is looked at once per call. */
-	todo = *rd;
-	todo.next->prev = &todo;
-	todo.prev->next = &todo;
-	ssp_list_init(rd);
-	while (!ssp_list_empty(&todo)) {
-		struct ssp_epreg *r = SSP_CONTAINER(todo.next, struct ssp_epreg, in_rd);
+	ss_list_move(&todo, rd);
+	while (!ss_list_empty(&todo)) {
+		struct ssp_epreg *r = SS_LIST_ENTRY(ss_list_first(&todo), struct ssp_epreg, in_rd);
 		uint32_t m;
 
 		if (n == max) {
 			/* Out of room: the rest stays queued, in order. */
-			struct ssp_link *first = todo.next, *last = todo.prev;
-
-			last->next = rd->next;
-			rd->next->prev = last;
-			rd->next = first;
-			first->prev = rd;
+			ss_list_splice_head(rd, &todo);
 			break;
 		}
-		ssp_list_del(&r->in_rd);
+		ss_list_del_init(&r->in_rd);
 		r->on_rd = false;
 		if (r->disabled)
 			continue;
@@ -750,7 +732,7 @@ static int ep_collect(struct ssp_ep *ep, unsigned j, struct epoll_event *out, in
 		else if (!(r->events & EPOLLET))
 			reg_queue(r); /* level-triggered: look again next time */
 	}
-	*more |= !ssp_list_empty(rd);
+	*more |= !ss_list_empty(rd);
 	return n;
 }
 
@@ -830,8 +812,8 @@ static uint64_t ep_cxs(struct ssp_ep *ep)
 /* Is a thread with waiter id @id on @x's sleepers?  (Its lock held.) */
 static bool ep_sleeping(struct ep_x *x, uint64_t id)
 {
-	for (struct ssp_link *l = x->sleepers.next; l != &x->sleepers; l = l->next)
-		if (SSP_CONTAINER(l, struct ssp_waiter, in_ep)->id == id)
+	for (struct ss_list *l = x->sleepers.next; l != &x->sleepers; l = l->next)
+		if (SS_CONTAINER_OF(l, struct ssp_waiter, in_ep)->id == id)
 			return true;
 	return false;
 }
@@ -932,7 +914,7 @@ static void ep_sleeper_register(struct ep_x *x, struct ssp_waiter *w, struct ssp
 
 	pthread_mutex_lock(&ep->lock);
 	if (first) {
-		ssp_list_add_tail(&x->sleepers, &w->in_ep);
+		ss_list_add_tail(&x->sleepers, &w->in_ep);
 		__atomic_store_n(&x->n_sleepers, x->n_sleepers + 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&w->sleep_ep, ep, __ATOMIC_RELEASE);
 		if (!x->dead && ep_wake_add(x, w) < 0)
@@ -956,7 +938,7 @@ static void ep_sleeper_register(struct ep_x *x, struct ssp_waiter *w, struct ssp
  * set was closed meanwhile. */
 static bool ep_sleeper_quit_locked(struct ep_x *x, struct ssp_waiter *w)
 {
-	ssp_list_del(&w->in_ep);
+	ss_list_del_init(&w->in_ep);
 	__atomic_store_n(&x->n_sleepers, x->n_sleepers - 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&w->sleep_ep, NULL, __ATOMIC_RELEASE);
 	if (x->dead)
@@ -1041,7 +1023,7 @@ static int ep_pass(struct ssp_ep *ep, uint64_t cxs, struct epoll_event *evs, int
 			if (n < max)
 				n += ep_collect(ep, j, evs + n, max - n, more);
 			else
-				*more |= !ssp_list_empty(&ep->per[j].rdlist);
+				*more |= !ss_list_empty(&ep->per[j].rdlist);
 			if (sleep && !n && !again) {
 				if (ssp_wait_begin(self, cx) < 0) {
 					again = true;
@@ -1171,8 +1153,8 @@ static bool excl_keep(struct ssp_epreg *r)
 	struct ssp_sock *s = r->sock;
 	struct reg_x *rx = reg_x(r);
 
-	for (struct ssp_link *l = s->regs.next; l != &r->in_sock; l = l->next) {
-		struct ssp_epreg *o = SSP_CONTAINER(l, struct ssp_epreg, in_sock);
+	for (struct ss_list *l = s->regs.next; l != &r->in_sock; l = l->next) {
+		struct ssp_epreg *o = SS_CONTAINER_OF(l, struct ssp_epreg, in_sock);
 		struct reg_x *ox = reg_x(o);
 
 		if ((o->events & EPOLLEXCLUSIVE) && ox->excl_took && ox->excl_seq == s->seq)
@@ -1193,15 +1175,15 @@ static bool excl_keep(struct ssp_epreg *r)
  */
 void ssp_ep_wake(struct ssp_ep *ep, struct ssp_cx *cx)
 {
-	struct ssp_link *rd = &ep->per[cx->idx].rdlist;
+	struct ss_list *rd = &ep->per[cx->idx].rdlist;
 	struct ep_x *x = ep_x(ep);
 	struct ssp_epreg *r;
 
-	if (ssp_list_empty(rd))
+	if (ss_list_empty(rd))
 		return;
-	r = SSP_CONTAINER(rd->prev, struct ssp_epreg, in_rd);
+	r = SS_LIST_ENTRY(ss_list_last(rd), struct ssp_epreg, in_rd);
 	if ((r->events & EPOLLEXCLUSIVE) && !excl_keep(r)) {
-		ssp_list_del(&r->in_rd);
+		ss_list_del_init(&r->in_rd);
 		r->on_rd = false;
 		return;
 	}

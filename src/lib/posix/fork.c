@@ -112,7 +112,7 @@ static void sock_convert(struct ssp_sock *s, struct convert *cv)
 		break;
 	case SSP_S_CONNECTING:
 		/* The answer goes to the parent. */
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		s->state = SSP_S_FAILED;
 		s->err = ECONNABORTED;
@@ -128,7 +128,7 @@ static void file_convert(int fd, struct ssp_file *f, void *arg)
 {
 	(void)fd;
 	if (f->type == SSP_F_SOCK)
-		sock_convert(SSP_CONTAINER(f, struct ssp_sock, f), arg);
+		sock_convert(SS_CONTAINER_OF(f, struct ssp_sock, f), arg);
 }
 
 static void ep_convert(int fd, struct ssp_file *f, void *arg)
@@ -136,8 +136,8 @@ static void ep_convert(int fd, struct ssp_file *f, void *arg)
 	(void)arg;
 	/* A set shared with the parent (the kernel object is): our context
 	 * joins it too so our events wake it.  Once per set, not per number. */
-	if (f->type == SSP_F_EPOLL && SSP_CONTAINER(f, struct ssp_ep, f)->epfd == fd)
-		ssp_ep_child_attach(SSP_CONTAINER(f, struct ssp_ep, f));
+	if (f->type == SSP_F_EPOLL && SS_CONTAINER_OF(f, struct ssp_ep, f)->epfd == fd)
+		ssp_ep_child_attach(SS_CONTAINER_OF(f, struct ssp_ep, f));
 }
 
 int ssp_child_attach(void)
@@ -180,16 +180,8 @@ int ssp_child_attach(void)
 	ssp.pid = getpid();
 	cv.owner = old->app_id;
 	/* Every socket moves to context 0, with the answers it waits for. */
-	for (unsigned i = 1; i < SSP_MAX_CX; i++) {
-		struct ssp_link *h = &ssp.cx[i].cookies;
-
-		while (!ssp_list_empty(h)) {
-			struct ssp_link *l = h->next;
-
-			ssp_list_del(l);
-			ssp_list_add_tail(&cx0->cookies, l);
-		}
-	}
+	for (unsigned i = 1; i < SSP_MAX_CX; i++)
+		ss_list_splice_tail(&cx0->cookies, &ssp.cx[i].cookies);
 	ssp.app = app;
 	ssp_cx_setup();
 	ssp.n_away = 0;
@@ -246,7 +238,7 @@ void ssp_sock_claim(struct ssp_sock *s)
 	s->cookie = ssp_cookie_new();
 	s->adopt_done = false;
 	s->adopt_err = 0;
-	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
+	ss_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	while (post_adopt(s) < 0 && ssp_ms_left(deadline) != 0)
 		ssp_pump();
 	ss_flush(s->cx->ctx);
@@ -255,7 +247,7 @@ void ssp_sock_claim(struct ssp_sock *s)
 	s->hold--;
 	s->inh = false;
 	if (!s->adopt_done) {
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		s->adopt_err = ETIMEDOUT;
 	}
@@ -292,9 +284,9 @@ static void sock_move0(struct ssp_sock *s, struct ssp_cx *from)
 	struct ssp_cx *cx0 = &ssp.cx[0];
 
 	ssp_away_set(s, false);
-	if (!ssp_list_empty(&s->in_cookie)) {
-		ssp_list_del(&s->in_cookie);
-		ssp_list_add_tail(&cx0->cookies, &s->in_cookie);
+	if (!ss_list_empty(&s->in_cookie)) {
+		ss_list_del_init(&s->in_cookie);
+		ss_list_add_tail(&cx0->cookies, &s->in_cookie);
 	}
 	__atomic_store_n(&s->cx, cx0, __ATOMIC_RELEASE);
 	ssp_ep_sock_moved(s, from);
@@ -308,7 +300,7 @@ void ssp_sock_returned(struct ssp_sock *s, struct ss_conn *c)
 	if (s->inh && s->cookie) {
 		/* A claim of ours is on its way: this answers it (the service
 		 * refuses the ADOPT, our reference being spent). */
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		s->adopt_done = true;
 		s->adopt_err = 0;
@@ -353,7 +345,7 @@ static void ref_match(int fd, struct ssp_file *f, void *arg)
 
 	if (m->s || f->type != SSP_F_SOCK)
 		return;
-	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	s = SS_CONTAINER_OF(f, struct ssp_sock, f);
 	cx = __atomic_load_n(&s->cx, __ATOMIC_ACQUIRE);
 	if (cx != cx0) {
 		if (!m->others)
@@ -424,7 +416,7 @@ static void mark_shared(int fd, struct ssp_file *f, void *arg)
 	(void)arg;
 	if (f->type != SSP_F_SOCK)
 		return;
-	s = SSP_CONTAINER(f, struct ssp_sock, f);
+	s = SS_CONTAINER_OF(f, struct ssp_sock, f);
 	s->shared = true;
 	/* The child may adopt the connection while we write or read: our
 	 * commits and consumptions go through its sync words from now on

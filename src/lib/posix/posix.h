@@ -66,40 +66,7 @@
 #include <time.h>
 
 #include "lib.h"
-
-/* ----------------------------------------------------------------- lists */
-
-struct ssp_link {
-	struct ssp_link *prev, *next;
-};
-
-#define SSP_CONTAINER(ptr, type, member) \
-	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
-
-static inline void ssp_list_init(struct ssp_link *h)
-{
-	h->prev = h->next = h;
-}
-
-static inline bool ssp_list_empty(const struct ssp_link *h)
-{
-	return h->next == h;
-}
-
-static inline void ssp_list_add_tail(struct ssp_link *h, struct ssp_link *e)
-{
-	e->prev = h->prev;
-	e->next = h;
-	h->prev->next = e;
-	h->prev = e;
-}
-
-static inline void ssp_list_del(struct ssp_link *e)
-{
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-	e->prev = e->next = e;
-}
+#include "util/list.h"
 
 /* ---------------------------------------------------------- real libc */
 
@@ -195,12 +162,12 @@ struct ssp_sock {
 	uint16_t bind_port;
 	uint32_t listener;      /* service listener id */
 	uint64_t cookie;        /* listen/connect cookie (0: none) */
-	struct ssp_link in_cookie; /* on cx->cookies while cookie != 0 */
+	struct ss_list in_cookie; /* on cx->cookies while cookie != 0 */
 	struct ss_conn *conn;
 	struct ssp_accq accq;
 	uint32_t seq;           /* bumped by every event: edge-triggered epoll */
 	int n_blocked;          /* threads asleep in a call on it (atomic; cx.c) */
-	struct ssp_link regs;   /* struct ssp_epreg.in_sock */
+	struct ss_list regs;   /* struct ssp_epreg.in_sock */
 
 	/* The service's port entry (bind(), then listen() or connect()). */
 	bool has_entry;
@@ -242,8 +209,8 @@ struct ssp_sock {
 /* An epoll set's registrations of sockets living on one context, and
  * those of them that may be ready: under that context's lock. */
 struct ssp_ep_cx {
-	struct ssp_link regs;   /* struct ssp_epreg.in_ep */
-	struct ssp_link rdlist; /* struct ssp_epreg.in_rd */
+	struct ss_list regs;   /* struct ssp_epreg.in_ep */
+	struct ss_list rdlist; /* struct ssp_epreg.in_rd */
 };
 
 /* One epoll set that holds accelerated fds (a real kernel epoll fd).
@@ -269,7 +236,7 @@ struct ssp_epreg {
 	uint32_t seen_seq;      /* sock->seq when last reported (EPOLLET) */
 	bool disabled;          /* EPOLLONESHOT fired */
 	bool on_rd;
-	struct ssp_link in_sock, in_ep, in_rd;
+	struct ss_list in_sock, in_ep, in_rd;
 };
 
 /* epoll_data value marking the context eventfd in kernel epoll sets. */
@@ -296,8 +263,8 @@ enum ssp_wait_kind {
  * It may wait on several contexts at once (poll and epoll sets that span
  * them): one link per context. */
 struct ssp_waiter {
-	struct ssp_link link[SSP_MAX_CX]; /* on cx->waiters while blocked there */
-	struct ssp_link in_ep;  /* on an epoll set's sleepers (epoll.c) */
+	struct ss_list link[SSP_MAX_CX]; /* on cx->waiters while blocked there */
+	struct ss_list in_ep;  /* on an epoll set's sleepers (epoll.c) */
 	int efd;
 	/* Set by its thread before it registers anywhere, fixed until it is
 	 * off every context again (read by others under a context lock). */
@@ -327,8 +294,8 @@ struct ssp_cx {
 	int evfd;               /* the context's eventfd (idem) */
 	unsigned idx;
 	unsigned users;         /* threads that took it as their own (ssp.glock) */
-	struct ssp_link cookies; /* sockets waiting for LISTENING/CONNECTED/... */
-	struct ssp_link waiters; /* struct ssp_waiter.link[idx]: blocked here */
+	struct ss_list cookies; /* sockets waiting for LISTENING/CONNECTED/... */
+	struct ss_list waiters; /* struct ssp_waiter.link[idx]: blocked here */
 	struct ssp_waiter *poller; /* the one of them that armed the context */
 	struct ssp_waiter *handoff; /* kicked to become the poller (none left) */
 	int n_sets;             /* epoll sets holding sockets of it (atomic; epoll.c) */

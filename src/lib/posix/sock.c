@@ -126,7 +126,7 @@ static int sock_demote(int fd, struct ssp_sock *s)
 	int one = 1, kfd, cloexec;
 
 	if (s->state != SSP_S_NEW || s->refs != 1 || s->hold ||
-	    !ssp_list_empty(&s->regs)) {
+	    !ss_list_empty(&s->regs)) {
 		ssp_log_once("demote", "loopback on a socket already in use: not supported");
 		errno = EADDRNOTAVAIL;
 		return -1;
@@ -187,9 +187,9 @@ static int port_claim(struct ssp_sock *s, uint16_t port)
 	s->cookie = a.cookie;
 	s->bind_done = false;
 	s->bind_err = 0;
-	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
+	ss_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_bind, &a) < 0) {
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		return -1;
 	}
@@ -199,7 +199,7 @@ static int port_claim(struct ssp_sock *s, uint16_t port)
 	s->hold--;
 	if (!s->bind_done) {
 		/* The service never answered: a late BOUND is given up. */
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		errno = ETIMEDOUT;
 		return -1;
@@ -269,9 +269,9 @@ static int listen_once(struct ssp_sock *s, int backlog)
 	s->cookie = a.cookie;
 	s->listen_done = false;
 	s->listen_err = 0;
-	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
+	ss_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_listen, &a) < 0) {
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		return -1;
 	}
 	ss_flush(s->cx->ctx);
@@ -280,7 +280,7 @@ static int listen_once(struct ssp_sock *s, int backlog)
 	s->hold--;
 	if (!s->listen_done) {
 		/* The service never answered: a late LISTENING is undone. */
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		s->cookie = 0;
 		errno = ETIMEDOUT;
 		return -1;
@@ -516,10 +516,10 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	a.bound = s->has_entry;
 	a.entry = s->entry;
 	a.cookie = s->cookie = ssp_cookie_new();
-	ssp_list_add_tail(&s->cx->cookies, &s->in_cookie);
+	ss_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_connect, &a) < 0) {
 		err = errno;
-		ssp_list_del(&s->in_cookie);
+		ss_list_del_init(&s->in_cookie);
 		return ssp_fail_unlock(err == EAGAIN ? ENOBUFS : err);
 	}
 	s->has_entry = false;
@@ -709,7 +709,7 @@ static int fd_leave(int fd, bool close_fd)
 		if (!f)
 			return close_fd ? ss_sys_close(fd) : 0;
 		if (f->type == SSP_F_EPOLL)
-			return ssp_ep_drop(fd, SSP_CONTAINER(f, struct ssp_ep, f), close_fd);
+			return ssp_ep_drop(fd, SS_CONTAINER_OF(f, struct ssp_ep, f), close_fd);
 		s = ssp_sock_lock_fd(fd);
 		if (!s)
 			continue; /* it changed meanwhile: look again */
@@ -757,7 +757,7 @@ int ssp_dup(int oldfd, int newfd, int flags, bool exact)
 	}
 	f = ssp_fd_get(oldfd);
 	if (f && f->type == SSP_F_EPOLL) {
-		nfd = ssp_ep_dup(SSP_CONTAINER(f, struct ssp_ep, f), oldfd, newfd, flags, exact);
+		nfd = ssp_ep_dup(SS_CONTAINER_OF(f, struct ssp_ep, f), oldfd, newfd, flags, exact);
 		if (nfd != -2)
 			return nfd;
 		/* closed meanwhile: as any fd */

@@ -321,8 +321,8 @@ static struct ssp_waiter *raw_waiter(uint8_t kind, struct ssp_sock *s)
 	if (!w)
 		abort();
 	for (unsigned i = 0; i < SSP_MAX_CX; i++)
-		ssp_list_init(&w->link[i]);
-	ssp_list_init(&w->in_ep);
+		ss_list_init(&w->link[i]);
+	ss_list_init(&w->in_ep);
 	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	CHECK(w->efd >= 0);
 	w->kind = kind;
@@ -433,7 +433,7 @@ static void test_wake_rules(const int *fds, uint32_t pos)
 	ssp_wait_end(wb, c1);
 	ssp_wait_end(wc, c1);
 	ssp_unlock();
-	CHECK(c1->poller == NULL && ssp_list_empty(&c1->waiters));
+	CHECK(c1->poller == NULL && ss_list_empty(&c1->waiters));
 	CHECK_EQ_U64(ssp_recv(fds[1], buf, sizeof(buf), MSG_DONTWAIT, NULL, NULL), 2);
 	raw_waiter_free(wp);
 	raw_waiter_free(wa);
@@ -464,12 +464,12 @@ static uint64_t ep_kmask(int ep)
 {
 	struct ssp_file *f = ssp_fd_get(ep);
 
-	return f && f->type == SSP_F_EPOLL ? SSP_CONTAINER(f, struct ssp_ep, f)->kmask : 0;
+	return f && f->type == SSP_F_EPOLL ? SS_CONTAINER_OF(f, struct ssp_ep, f)->kmask : 0;
 }
 
 static struct ssp_ep *ep_of(int ep)
 {
-	return SSP_CONTAINER(ssp_fd_get(ep), struct ssp_ep, f);
+	return SS_CONTAINER_OF(ssp_fd_get(ep), struct ssp_ep, f);
 }
 
 /* Until @z's thread is asleep on its set as the poller of context 1 (the
@@ -610,7 +610,7 @@ static unsigned cx_waiters(struct ssp_cx *cx, struct ssp_waiter **poller)
 	unsigned n = 0;
 
 	ssp_cx_lock(cx);
-	for (struct ssp_link *l = cx->waiters.next; l != &cx->waiters; l = l->next)
+	for (struct ss_list *l = cx->waiters.next; l != &cx->waiters; l = l->next)
 		n++;
 	*poller = cx->poller;
 	ssp_unlock();
