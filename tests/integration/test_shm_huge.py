@@ -4,7 +4,7 @@
 With the host's shmem THP mode at "advise" (set here and put back after),
 an echo server under `slipstream run` serves 600 connections from a Linux
 client that checks every echoed byte.  The service reports its regions
-on huge pages; the fast path woke the slow path to populate further
+on huge pages; the fast path woke the control thread to populate further
 (app_populate_kicks); the bytes populated ahead cover the rings the plan
 had reached by then; and the service's mapping of the region is on 2 MiB
 pages (ShmemPmdMapped).  With the mode at "never" the same default leaves
@@ -89,9 +89,9 @@ def test_regions_huge_and_populated_ahead(shmem_thp, prefix_new_fn):
         # The first kick mark is slot AHEAD / 2 (AHEAD slots, 32 MiB of
         # rings, populated at attach); the plan made then reaches at least
         # AHEAD / 2 + 1 + AHEAD slots.  How many marks follow depends on how
-        # far the connections had got when the slow path planned.
+        # far the connections had got when the control thread planned.
         assert ctr["app_populate_kicks"] >= 1, ctr["app_populate_kicks"]
-        # Slots handed out before the slow path got to their rings (a
+        # Slots handed out before the control thread got to their rings (a
         # burst outrunning it): at most every slot past the first AHEAD.
         assert 0 <= ctr["app_slot_unpopulated"] <= CONNS - AHEAD, ctr["app_slot_unpopulated"]
         assert info["shm_populated_bytes"] >= (AHEAD // 2 + 1 + AHEAD) * SLOT, info
