@@ -102,7 +102,7 @@ struct ss_sconn_cc {
 	struct ss_timer timer;        /* on the stack's cc_wheel while active and
 				       * not shared (a member's is its host's) */
 	uint64_t start_us;            /* start of the current interval */
-	struct ss_sconn *host_next, *host_prev; /* the host's members while shared */
+	struct ss_list host_link;     /* on its host's members while shared */
 	struct ss_cc_share_flow share; /* its membership of the host's interval */
 	struct ss_cc_counters prev;   /* the engine's counters at interval start */
 	uint64_t published_us;        /* TCP_INFO last published (cc_sample_done()) */
@@ -284,7 +284,7 @@ struct ss_stack {
 		struct ss_timer timer;  /* cc-share host: its interval's end, while
 					 * it has members (cc_host_wheel) */
 		struct ss_cc_host host; /* cc-share host: the host's controller */
-		struct ss_sconn *members; /* its flows paced at their share */
+		struct ss_list members; /* its flows paced at their share */
 		uint32_t n_members;     /* how many (the split's divisor) */
 		bool pace_on;           /* pace is initialised (cc-share host) */
 		uint8_t slack;          /* runs in a row that bound no member: the

@@ -64,6 +64,12 @@ static inline struct ss_sconn *sconn_of_pf(struct ss_pacer_flow *pf)
 	return (struct ss_sconn *)(void *)((uint8_t *)pf - offsetof(struct ss_sconn, cc.pf));
 }
 
+/* The connection whose host-member link is @l. */
+static inline struct ss_sconn *host_member(struct ss_list *l)
+{
+	return SS_LIST_ENTRY(l, struct ss_sconn, cc.host_link);
+}
+
 static inline struct ss_sconn *sconn_of_cc_timer(struct ss_timer *t)
 {
 	return (struct ss_sconn *)(void *)((uint8_t *)t - offsetof(struct ss_sconn, cc.timer));
@@ -86,8 +92,10 @@ int stack_cc_init(struct ss_stack *s)
 		ss_timer_wheel_fini(&s->cc_wheel);
 		return rc;
 	}
-	for (unsigned i = 0; i < sizeof(s->cc_paths) / sizeof(s->cc_paths[0]); i++)
+	for (unsigned i = 0; i < sizeof(s->cc_paths) / sizeof(s->cc_paths[0]); i++) {
 		ss_timer_init(&s->cc_paths[i].timer);
+		ss_list_init(&s->cc_paths[i].members);
+	}
 	ss_pacer_params_default(&pp);
 	pp.max_lag_ns = CC_PACER_MAX_LAG_NS;
 	s->cc_members = 0;
@@ -297,7 +305,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	ss_timer_init(&sc->cc.timer);
 	sc->cc.ops = ops;
 	sc->cc.shared = false;
-	sc->cc.host_next = sc->cc.host_prev = NULL;
+	sc->cc.host_link.next = sc->cc.host_link.prev = NULL;
 	sc->cc.host_grp = NULL;
 	sc->cc.prev = c->cc;
 	sc->cc.charged = c->cc.sent_bytes;
@@ -410,13 +418,7 @@ static __attribute__((noinline)) void cc_host_leave(struct ss_stack *s, struct s
 	if (sc->cc.host_grp && sc->cc.pf.group == sc->cc.host_grp)
 		cc_regroup(s, sc, NULL);
 	sc->cc.host_grp = NULL;
-	if (sc->cc.host_prev)
-		sc->cc.host_prev->cc.host_next = sc->cc.host_next;
-	else
-		p->members = sc->cc.host_next;
-	if (sc->cc.host_next)
-		sc->cc.host_next->cc.host_prev = sc->cc.host_prev;
-	sc->cc.host_next = sc->cc.host_prev = NULL;
+	ss_list_del(&sc->cc.host_link);
 	sc->cc.shared = false;
 	p->n_members--;
 	s->cc_members--;
@@ -427,8 +429,8 @@ static __attribute__((noinline)) void cc_host_leave(struct ss_stack *s, struct s
 /* @p becomes @ip's, with no history. */
 static void cc_path_take(struct ss_stack *s, struct ss_cc_path *p, uint32_t ip)
 {
-	while (p->members) /* an old host's flows, idle for CC_HOST_STALE_US */
-		cc_host_leave(s, p, p->members, true);
+	while (!ss_list_empty(&p->members)) /* an old host's flows, idle for CC_HOST_STALE_US */
+		cc_host_leave(s, p, host_member(p->members.next), true);
 	ss_timer_cancel(&s->cc_host_wheel, &p->timer);
 	p->ip = ip;
 	p->rtt_us = 0;
@@ -721,11 +723,7 @@ static bool cc_host_interval(struct ss_stack *s, struct ss_sconn *sc,
 	if (!sc->cc.shared) {
 		ss_cc_share_flow_init(&sc->cc.share);
 		sc->cc.shared = true;
-		sc->cc.host_prev = NULL;
-		sc->cc.host_next = p->members;
-		if (p->members)
-			p->members->cc.host_prev = sc;
-		p->members = sc;
+		ss_list_add_head(&p->members, &sc->cc.host_link);
 		p->n_members++;
 		s->cc_members++;
 		if (p->pace_on) {
@@ -825,19 +823,20 @@ static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct
 static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_cc_path *p)
 {
 	const struct ss_cc_params *prm = &s->ccp->params;
-	struct ss_sconn *m, *next;
+	struct ss_list *l, *next;
+	struct ss_sconn *m;
 	struct ss_cc_sample smp;
 	struct ss_cc_out h, out;
 	uint32_t flags, rtt, mss, n_rtt = 0, n_rate = 0, n = 0;
 	uint64_t share, rtt_sum = 0, rate_sum = 0;
 	bool slack;
 
-	for (m = p->members; m; m = next) {
+	SS_LIST_FOR_EACH_SAFE(l, next, &p->members) {
 		/* Its own, not smp, whose address the trace takes: gcc
 		 * keeps most of it in registers. */
 		struct ss_cc_sample one;
 
-		next = m->cc.host_next;
+		m = host_member(l);
 		if (m->tcp.f.state == SS_TCPS_CLOSED || m->tcp.remote_ip != p->ip) {
 			/* Closed; or the entry is another address's (a
 			 * member's address is its host's while it is one). */
@@ -855,12 +854,12 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 			n_rate++;
 		}
 	}
-	if (!p->members)
+	if (ss_list_empty(&p->members))
 		return;
 	cc_path_update_mean(s, p, n_rtt ? (uint32_t)(rtt_sum / n_rtt) : 0,
 			    n_rate ? rate_sum / n_rate : 0, n_rtt);
-	mss = p->members->tcp.f.mss;
-	rtt = p->rtt_us ? p->rtt_us : p->members->tcp.f.srtt_us;
+	mss = host_member(p->members.next)->tcp.f.mss;
+	rtt = p->rtt_us ? p->rtt_us : host_member(p->members.next)->tcp.f.srtt_us;
 	share = p->host.n_last ? p->host.rate / p->host.n_last : 0;
 	/* Whether this run bound any member (before the run clears the counts). */
 	slack = !p->host.fresh && !p->host.rate_limited && !p->host.win_limited &&
@@ -875,10 +874,11 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 	ss_ctr_inc(s->ctr, SS_CTR_cc_host_intervals);
 	flags = SS_CC_OUT_RATE | (h.flags & (SS_CC_OUT_REDUCED | SS_CC_OUT_CAPPED | SS_CC_OUT_HELD)) |
 		(p->host.slow_start ? SS_CC_OUT_SLOW_START : 0);
-	for (m = p->members; m; m = next) {
-		bool idle = cc_flow_idle(m);
+	SS_LIST_FOR_EACH_SAFE(l, next, &p->members) {
+		bool idle;
 
-		next = m->cc.host_next;
+		m = host_member(l);
+		idle = cc_flow_idle(m);
 		if (s->cc_trace) /* as added above: the counters did not move */
 			cc_sample(s, m, &smp);
 		out.rate_bps = ss_cc_host_share(&p->host, prm, &m->cc.share);
@@ -900,7 +900,7 @@ static __attribute__((flatten)) void cc_host_run(struct ss_stack *s, struct ss_c
 	ss_ctr_add(s->ctr, SS_CTR_cc_intervals, n);
 	if (flags & SS_CC_OUT_REDUCED)
 		ss_ctr_add(s->ctr, SS_CTR_cc_reductions, n);
-	if (!p->members)
+	if (ss_list_empty(&p->members))
 		return;
 	if (!slack)
 		p->slack = 0;

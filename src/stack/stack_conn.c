@@ -268,30 +268,33 @@ static void delack_unlink(struct ss_sconn *sc)
 
 	if (!t->armed)
 		return;
-	t->prev->next = t->next;
-	t->next->prev = t->prev;
-	t->next = t->prev = NULL;
+	ss_list_del(&t->link);
 	t->armed = 0;
 }
 
+/* The timer whose list link is @l (the link is its first member). */
+static inline struct ss_timer *delack_timer(struct ss_list *l)
+{
+	return SS_LIST_ENTRY(l, struct ss_timer, link);
+}
+
 /* Queued in deadline order on its hold's queue: at the tail, unless the
- * clock went back. */
+ * clock went back.  A queue's head is a timer too (a sentinel, never due),
+ * so the walks read a deadline at every link. */
 static void delack_queue(struct ss_stack *s, struct ss_sconn *sc, uint64_t deadline_us)
 {
-	struct ss_timer *q = &s->delack_q[0], *t = &sc->delack, *after;
+	struct ss_timer *q = &s->delack_q[0], *t = &sc->delack;
+	struct ss_list *after;
 
 	if (__builtin_expect(sc->tcp.delack_hold_us != s->params.delack_us, 0))
 		q = &s->delack_q[ss_tcp_delack_step(&s->params, sc->tcp.delack_hold_us)];
-	after = q->prev;
+	after = ss_list_last(&q->link);
 
-	while (after != q && after->deadline_us > deadline_us)
+	while (after != &q->link && delack_timer(after)->deadline_us > deadline_us)
 		after = after->prev;
 	t->deadline_us = deadline_us;
 	t->armed = 1;
-	t->prev = after;
-	t->next = after->next;
-	after->next->prev = t;
-	after->next = t;
+	ss_list_add_after(after, &t->link);
 }
 
 /* Delayed ACKs whose time has come (a head is due: stack_timers_run()). */
@@ -300,7 +303,8 @@ void stack_delack_run(struct ss_stack *s)
 	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++) {
 		struct ss_timer *q = &s->delack_q[i], *t;
 
-		while ((t = q->next)->deadline_us <= s->now_us) { /* the sentinel stops it */
+		while ((t = delack_timer(q->link.next))->deadline_us <= s->now_us) {
+			/* the sentinel stops it */
 			struct ss_sconn *sc = (struct ss_sconn *)(void *)((uint8_t *)t -
 									   offsetof(struct ss_sconn, delack));
 
@@ -392,7 +396,7 @@ int ss_stack_init(struct ss_stack *s, const struct ss_stack_limits *lim,
 		ss_timer_init(&s->conns[i].delack);
 	}
 	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++) {
-		s->delack_q[i].next = s->delack_q[i].prev = &s->delack_q[i];
+		ss_list_init(&s->delack_q[i].link);
 		s->delack_q[i].deadline_us = UINT64_MAX; /* a sentinel is never due */
 	}
 	return 0;
@@ -1324,8 +1328,8 @@ uint64_t ss_stack_next_deadline(const struct ss_stack *s)
 	uint64_t t = ss_timer_wheel_next(&s->wheel), c = stack_cc_next_us(s);
 
 	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++)
-		if (s->delack_q[i].next->deadline_us < t) /* a sentinel's is UINT64_MAX */
-			t = s->delack_q[i].next->deadline_us;
+		if (stack_delack_head(s, i) < t) /* a sentinel's is UINT64_MAX */
+			t = stack_delack_head(s, i);
 	return c < t ? c : t;
 }
 

@@ -28,6 +28,12 @@ struct ss_sconn *stack_conns_alloc(size_t n);
 void stack_conns_free(struct ss_sconn *conns, size_t n);
 void stack_conn_timers_run(struct ss_stack *s);
 void stack_delack_run(struct ss_stack *s);
+/* The earliest deadline on delayed-ACK queue @i (UINT64_MAX: empty; the
+ * queue's head is a sentinel timer that is never due). */
+static inline uint64_t stack_delack_head(const struct ss_stack *s, unsigned i)
+{
+	return SS_LIST_ENTRY(s->delack_q[i].link.next, struct ss_timer, link)->deadline_us;
+}
 void stack_arp_poll(struct ss_stack *s);
 void stack_listener_abort_syn(struct ss_stack *s, uint32_t listener);
 void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_app *a,

@@ -13,7 +13,7 @@ static inline void round_timers(struct ss_stack *s)
 	if (ss_timer_wheel_due(&s->wheel, s->now_us))
 		stack_conn_timers_run(s);
 	for (unsigned i = 0; i < SS_TCP_DELACK_STEPS; i++)
-		if (s->delack_q[i].next->deadline_us <= s->now_us) { /* a sentinel's: UINT64_MAX */
+		if (stack_delack_head(s, i) <= s->now_us) { /* a sentinel's: UINT64_MAX */
 			stack_delack_run(s);
 			break;
 		}

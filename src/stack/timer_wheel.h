@@ -22,15 +22,10 @@
  * than an earlier one is treated as the earlier one.
  */
 struct ss_timer {
-	/* The slot list's link (util/list.h), first member; NULL when idle.  The stack's delayed-ACK queues
-	 * (stack_conn.c) link timers themselves, through next/prev: the same
-	 * two pointers, typed as timers. */
-	union {
-		struct ss_list link;
-		struct {
-			struct ss_timer *next, *prev;
-		};
-	};
+	/* Its list link (util/list.h), first member; NULL when idle: on a
+	 * wheel slot, or on one of the stack's delayed-ACK queues
+	 * (stack_conn.c). */
+	struct ss_list link;
 	uint64_t deadline_us;
 	uint32_t slot;                  /* slot index while armed */
 	uint8_t armed;

@@ -747,8 +747,8 @@ static void test_delayed_ack(void)
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 20);
 	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
 	CHECK_EQ_U64(ac.echoed, 200);
-	CHECK_EQ_U64(h.st.delack_q[0].next, &h.st.delack_q[0]); /* nothing left queued */
-	CHECK_EQ_U64(h.st.delack_q[1].next, &h.st.delack_q[1]);
+	CHECK(ss_list_empty(&h.st.delack_q[0].link)); /* nothing left queued */
+	CHECK(ss_list_empty(&h.st.delack_q[1].link));
 
 	/* Several connections: their delayed ACKs go in deadline order. */
 	struct sh_peer_conn *q[3];
@@ -925,9 +925,9 @@ static void test_delayed_ack_longer(void)
 		CHECK(sh_peer_write(p, off, 10, 3) == 0);
 		ss_tcp_output(&p->c, h.now_us);
 		sh_pump(&h, 8);
-		CHECK_EQ_U64(h.st.delack_q[2].next->deadline_us, h.now_us + 16000);
+		CHECK_EQ_U64(stack_delack_head(&h.st, 2), h.now_us + 16000);
 		for (unsigned k = 0; k < SS_TCP_DELACK_STEPS; k++)
-			CHECK((h.st.delack_q[k].next == &h.st.delack_q[k]) == (k != 2));
+			CHECK(ss_list_empty(&h.st.delack_q[k].link) == (k != 2));
 		h.now_us += 3000;
 		sh_pump(&h, 8);
 		app_poll(&h, &ac, true);
@@ -940,7 +940,7 @@ static void test_delayed_ack_longer(void)
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 1);
 	CHECK_EQ_U64(p->c.f.snd_una, p->c.f.snd_max);
 	CHECK_EQ_U64(ac.echoed, off);
-	CHECK(h.st.delack_q[2].next == &h.st.delack_q[2]);
+	CHECK(ss_list_empty(&h.st.delack_q[2].link));
 
 	/* No reply within 16 ms: the ACK goes alone then; the reply at 40 ms
 	 * moves the connection to 64 ms. */
@@ -970,19 +970,19 @@ static void test_delayed_ack_longer(void)
 	CHECK(sh_peer_write(p, off, 10, 3) == 0);
 	ss_tcp_output(&p->c, h.now_us);
 	sh_pump(&h, 8);
-	CHECK_EQ_U64(h.st.delack_q[3].next->deadline_us, h.now_us + 64000);
+	CHECK_EQ_U64(stack_delack_head(&h.st, 3), h.now_us + 64000);
 	h.now_us += 64000;
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tx_tcp_segments), segs + 23);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_acks), 3);
-	CHECK(h.st.delack_q[3].next == &h.st.delack_q[3]);
+	CHECK(ss_list_empty(&h.st.delack_q[3].link));
 	off += 10;
 	CHECK(sh_peer_write(p, off, 10, 3) == 0);
 	ss_tcp_output(&p->c, h.now_us);
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_delack_shorter), 1);
 	CHECK_EQ_U64(ss_stack_next_deadline(&h.st), h.now_us + 1000);
-	CHECK(h.st.delack_q[0].next != &h.st.delack_q[0]);
+	CHECK(!ss_list_empty(&h.st.delack_q[0].link));
 	app_poll(&h, &ac, true);
 	sh_pump(&h, 8);
 	CHECK_EQ_U64(ac.echoed, off + 10);

@@ -601,7 +601,7 @@ static void test_host_share(void)
 	CHECK(ctr(&h, SS_CTR_cc_intervals) > iv);
 	CHECK(ctr(&h, SS_CTR_cc_share_collisions) > 0);
 	CHECK(!sc[0]->cc.shared && !sc[1]->cc.shared && !sc[2]->cc.shared);
-	CHECK(!p->members);
+	CHECK(ss_list_empty(&p->members));
 	for (unsigned i = 0; i < 3; i++) /* out of the old host's bucket */
 		CHECK(sc[i]->cc.pf.group == NULL && sc[i]->cc.host_grp == NULL);
 	CHECK(sc[0]->cc.pf.rate > 0);
