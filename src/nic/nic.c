@@ -26,7 +26,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "stack/log.h"
+#include "util/log.h"
 #include "nic/nic_pool.h"
 
 #ifndef AF_XDP

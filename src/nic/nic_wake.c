@@ -8,7 +8,7 @@
 #include <rte_ethdev.h>
 
 #include "nic/nic.h"
-#include "stack/log.h"
+#include "util/log.h"
 
 #define LINK_CHECK_NS (10 * 1000 * 1000ull) /* memif: look for the peer's (dis)connection */
 

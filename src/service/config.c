@@ -1,6 +1,6 @@
 /* config.c - slipstreamd command line and config file parsing (pure, unit tested). */
 #include "service/config.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "stack/stack.h"
 
 #include <errno.h>

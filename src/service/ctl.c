@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stack/log.h"
+#include "util/log.h"
 #include <rte_ethdev.h>
 #include "nic/nic_stats.h"
 #include "stack/stack.h"

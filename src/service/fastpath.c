@@ -11,7 +11,7 @@
 #include "nic/nic.h"
 #include "nic/nic_wake.h"
 #include "service/fp_internal.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "stack/stack.h"
 
 #define GW_ARP_FIRST_NS (1000 * SS_NS_PER_MS)

@@ -8,7 +8,7 @@
 
 #include "nic/nic_wake.h"
 #include "service/fp_internal.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "stack/stack.h"
 
 #define MAX_SLEEP_MS 1000               /* re-check the stop flag at least this often */

@@ -18,7 +18,7 @@
 #include "service/config.h"
 #include "service/ctl.h"
 #include "service/fastpath.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "nic/nic.h"
 #include "stack/stack.h"
 

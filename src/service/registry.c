@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "stack/log.h"
+#include "util/log.h"
 #include "service/populate.h"
 
 #define PAGE 4096u

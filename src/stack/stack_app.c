@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stack/log.h"
+#include "util/log.h"
 
 /* ---- events --------------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stack/log.h"
+#include "util/log.h"
 
 /*
  * Policy and enforcement, as TAS §3.2 splits them:

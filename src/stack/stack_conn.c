@@ -13,7 +13,7 @@
 
 #include "stack/arp_cache.h"
 #include "stack/bigmem.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "wire/arp.h"
 #include "wire/bytes.h"
 #include "wire/eth.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "stack_harness.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "wire/csum.h"
 
 /*

@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "service/config.h"
-#include "stack/log.h"
+#include "util/log.h"
 #include "stack/stack.h"
 
 static struct ss_config cfg;

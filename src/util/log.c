@@ -1,5 +1,5 @@
 /* log.c - service logging. Never called per packet on the fast path. */
-#include "stack/log.h"
+#include "util/log.h"
 
 #include <stdarg.h>
 #include <string.h>

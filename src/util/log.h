@@ -1,6 +1,6 @@
 /* log.h - service logging: one line per event to stderr, with a level filter. */
-#ifndef SS_SERVICE_LOG_H
-#define SS_SERVICE_LOG_H
+#ifndef SS_UTIL_LOG_H
+#define SS_UTIL_LOG_H
 
 #include <stdio.h>
 
