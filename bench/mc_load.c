@@ -17,7 +17,7 @@
  *   cc -O2 -o mc_load bench/mc_load.c
  *   mc_load --host 198.18.0.1 --port 11211 --conns 20 --seconds 5
  */
-#define _GNU_SOURCE
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "mix64.h"
+#include "opts.h"
 
 #define MAX_CONNS 1024
 #define MAX_SIZES 16
@@ -292,41 +293,57 @@ static double pct(double p)
 	return (double)lat[i] / 1000.0;
 }
 
-static void usage(void)
+static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: mc_load --host IP [--port P] [--conns C] [--keys K] [--seconds S]\n"
 			"               [--ops N] [--sizes A,B,...] [--seed X] [--stall S]\n");
 	exit(2);
 }
 
+/* BOPT_FN for --sizes A,B,...: 1 to MAX_SIZES value sizes, each 1 byte
+ * to 1,000,000 (decimal, nothing else in the list). */
+static int parse_sizes(const char *arg, void *dst)
+{
+	const char *p = arg;
+
+	(void)dst;
+	nsizes = 0;
+	while (*p) {
+		char *end;
+		unsigned long long v;
+
+		if (nsizes == MAX_SIZES || *p < '0' || *p > '9')
+			return -1;
+		errno = 0;
+		v = strtoull(p, &end, 10);
+		if (errno || v < 1 || v > 1000000 || (*end && *end != ','))
+			return -1;
+		sizes[nsizes++] = (size_t)v;
+		p = *end ? end + 1 : end;
+		if (*end && !*p)
+			return -1; /* a trailing comma */
+	}
+	return nsizes ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-	const char *sizes_arg = "16,100,1000,4000,16000,100000";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!v)
-			usage();
-		if (!strcmp(a, "--host")) host = v;
-		else if (!strcmp(a, "--port")) port = atoi(v);
-		else if (!strcmp(a, "--conns")) nconns = atoi(v);
-		else if (!strcmp(a, "--keys")) nkeys = atoi(v);
-		else if (!strcmp(a, "--seconds")) seconds = atof(v);
-		else if (!strcmp(a, "--ops")) max_ops = strtoull(v, NULL, 10);
-		else if (!strcmp(a, "--sizes")) sizes_arg = v;
-		else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-		else if (!strcmp(a, "--stall")) stall = atof(v);
-		else usage();
-		i++;
-	}
-	if (nconns < 1 || nconns > MAX_CONNS || nkeys < 1 || seconds <= 0 || max_ops < 1)
+	const struct bopt opts[] = {
+		{ .name = "host", .kind = BOPT_STR, .dst = &host },
+		{ .name = "port", .kind = BOPT_INT, .dst = &port, .min = 1, .max = 65535 },
+		{ .name = "conns", .kind = BOPT_INT, .dst = &nconns, .min = 1, .max = MAX_CONNS },
+		{ .name = "keys", .kind = BOPT_INT, .dst = &nkeys, .min = 1, .max = 100000000 },
+		{ .name = "seconds", .kind = BOPT_SECONDS, .dst = &seconds, .dmax = 86400 },
+		{ .name = "ops", .kind = BOPT_U64, .dst = &max_ops, .min = 1, .max = UINT64_MAX },
+		{ .name = "sizes", .kind = BOPT_FN, .fn = parse_sizes },
+		{ .name = "seed", .kind = BOPT_U64, .dst = &seed, .min = 0, .max = UINT64_MAX },
+		{ .name = "stall", .kind = BOPT_SECONDS, .dst = &stall, .dmax = 3600 },
+		{ 0 },
+	};
+
+	if (parse_sizes("16,100,1000,4000,16000,100000", NULL) != 0)
 		usage();
-	char *sa = strdup(sizes_arg);
-	for (char *t = strtok(sa, ","); t && nsizes < MAX_SIZES; t = strtok(NULL, ","))
-		sizes[nsizes++] = strtoull(t, NULL, 10);
-	free(sa);
-	if (!nsizes || max_size() > 1000000)
-		usage();
+	bopts_parse(argc, argv, 1, opts, usage);
 
 	lat_cap = max_ops + 2u * (uint64_t)nconns + 8;
 	if (lat_cap > 20000000)

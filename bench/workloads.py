@@ -538,7 +538,7 @@ WORKLOADS = {
     "iperf3_out_P1": (lambda r, l: wl_iperf3(r, l, True, 1), ("iperf3",)),
     "iperf3_out_P8": (lambda r, l: wl_iperf3(r, l, True, 8), ("iperf3",)),
     "sockperf": (wl_sockperf, ("sockperf",)),
-    "memcached": (wl_memcached, ("memcached", "cc")),
+    "memcached": (wl_memcached, ("memcached",)),
 }
 TITLES = {
     "rr_mix_1": "rr_mix, 1 connection", "rr_mix_100": "rr_mix, 100 connections",
