@@ -137,6 +137,7 @@ static int io_begin(struct ssp_sock *s, int flags, int known, const char *key, b
 		errno = EOPNOTSUPP;
 		return -1;
 	}
+	ssp_sock_current(s); /* a reset, the peer's FIN, an answered connect */
 	if (wait_connected(s, nonblock, deadline, timeo_ms) < 0)
 		return -1;
 	if (s->state == SSP_S_FAILED && s->err) {

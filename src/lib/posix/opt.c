@@ -216,6 +216,7 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		return -1;
 	if (!val || !len)
 		return ssp_fail_unlock(EFAULT);
+	ssp_sock_current(s); /* SO_ERROR, TCP_INFO: as current as Linux's */
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_RCVTIMEO: case SO_SNDTIMEO: {
@@ -256,7 +257,6 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case TCP_INFO: {
 			struct ssp_tcp_info ti;
 
-			ssp_pump(); /* the state as current as Linux's */
 			tcp_info_fill(s, &ti);
 			put_opt(val, len, &ti, sizeof(ti));
 			goto ok;
@@ -315,6 +315,7 @@ int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 		return -1;
 	if (!sa || !len)
 		return ssp_fail_unlock(EFAULT);
+	ssp_sock_current(s); /* a connect may have been answered */
 	if (s->state == SSP_S_CONNECTED) {
 		ss_conn_endpoints(s->conn, &ip, &port, NULL, NULL);
 	} else if (s->state == SSP_S_AWAY) {
@@ -341,7 +342,7 @@ int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 		return -1;
 	if (!sa || !len)
 		return ssp_fail_unlock(EFAULT);
-	ssp_pump(); /* a reset or the last FIN may be waiting */
+	ssp_sock_current(s); /* a reset or the last FIN may be waiting */
 	if (s->state == SSP_S_AWAY) {
 		ip = s->ref_rip;
 		port = s->ref_rport;
@@ -392,6 +393,8 @@ int ssp_ioctl(int fd, unsigned long req, void *arg)
 
 	if (!s)
 		return -1;
+	if (req == FIONREAD || req == SIOCOUTQ)
+		ssp_sock_current(s); /* bytes received or acknowledged meanwhile */
 	switch (req) {
 	case FIONREAD: {
 		struct iovec iov[2];
