@@ -140,6 +140,27 @@ static void test_tcp_info(int fd, uint32_t slot, uint32_t gen)
 	memset(in, 0, sizeof(*in));
 }
 
+/* MSG_OOB (urgent data) is refused with EOPNOTSUPP, and nothing is sent
+ * or taken: no command goes out. */
+static void test_msg_oob(int fd, unsigned ctx)
+{
+	char c = 'x';
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	errno = 0;
+	CHECK_EQ_U64(ssp_send(fd, &c, 1, MSG_OOB), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK_EQ_U64(ssp_recv(fd, &c, 1, MSG_OOB | MSG_DONTWAIT, NULL, NULL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK_EQ_U64(ssp_sendmsg(fd, &m, MSG_OOB | MSG_NOSIGNAL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	CHECK_EQ_U64(c, 'x');
+	CHECK_EQ_U64(fake_cmd_pending(&fk, ctx), 0);
+}
+
 /* The main thread's first socket takes context 0; two threads alive at
  * once take 1 and 2; once they exited, the next thread takes 1 again. */
 static int test_assign(int *fds)
@@ -1110,6 +1131,7 @@ int main(void)
 		connect_on(fds[1], 1, 0);
 		connect_on(fds[2], 2, 1);
 		test_tcp_info(fds[1], 0, 1);
+		test_msg_oob(fds[1], 1);
 		test_block_across(fds);
 		test_wait_across(fds);
 		test_kick_survives_pass();
