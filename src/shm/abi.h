@@ -153,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 9u
+#define SS_SHM_VERSION 10u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -226,12 +226,16 @@ static inline uint32_t ss_sync_gen(uint64_t w)
 
 /*
  * What the service knows about one connection, for TCP_INFO: written by
- * the service when the handshake completes and at the end of every
- * control interval while the connection is active (so never on the
- * per-packet path), read by the application at any time.  A seqlock: seq
- * is odd while the service writes; a reader copies the record between two
- * equal even loads of seq.  The figures are the slot's current owner's
- * connection; a record of a slot with no connection is stale.
+ * the service at every change of the engine's state (seen where it
+ * collects the connection's events) and at the end of every control
+ * interval while the connection is active, at most every 10 ms and when
+ * the flow goes idle (so never on the per-packet path), read by the
+ * application at any time.  A seqlock: seq is odd while the service
+ * writes; a reader copies the record between two equal even loads of seq.
+ * gen says whose record it is (the handle's generation): a record of
+ * another generation, or of a slot with no connection, is stale.  Times
+ * are the service's CLOCK_MONOTONIC in microseconds, as of the last
+ * write (0: never).
  */
 struct ss_shm_conn_info {
 	uint32_t seq;
@@ -249,11 +253,18 @@ struct ss_shm_conn_info {
 	uint32_t unacked;       /* bytes in flight */
 	uint32_t snd_wnd, rcv_wnd;
 	uint32_t total_retrans; /* segments retransmitted */
-	uint32_t pad2_;
+	uint32_t gen;           /* the handle's generation the record is of */
 	uint64_t pacing_rate;   /* bytes/s; 0: not paced */
 	uint64_t bytes_acked;   /* our bytes the peer acknowledged */
 	uint64_t bytes_received;/* bytes received in order */
 	char cc_name[16];       /* the connection's congestion-control algorithm */
+	uint32_t sacked;        /* bytes the peer's SACK blocks hold above snd_una */
+	uint32_t lost;          /* bytes in flight taken for lost, not resent yet */
+	uint32_t retrans;       /* bytes resent and not yet acknowledged or SACKed */
+	uint32_t pmtu;          /* the path's MTU as the engine uses it */
+	uint64_t last_data_sent_us; /* new data last sent (to within one write) */
+	uint64_t last_data_recv_us; /* data last received */
+	uint64_t last_ack_recv_us;  /* an ACK last advanced snd_una */
 };
 
 #define SS_INFO_OPT_TS 0x01

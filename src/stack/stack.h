@@ -128,6 +128,8 @@ struct ss_sconn {
 	uint16_t ctx;            /* context that receives its events */
 	uint8_t flags;           /* SC_* */
 	uint8_t ev_pending;      /* SS_TCP_EV_* bits not yet posted */
+	uint8_t info_state;      /* engine state its TCP_INFO record shows
+				  * (SS_TCPS_MAX: none yet, stack_cc_publish) */
 	uint8_t *orphan_buf;     /* the data it still sends after its app exited
 				  * (every flush looks) */
 	uint32_t slot, gen;      /* the application's handle */
@@ -152,6 +154,7 @@ struct ss_sconn {
 	/* For TCP_INFO (published at most every 10 ms, cc_publish()). */
 	uint32_t total_retrans;  /* segments, summed as the stats drain */
 	uint32_t rx_seen;        /* rx_tail at the last publish */
+	uint32_t una_seen, snd_seen; /* snd_una, snd_max at the last publish */
 	uint64_t bytes_acked, bytes_received;
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "wire/seq.h"
 
 /*
  * Policy and enforcement, as TAS §3.2 splits them:
@@ -229,6 +230,46 @@ static void cc_apply(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc
  */
 #define CC_PUBLISH_US 10000u
 
+/* Bytes of [from, to) that range [l, h) covers. */
+static uint32_t cc_overlap(uint32_t l, uint32_t h, uint32_t from, uint32_t to)
+{
+	if (ss_seq_lt(l, from))
+		l = from;
+	if (ss_seq_gt(h, to))
+		h = to;
+	return ss_seq_lt(l, h) ? h - l : 0;
+}
+
+/* Loss figures for TCP_INFO, in bytes (@c in recovery or after a
+ * timeout; else none): taken for lost (unSACKed below what the
+ * scoreboard or RACK gave up on; after a timeout, all in flight), and
+ * resent still out (the resends in flight, tcp.h struct ss_tcp_rxt). */
+static void cc_loss_figures(const struct ss_tcp_conn *c, uint32_t *lost, uint32_t *retrans)
+{
+	const struct ss_tcp_flow *f = &c->f;
+	uint32_t una = f->snd_una, to = una, n;
+
+	*lost = *retrans = 0;
+	if (!(f->flags & SS_TCPF_IN_RECOVERY) && !f->backoff)
+		return;
+	if (f->backoff && !(f->flags & SS_TCPF_IN_RECOVERY)) {
+		to = f->snd_max;
+	} else {
+		if (ss_seq_gt(c->lost_to, to))
+			to = c->lost_to;
+		if (ss_seq_gt(c->rack_lost_to, to))
+			to = c->rack_lost_to;
+		if (ss_seq_gt(to, f->snd_max))
+			to = f->snd_max;
+	}
+	n = to - una;
+	for (unsigned i = 0; i < c->sackb_n; i++)
+		n -= cc_overlap(c->sackb[i].left, c->sackb[i].right, una, to);
+	*lost = n;
+	for (unsigned i = 0; i < c->rxt_n; i++)
+		*retrans += cc_overlap(c->rxt[i].start, c->rxt[i].end, una, f->snd_max);
+}
+
 static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
@@ -236,17 +277,33 @@ static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_s
 	struct ss_app *a = sc->app;
 	struct ss_shm_conn_info *in;
 	uint64_t rate = sc->cc.pf.rate;
+	uint32_t lost, retrans;
+	bool mine;
 
 	sc->cc.published_us = s->now_us;
+	sc->info_state = f->state;
 	if (!a || sc->slot >= a->max_conns)
 		return;
 	in = (struct ss_shm_conn_info *)(void *)(a->region + a->info_off) + sc->slot;
-	sc->bytes_received += f->rx_tail - sc->rx_seen;
-	sc->rx_seen = f->rx_tail;
+	/* The record's earlier times are this handle's (else it starts over). */
+	mine = in->gen == sc->gen && in->seq != 0;
 	uint32_t seq = __atomic_load_n(&in->seq, __ATOMIC_RELAXED);
 	seq |= 1; /* odd: writing (an app that scribbled on seq only confuses itself) */
 	__atomic_store_n(&in->seq, seq, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
+	if (!mine)
+		in->last_data_sent_us = in->last_data_recv_us = in->last_ack_recv_us = 0;
+	if (f->rx_tail != sc->rx_seen)
+		in->last_data_recv_us = s->now_us;
+	if (f->snd_una != sc->una_seen && mine)
+		in->last_ack_recv_us = s->now_us;
+	if (f->snd_max != sc->snd_seen && mine)
+		in->last_data_sent_us = s->now_us;
+	sc->bytes_received += f->rx_tail - sc->rx_seen;
+	sc->rx_seen = f->rx_tail;
+	sc->una_seen = f->snd_una;
+	sc->snd_seen = f->snd_max;
+	in->gen = sc->gen;
 	in->state = f->state;
 	in->options = (uint8_t)(((f->flags & SS_TCPF_TS) ? SS_INFO_OPT_TS : 0) |
 				((f->flags & SS_TCPF_SACK_PERM) ? SS_INFO_OPT_SACK : 0) |
@@ -271,12 +328,25 @@ static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_s
 	in->pacing_rate = rate;
 	in->bytes_acked = sc->bytes_acked;
 	in->bytes_received = sc->bytes_received;
+	cc_loss_figures(c, &lost, &retrans);
+	in->lost = lost;
+	in->retrans = retrans;
+	in->sacked = c->sacked;
+	in->pmtu = (uint32_t)c->params->mss + 40u; /* IPv4 and TCP headers, no options */
 	/* Copied once: the name only changes with the algorithm (the owner's
-	 * record is new when the connection moves, cc_name then empty). */
-	if (in->cc_name[0] != sc->cc.ops->name[0] ||
-	    strncmp(in->cc_name, sc->cc.ops->name, sizeof(in->cc_name) - 1) != 0)
+	 * record is new when the connection moves, cc_name then empty).
+	 * None before the handshake is done. */
+	if (!sc->cc.ops)
+		in->cc_name[0] = '\0';
+	else if (in->cc_name[0] != sc->cc.ops->name[0] ||
+		 strncmp(in->cc_name, sc->cc.ops->name, sizeof(in->cc_name) - 1) != 0)
 		snprintf(in->cc_name, sizeof(in->cc_name), "%s", sc->cc.ops->name);
 	__atomic_store_n(&in->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+void stack_cc_publish(struct ss_stack *s, struct ss_sconn *sc)
+{
+	cc_publish(s, sc);
 }
 
 /* The handshake is done: the connection gets its algorithm. */

@@ -57,6 +57,11 @@ static inline void stack_cc_budget(struct ss_stack *s, struct ss_sconn *sc)
  */
 void stack_cc_prepare(struct ss_stack *s, struct ss_sconn *sc);
 
+/* stack_cc_publish - write @sc's TCP_INFO record (abi.h struct
+ * ss_shm_conn_info) now: at a change of the engine's state, and at the
+ * control loop's pace. */
+void stack_cc_publish(struct ss_stack *s, struct ss_sconn *sc);
+
 /*
  * stack_cc_sent - after an output of @sc: what it sent is charged to its
  * pacer flow and group, a flow its budget held back waits in the pacer,

@@ -592,6 +592,7 @@ void stack_conn_set_handle(struct ss_stack *s, struct ss_sconn *sc, struct ss_ap
 	a->slot_conn[slot] = sc;
 	a->n_conns++;
 	sc->cc.published_us = 0; /* the new owner's TCP_INFO record at the next sample */
+	sc->info_state = SS_TCPS_MAX; /* ... and at the next collect */
 	/* A new handle: its sync words start off (abi.h, fork). */
 	struct ss_shm_conn_sync *w = ss_app_sync(a, slot);
 	__atomic_store_n(&w->tx, ss_sync_word(sc->gen, 0, sc->tcp.f.tx_tail), __ATOMIC_RELEASE);
@@ -1263,6 +1264,9 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 		sc->total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
 		conn_stats_drain(s, &c->st);
 	}
+	/* TCP_INFO's state is the engine's: published at every change. */
+	if (__builtin_expect(c->f.state != sc->info_state, 0))
+		stack_cc_publish(s, sc);
 	if (!ev)
 		return;
 	if (__builtin_expect(ev & (SS_TCP_EV_CONNECTED | SS_TCP_EV_CLOSED | SS_TCP_EV_RESET |

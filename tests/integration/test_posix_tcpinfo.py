@@ -110,6 +110,13 @@ def test_tcp_info_after_transfer(bed, side):
     assert i["bytes_acked"] >= NBYTES, i
     assert i["bytes_acked"] <= NBYTES + 1, i        # Linux counts the SYN
     assert i["pacing_rate"] > 0, i
+    # Nothing lost on the bed: no loss figures; the path's MTU and MSS.
+    assert i["lost"] == 0 and i["retrans"] == 0 and i["sacked"] == 0, i
+    assert 576 <= i["pmtu"] <= 9000, i
+    assert 500 <= i["rcv_mss"] <= 1460, i
+    # Our data went out and was acknowledged some 200 ms ago at most
+    # (the service's record: to within its last write, docs/compat.md).
+    assert i["last_data_sent"] <= 5000 and i["last_ack_recv"] <= 5000, i
     if side == "slipstream":
         # The service's default ("auto"): cubic for a flow that lost
         # nothing, not paced: ~0 as Linux reports an unpaced socket.
@@ -117,3 +124,93 @@ def test_tcp_info_after_transfer(bed, side):
         assert i["pacing_rate"] == (1 << 64) - 1, i
     else:
         assert i["cc"] in ("cubic", "reno", "bbr"), i
+
+
+STATE_SERVER = r"""
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(4)
+# 1: we close first (after one byte); the client closes after EOF.
+c, _ = s.accept()
+c.settimeout(20)
+c.recv(1)
+c.shutdown(socket.SHUT_WR)
+while c.recv(4096):
+    pass
+c.close()
+# 2: the client closes first; we close 0.6 s after its FIN.
+c, _ = s.accept()
+c.settimeout(20)
+while c.recv(4096):
+    pass
+time.sleep(0.6)
+c.close()
+"""
+
+STATE_CLIENT = r"""
+import json, socket, sys, time
+def st(s):
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
+out = {}
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+out["est"] = st(s)
+s.sendall(b"a")
+out["eof"] = s.recv(10)
+out["close_wait"] = st(s)
+s.shutdown(socket.SHUT_WR)
+out["after_shut"] = st(s)
+time.sleep(0.2)
+out["acked"] = st(s)
+s.close()
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+s.shutdown(socket.SHUT_WR)
+out["fin_sent"] = st(s)
+time.sleep(0.2)
+out["fin_acked"] = st(s)
+time.sleep(1.0)
+out["peer_closed"] = st(s)
+out["eof2"] = s.recv(10)
+s.close()
+out["eof"] = out["eof"].decode()
+out["eof2"] = out["eof2"].decode()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("side", ["linux", "slipstream"])
+def test_tcp_info_states(bed, side):
+    """tcpi_state through both ways of closing, while the fd is open: the
+    engine's own state (published by the service at every change) as
+    Linux names it; TIME_WAIT is no longer the socket's (TCP_CLOSE)."""
+    tb, svc = bed
+    srv = tb.ns_popen(tb.peer(1).ns, ["/usr/bin/python3", "-c", STATE_SERVER, tb.peer(1).ip,
+                                       str(PORT + 1)],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        argv = ["/usr/bin/python3", "-c", STATE_CLIENT, tb.peer(1).ip, str(PORT + 1)]
+        if side == "slipstream":
+            r = subprocess.run([str(CLI), "run", "--sock", svc.ctl_path, "--strict", "--"] + argv,
+                               capture_output=True, text=True, timeout=60)
+        else:
+            r = tb.ns_exec(tb.peer(2).ns, argv, timeout=60)
+        assert r.returncode == 0, (side, r.stdout, r.stderr)
+        i = json.loads(r.stdout.strip().splitlines()[-1])
+    finally:
+        srv.kill()
+        srv.wait()
+    TCP_ESTABLISHED, TCP_FIN_WAIT1, TCP_FIN_WAIT2, TCP_CLOSE = 1, 4, 5, 7
+    TCP_CLOSE_WAIT, TCP_LAST_ACK = 8, 9
+    assert i["est"] == TCP_ESTABLISHED, i
+    assert i["eof"] == "", i
+    assert i["close_wait"] == TCP_CLOSE_WAIT, i
+    # Our FIN's ACK may be back already (a round trip on the bed).
+    assert i["after_shut"] in (TCP_LAST_ACK, TCP_CLOSE), i
+    assert i["acked"] == TCP_CLOSE, i
+    assert i["fin_sent"] in (TCP_FIN_WAIT1, TCP_FIN_WAIT2), i
+    assert i["fin_acked"] == TCP_FIN_WAIT2, i
+    # The peer's FIN: TIME_WAIT belongs to no socket; this one is closed.
+    assert i["peer_closed"] == TCP_CLOSE, i
+    assert i["eof2"] == "", i

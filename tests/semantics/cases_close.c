@@ -1,9 +1,13 @@
 /* cases_close.c - half-close, shutdown, resets, SIGPIPE, SO_LINGER and close. */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -430,6 +434,77 @@ static void close_unread_rst(void)
 	peer_end_check(tag, "reset", 0);
 }
 
+/* A non-blocking connect nobody waits for, then close() once the
+ * handshake is done: the peer sees a FIN, not a reset.  The peer knows
+ * the connection by our address (no command is ever sent). */
+static void connect_unpolled_close(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(sc_port(0)) };
+	int fd = sc_tcp_socket(SOCK_NONBLOCK), one = 1;
+	char tag[64];
+
+	SC_OK(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
+	SC_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	SC_ERR(connect(fd, (struct sockaddr *)&sc.peer, sizeof(sc.peer)), EINPROGRESS);
+	sc_sleep_ms(300);
+	SC_EQ(sc_close(fd), 0);
+	snprintf(tag, sizeof(tag), "from-%s:%u", inet_ntoa(sc.server.sin_addr), sc_port(0));
+	peer_end_check(tag, "eof", 0);
+}
+
+/* The peer resets while we look away: SO_ERROR says ECONNRESET without a
+ * poll or read first, then 0; reads then see the end of the stream. */
+static void so_error_unpolled_reset(void)
+{
+	int fd = sc_peer_open("RST\n"), err = -1;
+	socklen_t len = sizeof(err);
+	char buf[16];
+
+	sc_sleep_ms(300);
+	SC_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	SC_EQ(err, ECONNRESET);
+	err = -1;
+	SC_EQ(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len), 0);
+	SC_EQ(err, 0);
+	SC_EQ(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	SC_EQ(sc_close(fd), 0);
+}
+
+/* FIONREAD (SIOCINQ) counts what arrived while we looked away, SIOCOUTQ
+ * drops to 0 once the peer acknowledged everything: no poll first.  The
+ * same after a non-blocking connect nobody waited for. */
+static void ioctl_unpolled(void)
+{
+	int fd = sc_peer_open("SEND 100\nSINK -\n"), v = -1;
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+	uint8_t buf[100];
+
+	sc_sleep_ms(300);
+	SC_EQ(ioctl(fd, FIONREAD, &v), 0);
+	SC_EQ(v, 100);
+	v = -1;
+	SC_EQ(ioctl(fd, SIOCINQ, &v), 0);
+	SC_EQ(v, 100);
+	memset(buf, 'x', sizeof(buf));
+	SC_EQ(send(fd, buf, sizeof(buf), 0), 100);
+	sc_sleep_ms(300);
+	v = -1;
+	SC_EQ(ioctl(fd, SIOCOUTQ, &v), 0);
+	SC_EQ(v, 0);
+	SC_EQ(sc_close(fd), 0);
+
+	/* Connected by now: getpeername answers, FIONREAD says 0. */
+	fd = sc_tcp_socket(SOCK_NONBLOCK);
+	SC_ERR(connect(fd, (struct sockaddr *)&sc.peer, sizeof(sc.peer)), EINPROGRESS);
+	sc_sleep_ms(300);
+	v = -1;
+	SC_EQ(ioctl(fd, FIONREAD, &v), 0);
+	SC_EQ(v, 0);
+	SC_EQ(getpeername(fd, (struct sockaddr *)&a, &len), 0);
+	sc_addr_check(&a, &sc.peer, ntohs(sc.peer.sin_port));
+}
+
 /* close() twice: EBADF the second time. */
 static void close_twice(void)
 {
@@ -459,5 +534,8 @@ const struct sc_case sc_cases_close[] = {
 	{ "close_flushes", close_flushes },
 	{ "close_unread_rst", close_unread_rst },
 	{ "close_twice", close_twice },
+	{ "connect_unpolled_close", connect_unpolled_close },
+	{ "so_error_unpolled_reset", so_error_unpolled_reset },
+	{ "ioctl_unpolled", ioctl_unpolled },
 	{ NULL, NULL },
 };

@@ -3,10 +3,12 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sc.h"
@@ -505,7 +507,100 @@ static void sendmmsg_stream(void)
 	SC_EQ(sc_sigpipe_count, 1);
 }
 
+/* A buffer that is not mapped: EFAULT, nothing sent, nothing consumed
+ * (the bytes are still there to read); the connection goes on. */
+static void bad_buffer_efault(void)
+{
+	char tag[128], end[32];
+	volatile uintptr_t bad_addr = 1;
+	void *bad = (void *)bad_addr;
+	struct iovec iov = { bad, 10 };
+	uint8_t buf[10];
+	int fd = sc_peer_open("SEND 10\nSINK %s\n", sc_tag(tag, sizeof(tag), 0));
+
+	sc_wait_bytes(fd, 10, SC_WAIT_MS);
+	SC_ERR(write(fd, bad, 10), EFAULT);
+	SC_ERR(send(fd, bad, 10, MSG_NOSIGNAL), EFAULT);
+	SC_ERR(writev(fd, &iov, 1), EFAULT);
+	SC_ERR(read(fd, bad, 10), EFAULT);
+	SC_ERR(recv(fd, bad, 10, 0), EFAULT);
+	SC_ERR(recv(fd, bad, 10, MSG_PEEK), EFAULT);
+	SC_ERR(readv(fd, &iov, 1), EFAULT);
+	sc_recv_exact(fd, buf, sizeof(buf), SC_WAIT_MS);
+	sc_pattern_check(buf, sizeof(buf), 0);
+	SC_EQ(send(fd, "abc", 3, 0), 3);
+	SC_EQ(sc_close(fd), 0);
+	SC_EQ(sc_peer_wait(tag, SC_WAIT_MS, end, sizeof(end)), 3);
+	SC_TRUE(strcmp(end, "eof") == 0);
+}
+
+static sigjmp_buf segv_jmp;
+static volatile sig_atomic_t segv_seen;
+static void *volatile segv_addr;
+
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	segv_seen = sig;
+	segv_addr = si->si_addr;
+	siglongjmp(segv_jmp, 1);
+}
+
+/* The program's own SIGSEGV handler still gets its faults, with their
+ * address; sigaction() shows it; with the default action a fault kills
+ * the process with SIGSEGV.  After socket calls that copied data. */
+static void own_segv_handler(void)
+{
+	struct sigaction sa, old, now;
+	volatile uintptr_t bad_addr = 8;
+	int fd = sc_peer_open("ECHO\n"), status = 0;
+	char in[3];
+	pid_t pid;
+
+	sc_send_all(fd, "abc", 3);
+	sc_recv_exact(fd, in, 3, SC_WAIT_MS);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	SC_EQ(sigaction(SIGSEGV, &sa, &old), 0);
+	SC_EQ(sigaction(SIGSEGV, NULL, &now), 0);
+	SC_TRUE(now.sa_sigaction == segv_handler);
+	SC_TRUE(now.sa_flags & SA_SIGINFO);
+	segv_seen = 0;
+	if (sigsetjmp(segv_jmp, 1) == 0)
+		*(volatile int *)bad_addr = 1;
+	SC_EQ(segv_seen, SIGSEGV);
+	SC_TRUE(segv_addr == (void *)bad_addr);
+	/* Still there for the next fault. */
+	segv_seen = 0;
+	if (sigsetjmp(segv_jmp, 1) == 0)
+		*(volatile int *)bad_addr = 1;
+	SC_EQ(segv_seen, SIGSEGV);
+	SC_EQ(sigaction(SIGSEGV, &old, NULL), 0);
+	/* A child with the default action dies of its fault. */
+	pid = fork();
+	SC_TRUE(pid >= 0);
+	if (pid == 0) {
+		struct sigaction d;
+		struct rlimit no_core = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &no_core); /* no core file left behind */
+		memset(&d, 0, sizeof(d));
+		d.sa_handler = SIG_DFL;
+		sigaction(SIGSEGV, &d, NULL);
+		*(volatile int *)bad_addr = 1;
+		_exit(0);
+	}
+	SC_EQ(waitpid(pid, &status, 0), pid);
+	SC_TRUE(WIFSIGNALED(status));
+	SC_EQ(WTERMSIG(status), SIGSEGV);
+	SC_EQ(sc_close(fd), 0);
+}
+
 const struct sc_case sc_cases_data[] = {
+	{ "own_segv_handler", own_segv_handler },
+	{ "bad_buffer_efault", bad_buffer_efault },
 	{ "recv_nonblock_eagain", recv_nonblock_eagain },
 	{ "recv_dontwait", recv_dontwait },
 	{ "recv_peek", recv_peek },

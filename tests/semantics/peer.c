@@ -28,6 +28,10 @@
  *                    has ended (E = eof, reset, err-ENAME) or after ms
  *                    (E = open, or none if no connection has that tag)
  *
+ * A connection that ends before its first command is recorded under the
+ * tag "from-IP:PORT" (the client's address), as SINK would (eof, reset,
+ * ...); a new connection from the same address makes it "open" again.
+ *
  * Unknown commands are answered "error unknown command" and the connection
  * is closed.  Every network wait is bounded (SO_RCVTIMEO/SO_SNDTIMEO of
  * 30 s) so a misbehaving client cannot hold a thread forever.
@@ -60,6 +64,9 @@ struct peer_conn {
 	char buf[65536];      /* received, not yet consumed */
 	size_t len;
 	int verify;           /* VERIFY: SINK checks the pattern */
+	int cmds;             /* commands read so far */
+	int rd_err;           /* how the last read failed: 0 (EOF) or errno */
+	char from[PEER_TAG_LEN]; /* "from-IP:PORT" (accepted connections) */
 };
 
 struct peer_tag {
@@ -167,8 +174,10 @@ static int peer_line_read(struct peer_conn *c, char *line, size_t size)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
+			c->rd_err = r < 0 ? errno : 0;
 			return -1;
+		}
 		c->len += (size_t)r;
 	}
 }
@@ -372,6 +381,23 @@ static void peer_wait_cmd(struct peer_conn *c, const char *tag, long ms)
 	peer_send_all(c->fd, reply, strlen(reply));
 }
 
+/* A connection that ended before its first command: its end under
+ * its "from-" tag. */
+static void peer_silent_end(const struct peer_conn *c)
+{
+	char end[32];
+
+	if (!c->from[0])
+		return;
+	if (c->rd_err == 0)
+		snprintf(end, sizeof(end), "eof");
+	else if (c->rd_err == ECONNRESET)
+		snprintf(end, sizeof(end), "reset");
+	else
+		snprintf(end, sizeof(end), "err-%s", peer_errname(c->rd_err));
+	peer_tag_update(c->from, (long)c->len, end);
+}
+
 /* Carry out commands until the connection is handed to a final mode or closed. */
 static void peer_serve(struct peer_conn *c)
 {
@@ -379,6 +405,7 @@ static void peer_serve(struct peer_conn *c)
 	long n;
 
 	while (peer_line_read(c, line, sizeof(line)) == 0) {
+		c->cmds++;
 		if (verbose)
 			fprintf(stderr, "sockpeer: fd %d: %s\n", c->fd, line);
 		word[0] = arg1[0] = arg2[0] = '\0';
@@ -434,6 +461,8 @@ static void peer_serve(struct peer_conn *c)
 			return;
 		}
 	}
+	if (!c->cmds)
+		peer_silent_end(c);
 }
 
 static void *peer_conn_thread(void *arg)
@@ -480,7 +509,9 @@ int main(int argc, char **argv)
 	printf("sockpeer: listening on port %lu\n", port);
 	fflush(stdout);
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct sockaddr_in from;
+		socklen_t from_len = sizeof(from);
+		int fd = accept4(lfd, (struct sockaddr *)&from, &from_len, SOCK_CLOEXEC);
 		struct peer_conn *c;
 
 		if (fd < 0) {
@@ -498,6 +529,19 @@ int main(int argc, char **argv)
 			continue;
 		}
 		c->fd = fd;
+		snprintf(c->from, sizeof(c->from), "from-%s:%u", inet_ntoa(from.sin_addr),
+			 ntohs(from.sin_port));
+		pthread_mutex_lock(&tags_lock);
+		{
+			/* An earlier connection from there is over: not its end. */
+			struct peer_tag *t = peer_tag_get(c->from, 0);
+
+			if (t) {
+				t->bytes = 0;
+				snprintf(t->end, sizeof(t->end), "open");
+			}
+		}
+		pthread_mutex_unlock(&tags_lock);
 		if (peer_thread_start(peer_conn_thread, c) != 0) {
 			close(fd);
 			free(c);

@@ -62,6 +62,29 @@ static void iov_copy(const struct iovec *dst, int ndst, size_t dst_off,
 	}
 }
 
+/*
+ * iov_copy() where one side is the caller's memory: 0, or -1 with errno
+ * EFAULT when it is not there (Linux's answer), how much was copied
+ * unknown: the caller counts none of it.  Costs a sigsetjmp without the
+ * signal mask (no system call).
+ */
+static int iov_copy_user(const struct iovec *dst, int ndst, size_t dst_off,
+			 const struct iovec *src, int nsrc, size_t src_off, size_t len)
+{
+	sigjmp_buf jb;
+
+	if (__builtin_expect(!__atomic_load_n(&ssp_fault_ready, __ATOMIC_ACQUIRE), 0))
+		ssp_fault_init();
+	if (sigsetjmp(jb, 0)) {
+		errno = EFAULT; /* the handler cleared ssp_fault_jmp */
+		return -1;
+	}
+	ssp_fault_jmp = &jb;
+	iov_copy(dst, ndst, dst_off, src, nsrc, src_off, len);
+	ssp_fault_jmp = NULL;
+	return 0;
+}
+
 static int timeout_err(void)
 {
 	return errno == ETIMEDOUT ? EAGAIN : errno;
@@ -132,11 +155,19 @@ static int rewait_connected(struct ssp_sock *s, bool nonblock, int64_t deadline,
 static int io_begin(struct ssp_sock *s, int flags, int known, const char *key, bool nonblock,
 		    int64_t deadline, int timeo_ms)
 {
+	if (flags & MSG_OOB) {
+		/* Urgent data (docs/compat.md): refused before anything is
+		 * sent or taken; urgent bytes a peer sends arrive inline. */
+		ssp_log_once("msg_oob", "MSG_OOB (urgent data) not supported: EOPNOTSUPP");
+		errno = EOPNOTSUPP;
+		return -1;
+	}
 	if (flags & ~known) {
 		ssp_log_once(key, "%s 0x%x not supported", key, flags & ~known);
 		errno = EOPNOTSUPP;
 		return -1;
 	}
+	ssp_sock_current(s); /* a reset, the peer's FIN, an answered connect */
 	if (wait_connected(s, nonblock, deadline, timeo_ms) < 0)
 		return -1;
 	if (s->state == SSP_S_FAILED && s->err) {
@@ -180,7 +211,8 @@ static ssize_t sink_put(struct recv_sink *sink, const struct iovec src[2], size_
 	ssize_t w;
 
 	if (sink->iov) {
-		iov_copy(sink->iov, sink->n, off, src, 2, 0, k);
+		if (iov_copy_user(sink->iov, sink->n, off, src, 2, 0, k) < 0)
+			return -1; /* EFAULT: nothing taken */
 		return (ssize_t)k;
 	}
 	nv = ring_iov_trim(v, k);
@@ -244,7 +276,8 @@ static ssize_t sock_recv(struct ssp_sock *s, struct recv_sink *sink, size_t want
 		if (avail > got && (flags & MSG_PEEK)) {
 			size_t k = avail < want ? avail : want;
 
-			iov_copy(iov, n, 0, src, 2, 0, k);
+			if (iov_copy_user(iov, n, 0, src, 2, 0, k) < 0)
+				return -1; /* EFAULT */
 			got = k;
 			break;
 		}
@@ -368,7 +401,8 @@ static ssize_t src_fill(struct send_src *src, const struct iovec *dst, size_t of
 	ssize_t r;
 
 	if (src->iov) {
-		iov_copy(dst, 2, 0, src->iov, src->n, off, k);
+		if (iov_copy_user(dst, 2, 0, src->iov, src->n, off, k) < 0)
+			return -1; /* EFAULT: nothing put */
 		return (ssize_t)k;
 	}
 	if (src->n_held) {

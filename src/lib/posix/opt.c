@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 
 #include "posix/posix.h"
 
@@ -137,15 +138,62 @@ static uint32_t info_segs(uint32_t bytes, uint32_t mss)
 	return mss ? (uint32_t)(((uint64_t)bytes + mss - 1) / mss) : 0;
 }
 
-/* The service's figures (abi.h struct ss_shm_conn_info, published at the
- * handshake and every control interval) over the layer's own. */
-static void tcp_info_service(const struct ss_conn *c, struct ssp_tcp_info *x)
+/*
+ * The engine's state (abi.h: enum ss_tcp_state order, RFC 9293) as Linux
+ * shows it on a socket still open: TIME_WAIT is not the socket's any more
+ * (Linux's tcp_time_wait hands the connection to a timewait entry and the
+ * socket is TCP_CLOSE), so it reads TCP_CLOSE as after LAST_ACK.
+ */
+static const uint8_t info_state_linux[] = {
+	TCP_CLOSE,       /* CLOSED */
+	TCP_SYN_SENT,    /* SYN_SENT */
+	TCP_SYN_RECV,    /* SYN_RCVD */
+	TCP_ESTABLISHED, /* ESTABLISHED */
+	TCP_FIN_WAIT1,   /* FIN_WAIT_1 */
+	TCP_FIN_WAIT2,   /* FIN_WAIT_2 */
+	TCP_CLOSING,     /* CLOSING */
+	TCP_CLOSE,       /* TIME_WAIT */
+	TCP_CLOSE_WAIT,  /* CLOSE_WAIT */
+	TCP_LAST_ACK,    /* LAST_ACK */
+};
+
+/* Milliseconds since service time @t_us (CLOCK_MONOTONIC, microseconds;
+ * 0: never, read as 0). */
+static uint32_t info_since_ms(uint64_t t_us)
+{
+	struct timespec ts;
+	uint64_t now_us;
+
+	if (!t_us)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+	return now_us > t_us ? (uint32_t)((now_us - t_us) / 1000u) : 0;
+}
+
+/* The service's figures (abi.h struct ss_shm_conn_info, published at
+ * every change of the engine's state and every control interval) over
+ * the layer's own; @shut_wr: this process's shutdown(SHUT_WR) or close,
+ * which the service may not have taken yet.  False when the record is
+ * not this connection's (yet). */
+static bool tcp_info_service(const struct ss_conn *c, bool shut_wr, struct ssp_tcp_info *x)
 {
 	struct tcp_info *ti = &x->base;
 	struct ss_shm_conn_info in;
+	uint8_t st;
 
-	if (ss_conn_info(c, &in) != 0 || !in.snd_mss)
-		return;
+	if (ss_conn_info(c, &in) != 0 || in.gen != c->gen ||
+	    in.state >= sizeof(info_state_linux))
+		return false;
+	st = info_state_linux[in.state];
+	/* Linux's shutdown() changes the state at once. */
+	if (shut_wr && st == TCP_ESTABLISHED)
+		st = TCP_FIN_WAIT1;
+	else if (shut_wr && st == TCP_CLOSE_WAIT)
+		st = TCP_LAST_ACK;
+	ti->tcpi_state = st;
+	if (!in.snd_mss)
+		return true; /* no figures yet */
 	ti->tcpi_ca_state = in.ca_state;
 	ti->tcpi_retransmits = in.retransmits;
 	ti->tcpi_backoff = in.backoff;
@@ -165,17 +213,29 @@ static void tcp_info_service(const struct ss_conn *c, struct ssp_tcp_info *x)
 	ti->tcpi_snd_ssthresh = in.snd_ssthresh == UINT32_MAX ? 0x7fffffffu /* Linux's "none" */
 				 : info_segs(in.snd_ssthresh, in.snd_mss);
 	ti->tcpi_unacked = info_segs(in.unacked, in.snd_mss);
+	ti->tcpi_sacked = info_segs(in.sacked, in.snd_mss);
+	ti->tcpi_lost = info_segs(in.lost, in.snd_mss);
+	ti->tcpi_retrans = info_segs(in.retrans, in.snd_mss);
 	ti->tcpi_total_retrans = in.total_retrans;
+	if (in.pmtu)
+		ti->tcpi_pmtu = in.pmtu;
+	ti->tcpi_last_data_sent = info_since_ms(in.last_data_sent_us);
+	ti->tcpi_last_data_recv = info_since_ms(in.last_data_recv_us);
+	ti->tcpi_last_ack_recv = info_since_ms(in.last_ack_recv_us);
+	ti->tcpi_reordering = 3; /* Linux's initial (sysctl tcp_reordering) */
 	x->tcpi_pacing_rate = in.pacing_rate ? in.pacing_rate : UINT64_MAX; /* Linux: ~0 unpaced */
 	x->tcpi_max_pacing_rate = UINT64_MAX;
 	x->tcpi_bytes_acked = in.bytes_acked;
 	x->tcpi_bytes_received = in.bytes_received;
+	return true;
 }
 
 /*
- * TCP_INFO: the state as Linux names it from what this process knows (it
- * sees every event first), and the engine's figures (RTT, window, MSS,
- * retransmissions, pacing rate, bytes) as the service last published them.
+ * TCP_INFO: the engine's state and figures (RTT, window, MSS, losses,
+ * retransmissions, pacing rate, bytes) as the service last published
+ * them, over what this process knows: a reset or both FINs done it has
+ * taken are TCP_CLOSE, and until the service's record is this
+ * connection's the state comes from the events taken.
  */
 static void tcp_info_fill(const struct ssp_sock *s, struct ssp_tcp_info *x)
 {
@@ -194,17 +254,18 @@ static void tcp_info_fill(const struct ssp_sock *s, struct ssp_tcp_info *x)
 		ti->tcpi_state = TCP_CLOSE;
 		return;
 	}
+	ti->tcpi_snd_mss = ti->tcpi_rcv_mss = ti->tcpi_advmss = 1460;
+	ti->tcpi_pmtu = 1500;
+	ti->tcpi_rcv_space = ssp.rxbuf;
+	ti->tcpi_unacked = (c->tx_tail - c->tx_pend - c->tx_acked + 1459) / 1460;
+	if (tcp_info_service(c, c->shut_wr || s->shut_wr, x))
+		return;
 	if (c->peer_fin)
 		ti->tcpi_state = c->shut_wr ? TCP_LAST_ACK : TCP_CLOSE_WAIT;
 	else if (c->shut_wr)
 		ti->tcpi_state = c->fin_acked ? TCP_FIN_WAIT2 : TCP_FIN_WAIT1;
 	else
 		ti->tcpi_state = TCP_ESTABLISHED;
-	ti->tcpi_snd_mss = ti->tcpi_rcv_mss = ti->tcpi_advmss = 1460;
-	ti->tcpi_pmtu = 1500;
-	ti->tcpi_rcv_space = ssp.rxbuf;
-	ti->tcpi_unacked = (c->tx_tail - c->tx_pend - c->tx_acked + 1459) / 1460;
-	tcp_info_service(c, x);
 }
 
 int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
@@ -216,6 +277,7 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		return -1;
 	if (!val || !len)
 		return ssp_fail_unlock(EFAULT);
+	ssp_sock_current(s); /* SO_ERROR, TCP_INFO: as current as Linux's */
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_RCVTIMEO: case SO_SNDTIMEO: {
@@ -256,7 +318,6 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		case TCP_INFO: {
 			struct ssp_tcp_info ti;
 
-			ssp_pump(); /* the state as current as Linux's */
 			tcp_info_fill(s, &ti);
 			put_opt(val, len, &ti, sizeof(ti));
 			goto ok;
@@ -315,6 +376,7 @@ int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 		return -1;
 	if (!sa || !len)
 		return ssp_fail_unlock(EFAULT);
+	ssp_sock_current(s); /* a connect may have been answered */
 	if (s->state == SSP_S_CONNECTED) {
 		ss_conn_endpoints(s->conn, &ip, &port, NULL, NULL);
 	} else if (s->state == SSP_S_AWAY) {
@@ -341,7 +403,7 @@ int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 		return -1;
 	if (!sa || !len)
 		return ssp_fail_unlock(EFAULT);
-	ssp_pump(); /* a reset or the last FIN may be waiting */
+	ssp_sock_current(s); /* a reset or the last FIN may be waiting */
 	if (s->state == SSP_S_AWAY) {
 		ip = s->ref_rip;
 		port = s->ref_rport;
@@ -392,6 +454,8 @@ int ssp_ioctl(int fd, unsigned long req, void *arg)
 
 	if (!s)
 		return -1;
+	if (req == FIONREAD || req == SIOCOUTQ)
+		ssp_sock_current(s); /* bytes received or acknowledged meanwhile */
 	switch (req) {
 	case FIONREAD: {
 		struct iovec iov[2];

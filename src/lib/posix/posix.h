@@ -368,6 +368,19 @@ static inline int ssp_mode(void)
 	return __atomic_load_n(&ssp.mode, __ATOMIC_ACQUIRE);
 }
 
+/* ssp_sock_current - before a call whose answer depends on the state of
+ * @s (its context's lock held): take the events the service has posted
+ * on that context, as Linux's answer reflects every segment already
+ * received.  One load of the ring's producer index when none waits (no
+ * system call). */
+static inline void ssp_sock_current(struct ssp_sock *s)
+{
+	struct ssp_cx *cx = s->cx;
+
+	if (cx->ctx && ssp_mode() == SSP_M_ON && ring_arx_avail(&cx->ctx->arx))
+		ssp_cx_pump(cx);
+}
+
 void ssp_sock_touch(struct ssp_sock *s);
 /* ssp_sock_put - drop an fd reference; ssp_sock_unhold - end a call that
  * set s->hold++ before dropping the lock.  The last of both frees @s. */

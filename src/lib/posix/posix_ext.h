@@ -3,6 +3,7 @@
 #define SS_LIB_POSIX_POSIX_EXT_H
 
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -116,5 +117,20 @@ int ssp_siginterrupt(int sig, int flag);
  * installed behind the shim's back (a raw rt_sigaction) is not seen.
  */
 bool ssp_intr_restart(void);
+
+/*
+ * A bad user buffer (EFAULT, as Linux's copy to or from user memory): a
+ * copy between the caller's memory and a ring runs with ssp_fault_jmp
+ * pointing at a recovery point; the layer's SIGSEGV/SIGBUS handler,
+ * installed once (ssp_fault_init), jumps there when the fault is the
+ * kernel's and one is set, and otherwise does what the program's own
+ * action for the signal says (its handler, with its flags, mask and
+ * SA_RESETHAND; the default action; a fault is never ignored).
+ * sigaction() for those two signals sees and sets the program's action,
+ * never the layer's.
+ */
+extern __thread sigjmp_buf *ssp_fault_jmp __attribute__((tls_model("initial-exec")));
+extern int ssp_fault_ready;
+void ssp_fault_init(void);
 
 #endif /* SS_LIB_POSIX_POSIX_EXT_H */

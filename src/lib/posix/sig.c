@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <ucontext.h>
 
 #include "posix/posix_ext.h"
 
@@ -197,6 +198,9 @@ static void act_unwrap(struct sigaction *oact, plain_fn old_plain, info_fn old_i
 		oact->sa_sigaction = old_info;
 }
 
+static bool fault_sig(int sig);
+static int fault_sigaction(int sig, const struct sigaction *act, struct sigaction *oact);
+
 int ssp_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
 	struct sigaction k;
@@ -211,6 +215,14 @@ int ssp_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
 	spin_lock();
+	if (fault_sig(sig) && __atomic_load_n(&ssp_fault_ready, __ATOMIC_ACQUIRE)) {
+		rc = fault_sigaction(sig, act, oact);
+		err = errno;
+		spin_unlock();
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		errno = err;
+		return rc;
+	}
 	old_plain = app_plain[sig];
 	old_info = app_info[sig];
 	if (act) {
@@ -231,6 +243,141 @@ int ssp_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	errno = err;
 	return rc;
+}
+
+/* -------------------------------------------------- faults (EFAULT) */
+
+__thread sigjmp_buf *ssp_fault_jmp __attribute__((tls_model("initial-exec")));
+int ssp_fault_ready;
+/* The program's action for SIGSEGV and SIGBUS once the layer's handler is
+ * in the kernel: what sigaction() reports, and its handler and flags as
+ * the layer's handler reads them. */
+static struct sigaction fault_app[NSIG];
+static plain_fn fault_fn[NSIG]; /* the handler (sa_handler's view of it) */
+static info_fn fault_info[NSIG]; /* the same, sa_sigaction's view */
+static int fault_flags[NSIG];
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+
+static bool fault_sig(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS;
+}
+
+/* The program's action @a for fault signal @sig, as the handler reads it
+ * (spin lock held). */
+static void fault_set(int sig, const struct sigaction *a)
+{
+	plain_fn fn = a->sa_handler; /* the union: sa_sigaction too */
+
+	fault_app[sig] = *a;
+	__atomic_store_n(&fault_info[sig], a->sa_sigaction, __ATOMIC_RELAXED);
+	__atomic_store_n(&fault_flags[sig], a->sa_flags, __ATOMIC_RELAXED);
+	__atomic_store_n(&fault_fn[sig], fn, __ATOMIC_RELEASE);
+}
+
+/* Not a fault of a guarded copy: what the program asked for. */
+static void fault_chain(int sig, siginfo_t *si, void *uc)
+{
+	plain_fn fn = __atomic_load_n(&fault_fn[sig], __ATOMIC_ACQUIRE);
+	int flags = __atomic_load_n(&fault_flags[sig], __ATOMIC_RELAXED);
+	bool sent = !si || si->si_code <= 0; /* kill(), raise(): not a fault */
+
+	if (fn == SIG_IGN && sent)
+		return;
+	if (fn == SIG_DFL || fn == SIG_IGN) {
+		/* The default action: for a fault, when the instruction runs
+		 * again; a sent signal again, pending until we return. */
+		struct sigaction d;
+
+		memset(&d, 0, sizeof(d));
+		d.sa_handler = SIG_DFL;
+		real_sigaction(sig, &d, NULL);
+		if (sent)
+			raise(sig);
+		return;
+	}
+	if (flags & SA_RESETHAND) {
+		__atomic_store_n(&fault_fn[sig], SIG_DFL, __ATOMIC_RELAXED);
+		__atomic_store_n(&fault_flags[sig], 0, __ATOMIC_RELAXED);
+		fault_app[sig].sa_handler = SIG_DFL;
+		fault_app[sig].sa_flags = 0;
+	}
+	note(flags & SA_RESTART ? NOTE_RESTART : NOTE_EINTR);
+	if (flags & SA_SIGINFO)
+		__atomic_load_n(&fault_info[sig], __ATOMIC_RELAXED)(sig, si, uc);
+	else
+		fn(sig);
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *uc)
+{
+	sigjmp_buf *jb = ssp_fault_jmp;
+
+	if (jb && si && si->si_code > 0) {
+		/* A guarded copy: back to its recovery point, with the signal
+		 * mask of the moment of the fault (not the handler's). */
+		ssp_fault_jmp = NULL;
+		pthread_sigmask(SIG_SETMASK, &((ucontext_t *)uc)->uc_sigmask, NULL);
+		siglongjmp(*jb, 1);
+	}
+	fault_chain(sig, si, uc);
+}
+
+/* The kernel's action for fault signal @sig: the layer's handler with the
+ * program's flags and mask (SA_ONSTACK, SA_NODEFER act as they would). */
+static int fault_install(int sig, const struct sigaction *a)
+{
+	struct sigaction k = *a;
+
+	k.sa_sigaction = fault_handler;
+	k.sa_flags = (a->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
+	return real_sigaction(sig, &k, NULL);
+}
+
+static void fault_setup(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS };
+	sigset_t all, saved;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+	spin_lock();
+	for (unsigned i = 0; i < 2; i++) {
+		int sig = sigs[i];
+		struct sigaction old;
+
+		if (real_sigaction(sig, NULL, &old) < 0)
+			continue;
+		act_unwrap(&old, app_plain[sig], app_info[sig]);
+		fault_set(sig, &old);
+		fault_install(sig, &old);
+	}
+	__atomic_store_n(&ssp_fault_ready, 1, __ATOMIC_RELEASE);
+	spin_unlock();
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+void ssp_fault_init(void)
+{
+	pthread_once(&fault_once, fault_setup);
+}
+
+/* sigaction() of SIGSEGV or SIGBUS once the layer's handler is in place
+ * (signals blocked, spin lock held). */
+static int fault_sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
+{
+	struct sigaction old = fault_app[sig];
+
+	if (act) {
+		fault_set(sig, act);
+		if (fault_install(sig, act) < 0) {
+			fault_set(sig, &old);
+			return -1;
+		}
+	}
+	if (oact)
+		*oact = old;
+	return 0;
 }
 
 /* ------------------------------------------ signal, sysv_signal, sigset */

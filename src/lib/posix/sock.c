@@ -473,6 +473,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 	if (!s)
 		return -1;
+	ssp_sock_current(s); /* the handshake may be over */
 	switch (s->state) {
 	case SSP_S_CONNECTING:
 		return ssp_fail_unlock(EALREADY);
@@ -612,7 +613,7 @@ int ssp_shutdown(int fd, int how)
 	/* Linux's inet_shutdown: ENOTCONN in TCP_CLOSE, which a connection
 	 * reaches when reset or once both FINs are done (pending events may
 	 * tell: take them first). */
-	ssp_pump();
+	ssp_sock_current(s);
 	if (s->state == SSP_S_LISTEN) {
 		/* SHUT_WR leaves a listener alone; SHUT_RD stops it. */
 		if (how != SHUT_WR) {
@@ -713,6 +714,10 @@ static int fd_leave(int fd, bool close_fd)
 		s = ssp_sock_lock_fd(fd);
 		if (!s)
 			continue; /* it changed meanwhile: look again */
+		/* What the last close does depends on the state: a connect
+		 * already answered closes with a FIN, a connect in progress
+		 * goes away silently. */
+		ssp_sock_current(s);
 		linger = close_fd && linger_wanted(s);
 		if (linger)
 			s->hold++;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -78,6 +79,86 @@ static void connect_on(int fd, unsigned ctx, uint32_t slot)
 	CHECK_EQ_U64(ssp_poll(&p, 1, 2000, NULL), 1);
 	CHECK_EQ_U64(p.revents, POLLOUT);
 	CHECK(ssp_fcntl(fd, F_SETFL, 0) == 0);
+}
+
+/* TCP_INFO from the service's record of connection @slot (generation
+ * @gen) behind @fd: the engine's state as Linux names it on an open
+ * socket, the figures; a record of another generation is not used. */
+static void test_tcp_info(int fd, uint32_t slot, uint32_t gen)
+{
+	struct ss_shm_conn_info *in =
+		(struct ss_shm_conn_info *)(void *)(fk.region + fk.hdr->info_off) + slot;
+	static const struct { uint8_t engine, linux_state; } map[] = {
+		{ 2, TCP_SYN_RECV }, { 3, TCP_ESTABLISHED }, { 4, TCP_FIN_WAIT1 },
+		{ 5, TCP_FIN_WAIT2 }, { 6, TCP_CLOSING }, { 7, TCP_CLOSE },
+		{ 8, TCP_CLOSE_WAIT }, { 9, TCP_LAST_ACK }, { 0, TCP_CLOSE },
+	};
+	struct tcp_info ti;
+	socklen_t len;
+
+	memset(in, 0, sizeof(*in));
+	in->gen = gen;
+	in->snd_mss = in->rcv_mss = 1000;
+	in->srtt_us = 1234;
+	in->rttvar_us = 321;
+	in->snd_cwnd = 10000;
+	in->unacked = 5000;
+	in->lost = 2000;
+	in->retrans = 1000;
+	in->sacked = 1500;
+	in->pmtu = 1500;
+	in->total_retrans = 7;
+	for (unsigned i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		in->state = map[i].engine;
+		__atomic_store_n(&in->seq, 2 * (i + 1), __ATOMIC_RELEASE);
+		len = sizeof(ti);
+		memset(&ti, 0xff, sizeof(ti));
+		CHECK_EQ_U64(ssp_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+		CHECK_EQ_U64(ti.tcpi_state, map[i].linux_state);
+		CHECK_EQ_U64(ti.tcpi_rtt, 1234);
+		CHECK_EQ_U64(ti.tcpi_rttvar, 321);
+		CHECK_EQ_U64(ti.tcpi_snd_mss, 1000);
+		CHECK_EQ_U64(ti.tcpi_rcv_mss, 1000);
+		CHECK_EQ_U64(ti.tcpi_snd_cwnd, 10);
+		CHECK_EQ_U64(ti.tcpi_unacked, 5);
+		CHECK_EQ_U64(ti.tcpi_lost, 2);
+		CHECK_EQ_U64(ti.tcpi_retrans, 1);
+		CHECK_EQ_U64(ti.tcpi_sacked, 2);
+		CHECK_EQ_U64(ti.tcpi_pmtu, 1500);
+		CHECK_EQ_U64(ti.tcpi_total_retrans, 7);
+		CHECK_EQ_U64(ti.tcpi_last_data_recv, 0); /* never */
+	}
+	/* Another generation's record (the slot's earlier connection): the
+	 * state from the events, no figures from it. */
+	in->state = 6;
+	in->gen = gen + 1;
+	__atomic_store_n(&in->seq, 100, __ATOMIC_RELEASE);
+	len = sizeof(ti);
+	CHECK_EQ_U64(ssp_getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	CHECK_EQ_U64(ti.tcpi_state, TCP_ESTABLISHED);
+	CHECK_EQ_U64(ti.tcpi_rtt, 0);
+	memset(in, 0, sizeof(*in));
+}
+
+/* MSG_OOB (urgent data) is refused with EOPNOTSUPP, and nothing is sent
+ * or taken: no command goes out. */
+static void test_msg_oob(int fd, unsigned ctx)
+{
+	char c = 'x';
+	struct iovec iov = { &c, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	errno = 0;
+	CHECK_EQ_U64(ssp_send(fd, &c, 1, MSG_OOB), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK_EQ_U64(ssp_recv(fd, &c, 1, MSG_OOB | MSG_DONTWAIT, NULL, NULL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	errno = 0;
+	CHECK_EQ_U64(ssp_sendmsg(fd, &m, MSG_OOB | MSG_NOSIGNAL), (uint64_t)-1);
+	CHECK_EQ_U64(errno, EOPNOTSUPP);
+	CHECK_EQ_U64(c, 'x');
+	CHECK_EQ_U64(fake_cmd_pending(&fk, ctx), 0);
 }
 
 /* The main thread's first socket takes context 0; two threads alive at
@@ -1049,6 +1130,8 @@ int main(void)
 	if (test_assign(fds) == 0) {
 		connect_on(fds[1], 1, 0);
 		connect_on(fds[2], 2, 1);
+		test_tcp_info(fds[1], 0, 1);
+		test_msg_oob(fds[1], 1);
 		test_block_across(fds);
 		test_wait_across(fds);
 		test_kick_survives_pass();

@@ -182,11 +182,16 @@ static void test_loop_follows_active_flows(void)
 	CHECK_EQ_U64(in->options & (SS_INFO_OPT_TS | SS_INFO_OPT_SACK | SS_INFO_OPT_ECN),
 		     SS_INFO_OPT_TS | SS_INFO_OPT_SACK | SS_INFO_OPT_ECN);
 	CHECK_STR(in->cc_name, "dctcp-rate");
-	/* Flow 1 never sent: its record is the handshake's. */
+	/* Flow 1 never sent: its record is the handshake's, written twice
+	 * (SYN_SENT, then ESTABLISHED with the algorithm's start), never
+	 * since. */
 	const struct ss_shm_conn_info *in1 =
 		(const struct ss_shm_conn_info *)(const void *)(h.app->region + h.app->info_off) +
 		fl[1].slot;
-	CHECK_EQ_U64(in1->seq, 2);
+	CHECK_EQ_U64(in1->seq, 4);
+	CHECK_EQ_U64(in1->state, SS_TCPS_ESTABLISHED);
+	CHECK_EQ_U64(in1->gen, sc1->gen);
+	CHECK_EQ_U64(in->gen, sc0->gen);
 	CHECK_EQ_U64(in1->bytes_acked, 0);
 	CHECK(ctr(&h, SS_CTR_cc_idle) >= 1);
 	uint64_t iv = ctr(&h, SS_CTR_cc_intervals);
