@@ -1,5 +1,6 @@
 /* stack_app.c - the fast path's side of the application queues: commands in, events out, wake-ups. */
 #include "stack/stack_app.h"
+#include "stack/stack_cc.h"
 #include "stack/stack_conn.h"
 #include "stack/stack_fork.h"
 #include "stack/stack_listen.h"
@@ -299,6 +300,13 @@ static __attribute__((noinline)) bool conn_post_general(struct ss_stack *s, stru
 	unsigned need = announce + !!(sc->rx_pending | sc->acked_pending) + fin_acked +
 			!!(ev & SS_TCP_EV_PEER_FIN) + !!(ev & (SS_TCP_EV_RESET | SS_TCP_EV_ERROR)) +
 			release;
+
+	/* TCP_INFO's state is the engine's, published at every change: a
+	 * connection whose state changed always comes here (a change to
+	 * ESTABLISHED raises EV_CONNECTED, any other leaves it in another
+	 * state), and only one with an application has a record. */
+	if (sc->tcp.f.state != sc->info_state)
+		stack_cc_publish(s, sc);
 
 	if (sc->flags & SC_PENDING)
 		stack_conn_unpend(sc);

@@ -1264,9 +1264,6 @@ static void conn_collect(struct ss_stack *s, struct ss_sconn *sc)
 		sc->total_retrans += (uint32_t)c->st.retrans_segs; /* for TCP_INFO */
 		conn_stats_drain(s, &c->st);
 	}
-	/* TCP_INFO's state is the engine's: published at every change. */
-	if (__builtin_expect(c->f.state != sc->info_state, 0))
-		stack_cc_publish(s, sc);
 	if (!ev)
 		return;
 	if (__builtin_expect(ev & (SS_TCP_EV_CONNECTED | SS_TCP_EV_CLOSED | SS_TCP_EV_RESET |
