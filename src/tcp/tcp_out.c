@@ -431,7 +431,7 @@ static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end
 	       ss_seq_lt(f->snd_nxt, end) && avail <= f->mss &&
 	       ss_seq_leq(end, f->snd_una + wnd) &&
 	       !(c->txopt & (uint8_t)~SS_TCP_TXO_NODELAY) &&
-	       (c->txopt || avail == f->mss || !tcp_small_in_flight(c));
+	       (f->snd_una == f->snd_nxt || c->txopt || avail == f->mss || !tcp_small_in_flight(c));
 }
 
 /*
