@@ -41,6 +41,7 @@
  */
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -173,6 +174,25 @@ int ss_listen_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t backlog, uint64
 int ss_connect_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t ip, uint16_t port,
 		     uint64_t cookie);
 int ss_listen_arm(struct ss_ctx *ctx, uint32_t listener);
+/* ss_connect_mss - ss_connect (@bound: ss_connect_bound from @entry) whose
+ * SYN announces at most @mss (TCP_MAXSEG; 0: the service's MSS). */
+int ss_connect_mss(struct ss_ctx *ctx, bool bound, uint32_t entry, uint32_t ip, uint16_t port,
+		   uint16_t mss, uint64_t cookie);
+
+/*
+ * Socket options (SS_OPT_* of shm/abi.h, Linux's meaning and ranges):
+ * ss_conn_setopt - on @conn, after its bytes committed so far (a bad
+ * option or value comes back as SS_EVENT_CMD_ERROR EINVAL);
+ * ss_listen_setopt - on listener @listener: the connections it accepts
+ * from then on start with it.  Both post a command (-1 EAGAIN: the ring
+ * is full, nothing posted).
+ * ss_conn_set_more - MSG_MORE: the bytes committed from now on end with
+ * more to come (a last segment smaller than the MSS waits, as with
+ * TCP_CORK) until a commit with @more false.
+ */
+int ss_conn_setopt(struct ss_conn *conn, unsigned opt, uint32_t val);
+int ss_listen_setopt(struct ss_ctx *ctx, uint32_t listener, unsigned opt, uint32_t val);
+void ss_conn_set_more(struct ss_conn *conn, bool more);
 
 /*
  * ss_flush - post every batched command and byte count, then ring the

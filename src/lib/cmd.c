@@ -56,6 +56,10 @@ int ss_cmd_post(struct ss_ctx *ctx, const struct ss_shm_cmd *cmd)
  * SS_CMDF_TX_GROW when that is in the large ring. */
 static inline uint8_t tx_home(const struct ss_conn *c)
 {
+	if (__builtin_expect(c->more != c->more_svc, 0))
+		return (uint8_t)((c->more ? SS_CMDF_MORE : SS_CMDF_MORE_END) |
+				 (c->tx_size != c->tx_size_svc ? SS_CMDF_TX_GROW :
+				  c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_HOME : 0));
 	if (__builtin_expect(c->tx_size != c->tx_size_svc, 0))
 		return SS_CMDF_TX_GROW;
 	return c->tx_origin != c->tx_origin_svc ? SS_CMDF_TX_HOME : 0;
@@ -84,6 +88,7 @@ static int post_count(struct ss_ctx *ctx, struct ss_conn *c, uint8_t op,
 	if (op == SS_CMD_TX) {
 		c->tx_origin_svc = c->tx_origin;
 		c->tx_size_svc = c->tx_size;
+		c->more_svc = c->more;
 	}
 	return 0;
 }
@@ -107,6 +112,7 @@ int ss_cmd_post_conn_pending(struct ss_ctx *ctx, struct ss_conn *c)
 			return -1; /* both still pending, the connection dirty */
 		c->tx_origin_svc = c->tx_origin;
 		c->tx_size_svc = c->tx_size;
+		c->more_svc = c->more;
 		c->tx_pend = 0;
 		c->rx_done = 0;
 		ss_conn_unmark_dirty(c);
@@ -230,6 +236,44 @@ int ss_connect_bound(struct ss_ctx *ctx, uint32_t entry, uint32_t ip, uint16_t p
 	};
 
 	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_connect_mss(struct ss_ctx *ctx, bool bound, uint32_t entry, uint32_t ip, uint16_t port,
+		   uint16_t mss, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_CONNECT, .flags = bound ? SS_CMDF_BOUND : 0, .conn = bound ? entry : 0,
+		.ip = ip, .port = port, .arg = mss, .cookie = cookie,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+int ss_conn_setopt(struct ss_conn *c, unsigned opt, uint32_t val)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_SETOPT, .conn = c->slot, .gen = c->gen, .arg = opt, .ip = val,
+	};
+
+	/* After the bytes committed before it, as on Linux. */
+	if (ss_cmd_post_conn_pending(c->ctx, c) < 0)
+		return -1;
+	return ss_cmd_post(c->ctx, &cmd);
+}
+
+int ss_listen_setopt(struct ss_ctx *ctx, uint32_t listener, unsigned opt, uint32_t val)
+{
+	struct ss_shm_cmd cmd = {
+		.op = SS_CMD_SETOPT, .flags = SS_CMDF_LISTENER, .conn = listener, .arg = opt,
+		.ip = val,
+	};
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
+void ss_conn_set_more(struct ss_conn *c, bool more)
+{
+	c->more = more;
 }
 
 int ss_listen_arm(struct ss_ctx *ctx, uint32_t listener)

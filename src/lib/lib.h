@@ -124,6 +124,7 @@ struct ss_conn {
 	/* Transmit: tx_tail = committed, tx_acked = acknowledged,
 	 * tx_pend = committed but not yet posted with SS_CMD_TX. */
 	uint32_t tx_tail, tx_acked, tx_pend;
+	bool more, more_svc;    /* MSG_MORE now / as the service last heard it */
 	/* Ring origins (shm/abi.h: position p is at byte (p - origin) &
 	 * (size - 1)).  tx_origin_svc is the service's transmit origin: the
 	 * next TX carries SS_CMDF_TX_HOME while the two differ. */

@@ -153,7 +153,7 @@
 #include <stdint.h>
 
 #define SS_SHM_MAGIC 0x314d5353u /* "SSM1" little-endian */
-#define SS_SHM_VERSION 10u
+#define SS_SHM_VERSION 11u
 #define SS_SHM_CACHELINE 64
 
 #define SS_SHM_MAX_FAST_PATHS 64
@@ -285,7 +285,8 @@ enum ss_shm_cmd_op {
 	SS_CMD_NOP = 0,
 	SS_CMD_LISTEN,       /* port, arg (backlog), cookie -> SS_EV_LISTEN */
 	SS_CMD_LISTEN_CLOSE, /* conn = listener id */
-	SS_CMD_CONNECT,      /* ip, port, cookie -> SS_EV_CONNECTED */
+	SS_CMD_CONNECT,      /* ip, port, cookie, arg = TCP_MAXSEG (0: none)
+			      * -> SS_EV_CONNECTED */
 	SS_CMD_TX,           /* conn, gen, arg = bytes appended to the transmit ring */
 	SS_CMD_RX_DONE,      /* conn, gen, arg = bytes consumed from the receive ring */
 	SS_CMD_SHUTDOWN,     /* conn, gen: no more sending (FIN after queued data) */
@@ -298,6 +299,10 @@ enum ss_shm_cmd_op {
 	SS_CMD_RELEASE,      /* conn, gen, ip = owner app id: drop an inherited reference */
 	SS_CMD_LISTEN_STOP,  /* conn = listener id, arg SS_STOP_*, cookie: stop listening
 			      * -> SS_EV_LISTEN_STOPPED to every member */
+	SS_CMD_SETOPT,       /* conn, gen, arg = SS_OPT_*, ip = value: a connection's
+			      * socket option (bad option or value: EINVAL); with
+			      * SS_CMDF_LISTENER, conn = listener id: the listener's,
+			      * which the connections it accepts from then on take */
 	SS_CMD_OP_MAX
 };
 
@@ -315,6 +320,25 @@ enum ss_shm_cmd_op {
 #define SS_CMDF_RX_GROW 0x10 /* RX_DONE, or TX with SS_CMDF_RX_DONE: move the
 			      * receive ring to the slot's large one once nothing
 			      * is unread (see the end of this file) */
+#define SS_CMDF_MORE 0x20     /* TX: MSG_MORE: a last segment smaller than the MSS
+			      * waits for more (as TCP_CORK) */
+#define SS_CMDF_MORE_END 0x40 /* TX: the first without MSG_MORE after one with it */
+#define SS_CMDF_LISTENER 0x80 /* SETOPT: conn is a listener id */
+
+/* SS_CMD_SETOPT options, Linux's semantics and ranges (values in ip):
+ * NODELAY, CORK, KEEPALIVE: 0 off, else on; KEEPIDLE, KEEPINTVL: seconds,
+ * 1..32767; KEEPCNT: 1..127; MAXSEG: 0 (none) or 88..32767, the MSS
+ * announced and used at most (before the handshake: SS_CMD_CONNECT takes
+ * it in arg, a listener for its connections). */
+#define SS_OPT_NODELAY 1
+#define SS_OPT_CORK 2
+#define SS_OPT_KEEPALIVE 3
+#define SS_OPT_KEEPIDLE 4
+#define SS_OPT_KEEPINTVL 5
+#define SS_OPT_KEEPCNT 6
+#define SS_OPT_MAXSEG 7
+#define SS_OPT_MAX 8
+
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 

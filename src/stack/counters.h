@@ -135,6 +135,8 @@
 	X(tcp_challenge_ack_limited)                                             \
 	X(tcp_dup_acks)                                                          \
 	X(tcp_persist_probes)                                                    \
+	X(tcp_ka_probes)                                                         \
+	X(tcp_ka_timeouts)                                                       \
 	X(tcp_rst_sent)                                                          \
 	X(tcp_reset_data_after_close)                                            \
 	X(drop_tcp_paws)                                                         \

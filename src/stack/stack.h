@@ -186,6 +186,8 @@ struct ss_listener {
 	uint32_t backlog;
 	uint32_t n_syn;          /* connections in SYN_RCVD */
 	struct ss_lmember m[SS_LISTENER_MEMBERS];
+	uint32_t opt_set;        /* SS_OPT_* set on the listener (1 << id) ... */
+	uint32_t opt_val[SS_OPT_MAX]; /* ... and their values: its connections take them */
 };
 
 struct ss_stack_limits {

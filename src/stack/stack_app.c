@@ -5,6 +5,7 @@
 #include "stack/stack_fork.h"
 #include "stack/stack_listen.h"
 #include "stack/stack_loop.h"
+#include "stack/stack_opts.h"
 
 #include <errno.h>
 #include <string.h>
@@ -575,6 +576,15 @@ static __attribute__((noinline)) void cmd_run_other(struct ss_stack *s, struct s
 			cmd_error(s, a, ctx, cmd, -rc);
 		return;
 	}
+	case SS_CMD_SETOPT:
+		if (cmd->flags & SS_CMDF_LISTENER) {
+			int rc = stack_listen_setopt(s, a, cmd);
+
+			if (rc != 0)
+				cmd_error(s, a, ctx, cmd, -rc);
+			return;
+		}
+		break;
 	case SS_CMD_TX:
 	case SS_CMD_RX_DONE:
 	case SS_CMD_SHUTDOWN:
@@ -588,6 +598,25 @@ static __attribute__((noinline)) void cmd_run_other(struct ss_stack *s, struct s
 	sc = cmd_conn(s, a, ctx, cmd);
 	if (!sc)
 		return;
+	if (cmd->op == SS_CMD_SETOPT) {
+		int rc = stack_conn_setopt(s, sc, cmd->arg, cmd->ip);
+
+		if (rc != 0)
+			cmd_error(s, a, ctx, cmd, -rc);
+		return;
+	}
+	if (cmd->op == SS_CMD_TX && (cmd->flags & (SS_CMDF_MORE | SS_CMDF_MORE_END))) {
+		/* MSG_MORE on or off from these bytes on; the rest as usual. */
+		struct ss_shm_cmd c = *cmd;
+
+		ss_tcp_set_more(&sc->tcp, cmd->flags & SS_CMDF_MORE);
+		c.flags &= (uint8_t)~(SS_CMDF_MORE | SS_CMDF_MORE_END);
+		if (c.flags & (SS_CMDF_TX_GROW | SS_CMDF_RX_GROW))
+			cmd_grow(s, a, ctx, &c, sc);
+		else
+			cmd_tx(s, a, ctx, &c, sc, false);
+		return;
+	}
 	if ((cmd->flags & (SS_CMDF_TX_GROW | SS_CMDF_RX_GROW)) &&
 	    (cmd->op == SS_CMD_TX || cmd->op == SS_CMD_RX_DONE)) {
 		cmd_grow(s, a, ctx, cmd, sc);

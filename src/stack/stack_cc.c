@@ -318,7 +318,7 @@ static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_s
 	in->srtt_us = f->srtt_us;
 	in->rttvar_us = f->rttvar_us;
 	in->snd_mss = f->mss;
-	in->rcv_mss = c->params->mss;
+	in->rcv_mss = ss_tcp_mss_ours(c);
 	in->snd_cwnd = rate ? (uint32_t)(rate * (f->srtt_us ? f->srtt_us : 1) / 1000000u) : f->cwnd;
 	in->snd_ssthresh = rate ? UINT32_MAX : f->ssthresh;
 	in->unacked = f->snd_max - f->snd_una;

@@ -1,5 +1,6 @@
 /* stack_conn.c - connections on the fast path: lookup, passive and active open, output, timers, release. */
 #include "stack/stack_conn.h"
+#include "stack/stack_opts.h"
 #include "stack/stack_cc.h"
 #include "stack/stack_cookie.h"
 #include "stack/stack_fork.h"
@@ -706,6 +707,7 @@ static void passive_open(struct ss_stack *s, struct ss_listener *l, uint32_t li,
 	sc->listener = (uint16_t)(li + 1);
 	l->n_syn++;
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_passive_open);
+	stack_opts_inherit(s, l, sc);
 	ss_tcp_accept_syn(&sc->tcp, seg, s->now_us);
 	stack_conn_dirty(s, sc);
 }
@@ -968,7 +970,7 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 	uint16_t port = cmd->port, lport;
 	struct ss_sconn *tw = NULL;
 
-	if (port == 0 || addr_bad(s, ip))
+	if (port == 0 || addr_bad(s, ip) || !stack_opt_valid(SS_OPT_MAXSEG, cmd->arg))
 		return -EINVAL;
 	uint32_t hop = next_hop(s, ip);
 	if (hop == 0)
@@ -1005,6 +1007,7 @@ int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 	}
 	conn_setup(s, sc, a, (uint32_t)slot, ctx, ip, port, lport, iss);
 	sc->cookie = cookie;
+	ss_tcp_setopt(&sc->tcp, SS_TCP_OPT_MAXSEG, cmd->arg, s->now_us); /* for the SYN */
 	if (ss_flow_table_insert(&s->flows, &sc->key, sc) != 0) {
 		stack_conn_release_slot(s, sc);
 		conn_free(s, sc);
@@ -1220,6 +1223,8 @@ static void conn_stats_drain(struct ss_stack *s, struct ss_tcp_conn_stats *st)
 	DRAIN(oow_ack_limited, tcp_oow_ack_limited)
 	DRAIN(dup_acks, tcp_dup_acks)
 	DRAIN(persist_probes, tcp_persist_probes)
+	DRAIN(ka_probes, tcp_ka_probes)
+	DRAIN(ka_timeouts, tcp_ka_timeouts)
 	DRAIN(rst_sent, tcp_rst_sent)
 	DRAIN(data_after_close, tcp_reset_data_after_close)
 	DRAIN(tail_probes, tcp_tail_probes)

@@ -15,6 +15,7 @@
  * SYNs from our own address (the loopback path) never get a cookie.
  */
 #include "stack/stack_cookie.h"
+#include "stack/stack_opts.h"
 #include "stack/stack_conn.h"
 #include "stack/stack_listen.h"
 
@@ -123,6 +124,7 @@ bool stack_cookie_ack(struct ss_stack *s, const uint8_t *frame, const struct ss_
 	struct ss_sconn *sc = stack_conn_passive(s, m, frame, ip, seg, seg->ack - 1);
 	if (!sc)
 		return true;
+	stack_opts_inherit(s, l, sc);
 	ss_tcp_accept_cookie(&sc->tcp, &syn, our_wscale);
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_syn_cookies_ok);
 	ss_ctr_inc(s->ctr, SS_CTR_tcp_passive_open);

@@ -128,6 +128,11 @@ static struct ss_listener *entry_of(struct ss_stack *s, struct ss_app *a, uint32
 	return &s->listeners[li];
 }
 
+struct ss_listener *stack_listener_of(struct ss_stack *s, struct ss_app *a, uint32_t li)
+{
+	return entry_of(s, a, li);
+}
+
 void stack_cmd_bind(struct ss_stack *s, struct ss_app *a, uint16_t ctx, const struct ss_shm_cmd *cmd)
 {
 	int64_t li = port_claim(s, a, ctx, cmd->port, cmd->arg & SS_BIND_REUSEPORT, cmd->cookie);

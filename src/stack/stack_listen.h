@@ -21,6 +21,8 @@ struct ss_listener *stack_listener_find(struct ss_stack *s, const struct ss_flow
 					uint32_t *idx);
 /* stack_listener_pick - the member that gets the next connection, NULL if none can. */
 struct ss_lmember *stack_listener_pick(struct ss_listener *l);
+/* stack_listener_of - entry @li when @a is one of its members, else NULL. */
+struct ss_listener *stack_listener_of(struct ss_stack *s, struct ss_app *a, uint32_t li);
 unsigned stack_listeners_inherit(struct ss_stack *s, struct ss_app *parent,
 				 struct ss_app *child, uint16_t ctx, unsigned *full);
 void stack_listeners_app_gone(struct ss_stack *s, struct ss_app *a);

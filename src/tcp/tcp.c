@@ -60,6 +60,7 @@ void ss_tcp_conn_init(struct ss_tcp_conn *c, const struct ss_tcp_params *p,
 	f->snd_una = f->snd_nxt = f->snd_max = iss;
 	f->recover = iss;
 	c->ecn_recover = iss;
+	c->snd_sml = iss; /* no small segment in flight */
 	f->rto_us = p->rto_initial_us;
 	f->mss = p->mss;
 	ss_tcp_conn_rx_room(c, rx.size);

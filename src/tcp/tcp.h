@@ -138,6 +138,23 @@ struct ss_tcp_flow {
 				 * no data came since: a reply now tells how
 				 * long the hold should have been */
 
+/* conn->txopt: what ss_tcp_output() does with a segment smaller than the
+ * MSS that would end the queued data (not one that carries our FIN).
+ * With none of them set, Nagle's algorithm in Minshall's variant as Linux
+ * (RFC 896, RFC 9293 §3.7.4): it waits while a smaller segment sent
+ * before is unacknowledged. */
+#define SS_TCP_TXO_NODELAY 0x01 /* TCP_NODELAY: it goes at once */
+#define SS_TCP_TXO_CORK 0x02    /* TCP_CORK: it waits for a full MSS, the cork
+				 * to come off, or SS_TCP_CORK_US */
+#define SS_TCP_TXO_MORE 0x04    /* MSG_MORE on the latest send: as CORK */
+#define SS_TCP_TXO_PUSH 0x08    /* the next ss_tcp_output() sends what waits
+				 * (once: cleared by it) */
+#define SS_TCP_TXO_CTIMER 0x10  /* rto_deadline_us holds the cork's limit (nothing
+				 * in flight): its expiry pushes */
+
+/* Longest hold of a corked segment with nothing in flight (Linux: 200 ms). */
+#define SS_TCP_CORK_US 200000u
+
 /* The delayed ACK's holds: delack_us, four times longer at each step, the
  * last step delack_max_us (and none above it).  A connection moves up
  * to the step that would have caught its late reply; each step has its
@@ -316,6 +333,8 @@ struct ss_tcp_conn_stats {
 	uint64_t delack_acks;                 /* ACKs sent alone at the delayed-ACK deadline */
 	uint64_t delack_longer;               /* holds raised a step or more */
 	uint64_t delack_shorter;              /* ... and back to delack_us */
+	uint64_t ka_probes;                   /* keepalive probes sent */
+	uint64_t ka_timeouts;                 /* connections reset: keepalive unanswered */
 };
 
 /*
@@ -360,6 +379,13 @@ struct ss_tcp_conn {
 	uint8_t st_new;         /* a count other than fast_path/slow_path changed
 				 * since the caller last cleared this: it drains
 				 * st only then (the common path changes none) */
+	uint8_t txopt;          /* SS_TCP_TXO_*: what holds a small segment back
+				 * (0: Nagle's algorithm, as Linux by default) */
+	uint8_t ka_on;          /* SO_KEEPALIVE (ss_tcp_setopt()) */
+	uint8_t ka_probes;      /* keepalive probes sent and not answered */
+	uint8_t ka_cnt;         /* TCP_KEEPCNT; 0: the default (9) */
+	uint32_t snd_sml;       /* end of the last segment sent smaller than the
+				 * MSS (Minshall's variant of Nagle's algorithm) */
 	uint32_t csum_base;     /* ss_tcp_csum_base(local_ip, remote_ip): each
 				 * segment's checksum adds only its length */
 	uint64_t rtt_start_us;        /* when rtt_seq was sent */
@@ -369,7 +395,9 @@ struct ss_tcp_conn {
 				       * RTO; 0 = none */
 	uint64_t delack_deadline_us;  /* delayed ACK due; 0 = none */
 	uint64_t persist_deadline_us; /* 0 = not armed */
-	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 / delack expiry; 0 = none */
+	uint64_t tw_deadline_us;      /* TIME_WAIT / FIN_WAIT_2 expiry, or in the other
+				       * states the keepalive timer (tcp_opts.c); 0 = none */
+	uint64_t rcv_us;              /* when the latest segment arrived (keepalive) */
 	struct ss_cc_counters cc;     /* free-running, for the control loop (cc.h) */
 	uint32_t delack_hold_us;      /* params' delack_us, or a longer step while
 				       * this connection holds its ACKs longer
@@ -446,6 +474,10 @@ struct ss_tcp_conn {
 	bool oow_ack_sent;
 	uint64_t delack_late_us;      /* with SS_TCP_ACKP_LATE: when the data the
 				       * lone ACK answered arrived */
+	uint64_t ka_probe_us;         /* when the latest keepalive probe went */
+	uint16_t ka_idle_s;           /* TCP_KEEPIDLE; 0: the default (7200) */
+	uint16_t ka_intvl_s;          /* TCP_KEEPINTVL; 0: the default (75) */
+	uint16_t mss_clamp;           /* TCP_MAXSEG: our MSS at most this; 0: none */
 };
 
 /* The hold of delayed-ACK step @k (< SS_TCP_DELACK_STEPS): delack_us *
@@ -797,6 +829,51 @@ static inline uint64_t ss_tcp_next_deadline_no_delack(const struct ss_tcp_conn *
  * TIME_WAIT and FIN_WAIT_2 expiry.  Safe to call early: timers not yet due
  * do nothing. */
 void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us);
+
+/*
+ * Socket options of one connection (tcp_opts.c), as Linux takes them:
+ *   NODELAY, CORK: on when @val != 0 (taking CORK off, or putting NODELAY
+ *     on, sends what waits at the next ss_tcp_output());
+ *   KEEPALIVE: on when @val != 0; from then a probe (<SEQ=SND.UNA-1><ACK>,
+ *     no data) after KEEPIDLE seconds without a segment from the peer,
+ *     then every KEEPINTVL seconds; KEEPCNT probes unanswered: RST, and
+ *     the connection drops with ETIMEDOUT (SS_TCP_EV_ERROR);
+ *   KEEPIDLE, KEEPINTVL: 1..32767 s; KEEPCNT: 1..127;
+ *   MAXSEG: 0 (none) or 88..32767: the MSS we announce and use at most,
+ *     from the next SYN or SYN-ACK on.
+ * Returns 0, or -1 (nothing changes) for an unknown option or a value out
+ * of range.  The caller calls ss_tcp_output() after.
+ */
+enum ss_tcp_opt {
+	SS_TCP_OPT_NODELAY = 1,
+	SS_TCP_OPT_CORK,
+	SS_TCP_OPT_KEEPALIVE,
+	SS_TCP_OPT_KEEPIDLE,
+	SS_TCP_OPT_KEEPINTVL,
+	SS_TCP_OPT_KEEPCNT,
+	SS_TCP_OPT_MAXSEG,
+	SS_TCP_OPT_MAX
+};
+
+int ss_tcp_setopt(struct ss_tcp_conn *c, unsigned opt, uint32_t val, uint64_t now_us);
+
+/* MSG_MORE: @more on a send holds a small last segment as TCP_CORK does;
+ * a send without it lets it go as usual. */
+static inline void ss_tcp_set_more(struct ss_tcp_conn *c, bool more)
+{
+	if (more)
+		c->txopt |= SS_TCP_TXO_MORE;
+	else
+		c->txopt &= (uint8_t)~SS_TCP_TXO_MORE;
+}
+
+/* The MSS we announce: the service's, or the connection's TCP_MAXSEG. */
+static inline uint16_t ss_tcp_mss_ours(const struct ss_tcp_conn *c)
+{
+	uint16_t m = c->params->mss;
+
+	return c->mss_clamp && c->mss_clamp < m ? c->mss_clamp : m;
+}
 
 /* RFC 6528 ISN: keyed hash of the 4-tuple plus a 4-microsecond clock. */
 uint32_t ss_tcp_isn(const uint8_t secret[16], uint32_t local_ip, uint16_t local_port,

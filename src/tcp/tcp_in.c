@@ -171,6 +171,7 @@ void ss_tcp_input(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint64_t now_
 	struct ss_tcp_flow *f = &c->f;
 	size_t len = seg->payload_len;
 
+	c->rcv_us = now_us; /* the keepalive's idle time starts again */
 	/* Rare: congestion signals (the segment's own fields first, so the
 	 * common case does not touch the cold ecn_ok). */
 	if ((seg->ip_ecn == SS_IP_ECN_CE || (seg->flags & (SS_TCP_ECE | SS_TCP_CWR))) &&

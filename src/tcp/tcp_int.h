@@ -213,6 +213,16 @@ void tcp_rec_ack(struct ss_tcp_conn *c, bool advanced, uint32_t estimate, uint64
 void tcp_rec_on_rto(struct ss_tcp_conn *c);
 unsigned tcp_rec_send(struct ss_tcp_conn *c, uint64_t now_us, uint32_t *room);
 
+/* tcp_opts.c: keepalive (RFC 9293 §3.8.4, RFC 1122 §4.2.3.6).  Its timer
+ * is tw_deadline_us in every state but TIME_WAIT and the orphaned
+ * FIN_WAIT_2 (the application closed), whose timers those are. */
+static inline bool tcp_ka_owns_tw(const struct ss_tcp_conn *c)
+{
+	return c->ka_on && c->f.state != SS_TCPS_TIME_WAIT && c->f.state != SS_TCPS_CLOSED &&
+	       !c->closed_by_app;
+}
+void tcp_ka_timer(struct ss_tcp_conn *c, uint64_t now_us);
+
 /* tcp_out.c */
 int tcp_output_seg(struct ss_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
 		   uint64_t now_us);

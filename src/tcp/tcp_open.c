@@ -18,7 +18,7 @@ void tcp_opts_negotiate(struct ss_tcp_conn *c, const struct ss_tcp_opts *o)
 
 	c->syn_opts = o->present;
 	c->peer_mss = (o->present & SS_TCP_OPTF_MSS) ? o->mss : SS_TCP_MSS_DEFAULT;
-	mss = c->peer_mss < c->params->mss ? c->peer_mss : c->params->mss;
+	mss = c->peer_mss < ss_tcp_mss_ours(c) ? c->peer_mss : ss_tcp_mss_ours(c);
 	if (mss < SS_TCP_MSS_FLOOR)
 		mss = SS_TCP_MSS_FLOOR;
 	if (o->present & SS_TCP_OPTF_WSCALE) {

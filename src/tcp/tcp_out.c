@@ -278,7 +278,7 @@ int tcp_send_syn(struct ss_tcp_conn *c, uint64_t now_us)
 	s.hdr.opts.present = (uint8_t)(SS_TCP_OPTF_MSS |
 				       (offer & (SS_TCP_OPTF_WSCALE | SS_TCP_OPTF_SACK_PERM |
 						 SS_TCP_OPTF_TS)));
-	s.hdr.opts.mss = c->params->mss;
+	s.hdr.opts.mss = ss_tcp_mss_ours(c);
 	s.hdr.opts.wscale = f->rcv_wscale;
 	s.hdr.opts.ts_val = tcp_tsval(c, now_us);
 	s.hdr.opts.ts_ecr = synack ? f->ts_recent : 0;
@@ -390,17 +390,48 @@ bool ss_tcp_output_quiet(struct ss_tcp_conn *c, uint64_t now_us)
  *   - pacing budget left (or not paced).
  * Keep in step with the loop below.
  */
+/* Minshall's test (Linux tcp_minshall_check()): a segment smaller than
+ * the MSS is in flight. */
+static inline bool tcp_small_in_flight(const struct ss_tcp_conn *c)
+{
+	return ss_seq_gt(c->snd_sml, c->f.snd_una) && ss_seq_leq(c->snd_sml, c->f.snd_nxt);
+}
+
+/*
+ * May the last segment of the queued data, @len bytes, go now (the
+ * send loop's test; Linux tcp_nagle_test())?  A full one always; a
+ * smaller one when pushed (SS_TCP_TXO_PUSH), never while corked (CORK,
+ * MORE), at once with NODELAY, else when no smaller one is in flight
+ * (Nagle, Minshall's variant).  A segment that carries our FIN is not
+ * asked.
+ */
+static inline bool tcp_nagle_ok(const struct ss_tcp_conn *c, uint32_t len)
+{
+	uint8_t o = c->txopt;
+
+	if (len >= c->f.mss || (o & SS_TCP_TXO_PUSH))
+		return true;
+	if (o & (SS_TCP_TXO_CORK | SS_TCP_TXO_MORE))
+		return false;
+	return (o & SS_TCP_TXO_NODELAY) || !tcp_small_in_flight(c);
+}
+
 static inline bool tcp_output_one_fits(const struct ss_tcp_conn *c, uint32_t end)
 {
 	const struct ss_tcp_flow *f = &c->f;
 	uint32_t wnd = f->cwnd < f->snd_wnd ? f->cwnd : f->snd_wnd;
 	uint32_t avail = end - f->snd_nxt;
 
+	/* Nagle: NODELAY or none of the other options (they take the loop),
+	 * and a full segment or no smaller one in flight (a reply after
+	 * its request acknowledged the last one). */
 	return f->state == SS_TCPS_ESTABLISHED && f->snd_nxt == f->snd_max &&
 	       !(f->flags & (SS_TCPF_FIN_QUEUED | SS_TCPF_IN_RECOVERY)) && !c->persist_deadline_us &&
 	       c->tx_budget &&
 	       ss_seq_lt(f->snd_nxt, end) && avail <= f->mss &&
-	       ss_seq_leq(end, f->snd_una + wnd);
+	       ss_seq_leq(end, f->snd_una + wnd) &&
+	       !(c->txopt & (uint8_t)~SS_TCP_TXO_NODELAY) &&
+	       (f->snd_una == f->snd_nxt || c->txopt || avail == f->mss || !tcp_small_in_flight(c));
 }
 
 /*
@@ -489,6 +520,8 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 				f->rtt_seq = f->snd_nxt;
 				c->rtt_start_us = now_us;
 			}
+			if (len < f->mss)
+				c->snd_sml = end;
 			f->snd_nxt = f->snd_max = end;
 			tcp_rack_sent(c, end, now_us);
 			/* The segment carried the ACK: no delayed ACK left;
@@ -510,7 +543,8 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		rec = true;
 		n += tcp_rec_send(c, now_us, &room);
 	}
-	/* No Nagle (TCP_NODELAY): whatever the windows allow goes now. */
+	/* Whatever the windows allow goes now, but a small last segment that
+	 * Nagle's algorithm or a cork holds (tcp_nagle_ok()). */
 	while (can_send && !failed) {
 		uint32_t wnd = f->cwnd < f->snd_wnd && !rec ? f->cwnd : f->snd_wnd;
 		uint32_t edge = f->snd_una + wnd;
@@ -531,6 +565,19 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			if (!len) {
 				if (f->cwnd <= f->snd_wnd)
 					c->cc.win_limited++;
+				break;
+			}
+			if (len == avail && len < f->mss && !(f->flags & SS_TCPF_FIN_QUEUED) &&
+			    !ss_seq_lt(f->snd_nxt, f->snd_max) && !tcp_nagle_ok(c, len)) {
+				/* Held: until an ACK (Nagle), a full segment or
+				 * the cork off; a cork with nothing in flight at
+				 * most SS_TCP_CORK_US (the RTO slot, which then
+				 * only calls output: tcp_timer.c). */
+				if ((c->txopt & (SS_TCP_TXO_CORK | SS_TCP_TXO_MORE)) &&
+				    f->snd_una == f->snd_max && !c->rto_deadline_us) {
+					c->rto_deadline_us = now_us + SS_TCP_CORK_US;
+					c->txopt |= SS_TCP_TXO_CTIMER;
+				}
 				break;
 			}
 			if (!c->tx_budget) {
@@ -586,6 +633,8 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 			f->rtt_seq = f->snd_nxt;
 			c->rtt_start_us = now_us;
 		}
+		if (!rexmit && len % f->mss)
+			c->snd_sml = f->snd_nxt + len; /* a smaller one (last of a TSO burst too) */
 		f->snd_nxt += len + !!(flags & SS_TCP_FIN);
 		if (ss_seq_gt(f->snd_nxt, f->snd_max)) {
 			f->snd_max = f->snd_nxt;
@@ -594,6 +643,7 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 		if (flags & SS_TCP_FIN)
 			f->flags |= SS_TCPF_FIN_SENT;
 	}
+	c->txopt &= (uint8_t)~SS_TCP_TXO_PUSH;
 	if ((c->ack_pending & SS_TCP_ACKP_OWED) && !(f->flags & SS_TCPF_ACK_NOW)) {
 		/* RFC 1122 §4.2.3.2: ACK at least every second full-sized
 		 * segment; less than that waits up to delack_us for data to
@@ -610,6 +660,11 @@ static inline unsigned tcp_output(struct ss_tcp_conn *c, uint64_t now_us, bool o
 	if (can_send && !c->persist_deadline_us) {
 		bool outstanding = f->snd_max != f->snd_una;
 
+		if (__builtin_expect(c->txopt & SS_TCP_TXO_CTIMER, 0) && outstanding) {
+			/* Data left: the slot is the RTO's again. */
+			c->txopt &= (uint8_t)~SS_TCP_TXO_CTIMER;
+			c->rto_deadline_us = 0;
+		}
 		/* RFC 6298 §5.1: arm when data is outstanding and it is not running. */
 		if (outstanding && !c->rto_deadline_us)
 			tcp_rto_arm(c, now_us);

@@ -23,7 +23,9 @@ static void tcp_timer_rto(struct ss_tcp_conn *c, uint64_t now_us)
 
 	c->rto_deadline_us = 0;
 	if (f->snd_una == f->snd_max) {
-		/* Armed only because an emit failed: just try again. */
+		/* Armed only because an emit failed: just try again; or the
+		 * cork's limit passed: what it holds goes. */
+		c->txopt = (uint8_t)((c->txopt | SS_TCP_TXO_PUSH) & ~SS_TCP_TXO_CTIMER);
 		ss_tcp_output(c, now_us);
 		return;
 	}
@@ -123,6 +125,8 @@ void ss_tcp_timer(struct ss_tcp_conn *c, uint64_t now_us)
 		c->tw_deadline_us = 0;
 		if (c->f.state == SS_TCPS_TIME_WAIT) {
 			tcp_state_set(c, SS_TCPS_CLOSED);
+		} else if (tcp_ka_owns_tw(c)) {
+			tcp_ka_timer(c, now_us);
 		} else if (c->f.state == SS_TCPS_FIN_WAIT_2) {
 			/* Orphaned FIN_WAIT_2 (app closed): reset like Linux. */
 			tcp_send_rst(c, now_us);

@@ -97,6 +97,57 @@ static void sockopt_errors(void)
 	SC_ERR(setsockopt(pfd[0], SOL_SOCKET, SO_REUSEADDR, &v, sizeof(v)), ENOTSOCK);
 }
 
+/* TCP_MAXSEG: 536 before the handshake, the value set (88..32767) before
+ * connect, then the send MSS it clamps (less the timestamp option). */
+static void tcp_maxseg(void)
+{
+	int fd = sc_tcp_socket(0), v = 87;
+
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_MAXSEG), 536);
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v)), EINVAL);
+	v = 32768;
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v)), EINVAL);
+	opt_set(fd, IPPROTO_TCP, TCP_MAXSEG, 1000);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_MAXSEG), 1000);
+	SC_EQ(connect(fd, (struct sockaddr *)&sc.peer, sizeof(sc.peer)), 0);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_MAXSEG), 1000 - 12);
+	sc_send_all(fd, "SINK -\n", 7);
+}
+
+/* TCP_NODELAY, TCP_CORK and the keepalive times: get what was set, Linux's
+ * ranges; data still flows with each. */
+static void tcp_delay_opts(void)
+{
+	int fd = sc_tcp_socket(0), v = 0;
+
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_CORK), 0);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPIDLE), 7200);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPINTVL), 75);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPCNT), 9);
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)), EINVAL);
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v)), EINVAL);
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v)), EINVAL);
+	v = 32768;
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)), EINVAL);
+	v = 128;
+	SC_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v)), EINVAL);
+	opt_set(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30);
+	opt_set(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5);
+	opt_set(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+	opt_set(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	SC_EQ(connect(fd, (struct sockaddr *)&sc.peer, sizeof(sc.peer)), 0);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPIDLE), 30);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_KEEPCNT), 3);
+	opt_set(fd, IPPROTO_TCP, TCP_CORK, 1);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_CORK), 1);
+	sc_send_all(fd, "SINK", 4);
+	opt_set(fd, IPPROTO_TCP, TCP_CORK, 0);
+	SC_EQ(opt_get(fd, IPPROTO_TCP, TCP_CORK), 0);
+	SC_EQ(send(fd, " -", 2, MSG_MORE), 2);
+	SC_EQ(send(fd, "\n", 1, 0), 1);
+}
+
 static void fcntl_nonblock(void)
 {
 	int fd = sc_peer_open("SINK -\n");
@@ -261,6 +312,8 @@ const struct sc_case sc_cases_opts[] = {
 	{ "sockopt_get", sockopt_get },
 	{ "sockopt_set", sockopt_set },
 	{ "sockopt_errors", sockopt_errors },
+	{ "tcp_maxseg", tcp_maxseg },
+	{ "tcp_delay_opts", tcp_delay_opts },
 	{ "fcntl_nonblock", fcntl_nonblock },
 	{ "ioctl_fionread", ioctl_fionread },
 	{ "ioctl_fionbio", ioctl_fionbio },

@@ -465,7 +465,7 @@ struct ssp_sock *ssp_sock_new(struct ssp_cx *cx)
 	s->refs = 1;
 	ss_list_init(&s->in_cookie);
 	ss_list_init(&s->regs);
-	s->nodelay = false; /* as Linux reports it; the service never delays segments */
+	s->nodelay = false; /* Nagle's algorithm, as on Linux */
 	return s;
 }
 
@@ -781,6 +781,7 @@ static void ev_connected(const struct ss_event *e, struct ssp_sock *s)
 		s->state = SSP_S_CONNECTED;
 		s->conn = e->conn;
 		ss_conn_set_user(e->conn, s);
+		ssp_opts_push(s); /* before any byte the application writes */
 	} else {
 		s->state = SSP_S_FAILED;
 		s->err = e->error ? e->error : ECONNREFUSED;

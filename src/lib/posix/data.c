@@ -534,6 +534,7 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 				err = errno;
 				break;
 			}
+			ss_conn_set_more(c, (flags & MSG_MORE) != 0);
 			if (got > 0 && ss_send_commit(c, (size_t)got) < 0) {
 				if (!c->tx_moved) {
 					err = errno;
@@ -582,8 +583,9 @@ static ssize_t sock_send_src(struct ssp_sock *s, struct send_src *src, size_t wa
 	}
 	free(src->held);
 	src->held = NULL;
-	/* MSG_MORE is a hint only: the service sends at once (TCP_NODELAY),
-	 * and data left unpublished would wait for the next call. */
+	/* Published now, also with MSG_MORE: the service holds the small
+	 * last segment (SS_CMDF_MORE); data left unpublished would wait for
+	 * the next call. */
 	if (sent)
 		ss_flush(s->cx->ctx);
 	if (sent)

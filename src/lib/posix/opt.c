@@ -74,7 +74,10 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		switch (name) {
 		case SO_REUSEADDR: s->reuseaddr = v; goto ok;
 		case SO_REUSEPORT: s->reuseport = v; goto ok;
-		case SO_KEEPALIVE: s->keepalive = v; goto ok;
+		case SO_KEEPALIVE:
+			if (ssp_opt_set(s, SS_OPT_KEEPALIVE, v) < 0)
+				return ssp_fail_unlock(errno);
+			goto ok;
 		case SO_RCVBUF: case SO_SNDBUF: case SO_RCVBUFFORCE: case SO_SNDBUFFORCE:
 			/* The rings are sized at attach (SLIPSTREAM_BUF). */
 			goto ok;
@@ -94,11 +97,19 @@ int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 		if (get_int(val, len, &v) < 0)
 			return ssp_fail_unlock(errno);
 		switch (name) {
-		case TCP_NODELAY: s->nodelay = v; goto ok; /* always on in the service */
-		case TCP_KEEPIDLE: s->keepidle = v; goto ok;
-		case TCP_KEEPINTVL: s->keepintvl = v; goto ok;
-		case TCP_KEEPCNT: s->keepcnt = v; goto ok;
-		case TCP_QUICKACK: case TCP_CORK: case TCP_USER_TIMEOUT:
+		case TCP_NODELAY: case TCP_CORK: case TCP_KEEPIDLE: case TCP_KEEPINTVL:
+		case TCP_KEEPCNT: case TCP_MAXSEG: {
+			unsigned id = name == TCP_NODELAY ? SS_OPT_NODELAY :
+				      name == TCP_CORK ? SS_OPT_CORK :
+				      name == TCP_KEEPIDLE ? SS_OPT_KEEPIDLE :
+				      name == TCP_KEEPINTVL ? SS_OPT_KEEPINTVL :
+				      name == TCP_KEEPCNT ? SS_OPT_KEEPCNT : SS_OPT_MAXSEG;
+
+			if (ssp_opt_set(s, id, v) < 0)
+				return ssp_fail_unlock(errno);
+			goto ok;
+		}
+		case TCP_QUICKACK: case TCP_USER_TIMEOUT:
 		case TCP_DEFER_ACCEPT: case TCP_FASTOPEN:
 			ssp_log_once("tcp_opt_ignored", "TCP option %d accepted and ignored", name);
 			goto ok;
@@ -310,11 +321,12 @@ int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 		}
 	} else if (level == IPPROTO_TCP) {
 		switch (name) {
-		case TCP_NODELAY: v = s->nodelay; break; /* what was set; segments never wait */
+		case TCP_NODELAY: v = s->nodelay; break;
+		case TCP_CORK: v = s->cork; break;
 		case TCP_KEEPIDLE: v = s->keepidle ? s->keepidle : 7200; break;
 		case TCP_KEEPINTVL: v = s->keepintvl ? s->keepintvl : 75; break;
 		case TCP_KEEPCNT: v = s->keepcnt ? s->keepcnt : 9; break;
-		case TCP_MAXSEG: v = 1460; break;
+		case TCP_MAXSEG: v = ssp_maxseg_get(s); break;
 		case TCP_INFO: {
 			struct ssp_tcp_info ti;
 

@@ -191,6 +191,8 @@ struct ssp_sock {
 
 	/* socket options (stored; most are fixed behaviour in the service) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
+	bool cork;              /* TCP_CORK */
+	int maxseg;             /* TCP_MAXSEG set (0: none) */
 	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */
 	int linger_s;
 	int keepidle, keepintvl, keepcnt;
@@ -617,6 +619,11 @@ ssize_t ssp_readv(int fd, const struct iovec *iov, int n);
 ssize_t ssp_writev(int fd, const struct iovec *iov, int n);
 
 int ssp_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+/* tcpopt.c: the options the service carries out (SS_OPT_*): set (Linux's
+ * ranges: -1 EINVAL), passed on once connected or listening, read. */
+int ssp_opt_set(struct ssp_sock *s, unsigned opt, int v);
+void ssp_opts_push(struct ssp_sock *s);
+int ssp_maxseg_get(const struct ssp_sock *s);
 int ssp_setsockopt(int fd, int level, int name, const void *val, socklen_t len);
 int ssp_getsockname(int fd, struct sockaddr *sa, socklen_t *len);
 int ssp_getpeername(int fd, struct sockaddr *sa, socklen_t *len);

@@ -319,6 +319,7 @@ int ssp_listen(int fd, int backlog)
 	if (listen_once(s, backlog) < 0)
 		return ssp_fail_unlock(errno);
 	s->state = SSP_S_LISTEN;
+	ssp_opts_push(s); /* the connections it accepts take them */
 	ssp_unlock();
 	return 0;
 }
@@ -420,8 +421,14 @@ int ssp_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 	ns->conn = c;
 	ns->nonblock = flags & SOCK_NONBLOCK;
 	ns->bound = true;
+	/* As Linux: the service gave the connection the listener's options. */
 	ns->keepalive = s->keepalive;
 	ns->nodelay = s->nodelay;
+	ns->cork = s->cork;
+	ns->keepidle = s->keepidle;
+	ns->keepintvl = s->keepintvl;
+	ns->keepcnt = s->keepcnt;
+	ns->maxseg = s->maxseg;
 	ns->linger_on = s->linger_on;
 	ns->linger_s = s->linger_s;
 	ss_conn_set_user(c, ns);
@@ -453,15 +460,14 @@ struct connect_arg {
 	uint64_t cookie;
 	bool bound;
 	uint32_t entry;
+	uint16_t mss;
 };
 
 static int post_connect(void *arg)
 {
 	struct connect_arg *a = arg;
 
-	if (a->bound)
-		return ss_connect_bound(a->ctx, a->entry, a->ip, a->port, a->cookie);
-	return ss_connect(a->ctx, a->ip, a->port, a->cookie);
+	return ss_connect_mss(a->ctx, a->bound, a->entry, a->ip, a->port, a->mss, a->cookie);
 }
 
 int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -516,6 +522,7 @@ int ssp_connect(int fd, const struct sockaddr *sa, socklen_t len)
 	a.ctx = s->cx->ctx;
 	a.bound = s->has_entry;
 	a.entry = s->entry;
+	a.mss = (uint16_t)s->maxseg; /* in the SYN */
 	a.cookie = s->cookie = ssp_cookie_new();
 	ss_list_add_tail(&s->cx->cookies, &s->in_cookie);
 	if (post_retry(post_connect, &a) < 0) {
