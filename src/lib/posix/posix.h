@@ -189,9 +189,12 @@ struct ssp_sock {
 
 	bool lingering;         /* close() waits for SO_LINGER: conn is closed (sock.c) */
 
-	/* socket options (stored; most are fixed behaviour in the service) */
+	/* socket options: the layer's own, and those the service carries out
+	 * (tcpopt.c) */
 	bool reuseaddr, reuseport, keepalive, nodelay, linger_on;
 	bool cork;              /* TCP_CORK */
+	bool opts_unsent;       /* options the service has not heard of yet (its
+				 * command queue was full when they were due) */
 	int maxseg;             /* TCP_MAXSEG set (0: none) */
 	bool nb_connect;        /* a non-blocking connect() not yet confirmed by a second call */
 	int linger_s;
@@ -370,6 +373,10 @@ static inline int ssp_mode(void)
 	return __atomic_load_n(&ssp.mode, __ATOMIC_ACQUIRE);
 }
 
+/* ssp_opts_push - send @s's options the service has not heard of
+ * (tcpopt.c). */
+void ssp_opts_push(struct ssp_sock *s);
+
 /* ssp_sock_current - before a call whose answer depends on the state of
  * @s (its context's lock held): take the events the service has posted
  * on that context, as Linux's answer reflects every segment already
@@ -381,6 +388,8 @@ static inline void ssp_sock_current(struct ssp_sock *s)
 
 	if (cx->ctx && ssp_mode() == SSP_M_ON && ring_arx_avail(&cx->ctx->arx))
 		ssp_cx_pump(cx);
+	if (__builtin_expect(s->opts_unsent, 0))
+		ssp_opts_push(s);
 }
 
 void ssp_sock_touch(struct ssp_sock *s);

@@ -12,10 +12,13 @@
 #define MSS_DEFAULT 536 /* TCP_MAXSEG before the handshake, none set */
 
 /* Where @s's options go now: its connection, or its listener (for the
- * connections it accepts), or nowhere yet (ssp_opts_push() later). */
+ * connections it accepts), or nowhere yet (ssp_opts_push() later).  With
+ * the command queue full, s->opts_unsent says so and the socket's next
+ * call sends them all again (ssp_sock_current()) before anything else;
+ * -1 (EAGAIN) then. */
 static int opt_send(struct ssp_sock *s, unsigned opt, uint32_t val)
 {
-	int rc = 0;
+	int rc;
 
 	if (s->state == SSP_S_CONNECTED && s->conn && !ssp_sock_closed(s))
 		rc = ss_conn_setopt(s->conn, opt, val);
@@ -24,8 +27,8 @@ static int opt_send(struct ssp_sock *s, unsigned opt, uint32_t val)
 	else
 		return 0;
 	if (rc < 0) {
-		ssp_log_once("setopt_full", "socket option not passed on: command ring full");
-		return 0;
+		s->opts_unsent = true;
+		return -1;
 	}
 	ss_flush(s->cx->ctx);
 	return 0;
@@ -72,14 +75,18 @@ int ssp_opt_set(struct ssp_sock *s, unsigned opt, int v)
 		errno = ENOPROTOOPT;
 		return -1;
 	}
-	return opt_send(s, opt, opt == SS_OPT_NODELAY || opt == SS_OPT_CORK ||
+	/* Stored either way: a full command queue only delays it (the
+	 * socket's next call sends it, before its data). */
+	(void)opt_send(s, opt, opt == SS_OPT_NODELAY || opt == SS_OPT_CORK ||
 				       opt == SS_OPT_KEEPALIVE ? (uint32_t)(v != 0) : (uint32_t)v);
+	return 0;
 }
 
 /* Connected or listening now: the options set before that the service has
  * not heard of (the MSS went with the connect). */
 void ssp_opts_push(struct ssp_sock *s)
 {
+	s->opts_unsent = false;
 	if (s->keepidle)
 		opt_send(s, SS_OPT_KEEPIDLE, (uint32_t)s->keepidle);
 	if (s->keepintvl)
