@@ -141,6 +141,7 @@
 	X(drop_tcp_no_ts)                                                        \
 	X(drop_tcp_no_ack)                                                       \
 	X(drop_tcp_syn_sent)                                                     \
+	X(drop_tcp_listen_no_ack)                                                \
 	X(tcp_tail_probes)                                                       \
 	X(tcp_rack_lost)                                                         \
 	X(tcp_rack_timeouts)                                                     \

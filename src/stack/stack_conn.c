@@ -839,9 +839,9 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 	return tcp_input_no_conn(s, frame, ip, seg, &k);
 }
 
-/* A segment for no connection: a SYN for a listener, or an ACK that may
- * return a SYN cookie.  Out of line: the usual segment's frame above
- * stays small (fewer registers saved per segment). */
+/* A segment for no connection: a SYN for a listener, an ACK that may
+ * return a SYN cookie, or one a listener drops.  Out of line: the usual
+ * segment's frame above stays small (fewer registers saved per segment). */
 static __attribute__((noinline)) bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame,
 							 const struct ss_ipv4 *ip,
 							 const struct ss_tcp *seg,
@@ -855,6 +855,16 @@ static __attribute__((noinline)) bool tcp_input_no_conn(struct ss_stack *s, cons
 		if (l) {
 			ss_ctr_inc(s->ctr, SS_CTR_rx_tcp_syn);
 			passive_open(s, l, li, frame, ip, seg);
+			return true;
+		}
+	} else if (!(seg->flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST))) {
+		/* RFC 9293 §3.10.7.2 LISTEN, fourth: "Any other control or
+		 * text-bearing segment (not containing SYN) must have an ACK
+		 * ... drop the segment and return."  No reset: that is for a
+		 * port nobody listens on (§3.10.7.1), and for an ACK (second). */
+		uint32_t li;
+		if (stack_listener_find(s, &k, &li)) {
+			ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_listen_no_ack);
 			return true;
 		}
 	}
