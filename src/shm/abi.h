@@ -304,6 +304,15 @@ enum ss_shm_cmd_op {
 #define SS_CMDF_RX_GROW 0x10 /* RX_DONE, or TX with SS_CMDF_RX_DONE: move the
 			      * receive ring to the slot's large one once nothing
 			      * is unread (see the end of this file) */
+#define SS_CMDF_CONNECTING 0x20 /* ABORT: conn and gen unused; the connection the
+				 * app's SS_CMD_CONNECT with this cookie opened, not
+				 * yet announced, goes (RFC 9293 §3.10.4 CLOSE and
+				 * §3.10.5 ABORT in SYN-SENT: the TCB is deleted,
+				 * nothing is sent; a SYN-ACK that comes later finds
+				 * no connection and is reset).  No event follows,
+				 * SS_EV_CONNECTED included.  Already announced, or
+				 * no such cookie: nothing (the SS_EV_CONNECTED
+				 * brings the handle to close). */
 #define SS_BIND_REUSEPORT 0x01
 #define SS_STOP_RELEASE 0x01 /* LISTEN_STOP: the members give the entry up */
 

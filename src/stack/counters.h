@@ -141,7 +141,6 @@
 	X(drop_tcp_no_ts)                                                        \
 	X(drop_tcp_no_ack)                                                       \
 	X(drop_tcp_syn_sent)                                                     \
-	X(drop_tcp_listen_no_ack)                                                \
 	X(tcp_tail_probes)                                                       \
 	X(tcp_rack_lost)                                                         \
 	X(tcp_rack_timeouts)                                                     \
@@ -186,7 +185,8 @@
 	X(fp_peer_kick_failed)                                                \
 	X(fp_peer_polling)                                                    \
 	X(fp_peer_pmd_rang)                                                   \
-	X(drop_no_mbuf)
+	X(drop_no_mbuf)                                                        \
+	X(drop_tcp_listen_no_ack)
 
 enum ss_counter_id {
 #define SS_COUNTER_ENUM(name) SS_CTR_##name,

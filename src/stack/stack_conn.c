@@ -1086,6 +1086,35 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 	stack_conn_dirty(s, sc);
 }
 
+/*
+ * The app let go of a socket still connecting: it has no handle yet, only
+ * the CONNECT's cookie.  RFC 9293 §3.10.4 (CLOSE) and §3.10.5 (ABORT) in
+ * SYN-SENT: delete the TCB, send nothing; the flow leaves the table at
+ * the flush, so a SYN-ACK that comes later is reset (§3.10.7.1).  The
+ * handle never reaches the app: no event.  A connection whose SYN-ACK came
+ * in this round, before the command, is reset like any open one.  A scan
+ * of the app's slots: once per such close.
+ */
+void stack_conn_cancel(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint64_t cookie)
+{
+	for (uint32_t slot = 0; slot < a->max_conns; slot++) {
+		struct ss_sconn *sc = a->slot_conn[slot];
+		if (!sc || sc->ctx != ctx || sc->cookie != cookie ||
+		    (sc->flags & (SC_PASSIVE | SC_ANNOUNCED | SC_APP_CLOSED)))
+			continue;
+		if (sc->flags & SC_ARP_WAIT) {
+			arp_wait_remove(s, sc);
+			ss_timer_cancel(&s->wheel, &sc->timer);
+		}
+		sc->flags |= SC_APP_CLOSED;
+		ss_tcp_abort(&sc->tcp, s->now_us);
+		sc->ev_pending = 0;
+		stack_conn_release_slot(s, sc);
+		stack_conn_dirty(s, sc);
+		return;
+	}
+}
+
 /* The app hung up or broke: reset what is open, let go of every slot. */
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a)
 {

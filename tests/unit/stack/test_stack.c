@@ -1371,13 +1371,18 @@ static void test_listen_no_ack(void)
 /*
  * The app closes (or aborts) a connection still in SYN_SENT (RFC 9293
  * §3.10.4 CLOSE, SYN-SENT: "Delete the TCB"; §3.10.5 ABORT: no RST from
- * SYN-SENT): nothing goes out, the app gets SS_EV_CLOSED for the handle
- * and no SS_EV_CONNECTED, the flow is gone, and the SYN-ACK that comes
- * later finds no connection: <SEQ=SEG.ACK><CTL=RST> (§3.10.7.1), no ACK.
+ * SYN-SENT): nothing goes out, the flow is gone, and the SYN-ACK that
+ * comes later finds no connection: <SEQ=SEG.ACK><CTL=RST> (§3.10.7.1),
+ * no ACK.  @mode 0 and 1: SS_CMD_CLOSE and SS_CMD_ABORT on the handle
+ * (the slot the stack took; the app gets SS_EV_CLOSED for it); 2: what
+ * close() of a connecting socket sends, which has no handle yet:
+ * SS_CMD_ABORT with SS_CMDF_CONNECTING and the CONNECT's cookie
+ * (ss_connect_cancel()), after which no event comes at all (a cookie of
+ * no connection changes nothing).
  */
 static void test_syn_sent_app_close(void)
 {
-	for (int abort = 0; abort <= 1; abort++) {
+	for (int mode = 0; mode <= 2; mode++) {
 		struct sh h;
 		CHECK(sh_init(&h, ATTACH) == 0);
 		h.peer_listen_port = 1; /* the peer answers nothing: the SYN waits */
@@ -1396,15 +1401,28 @@ static void test_syn_sent_app_close(void)
 		uint32_t iss = sc->tcp.iss, gen = ss_idpool_gen(&h.app->slots, slot);
 		uint16_t lport = sc->key.local_port;
 		uint64_t sent = h.frames_from_stack;
-		sh_cmd(&h, &(struct ss_shm_cmd){ .op = abort ? SS_CMD_ABORT : SS_CMD_CLOSE,
-						 .conn = slot, .gen = gen });
+		struct ss_shm_ev ev = { 0 };
+		if (mode == 2) {
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT,
+							 .flags = SS_CMDF_CONNECTING, .cookie = 6 });
+			sh_pump(&h, 4);
+			CHECK(!sh_event(&h, &ev));
+			CHECK_EQ_U64(sc->tcp.f.state, SS_TCPS_SYN_SENT);
+			CHECK_EQ_U64(h.app->n_conns, 1);
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT,
+							 .flags = SS_CMDF_CONNECTING, .cookie = 5 });
+		} else {
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = mode ? SS_CMD_ABORT : SS_CMD_CLOSE,
+							 .conn = slot, .gen = gen });
+		}
 		sh_pump(&h, 4);
 		CHECK_EQ_U64(h.frames_from_stack, sent); /* no RST, no FIN */
-		struct ss_shm_ev ev = { 0 };
-		CHECK(sh_event(&h, &ev));
-		CHECK_EQ_U64(ev.type, SS_EV_CLOSED);
-		CHECK_EQ_U64(ev.conn, slot);
-		CHECK_EQ_U64(ev.gen, gen);
+		if (mode < 2) {
+			CHECK(sh_event(&h, &ev));
+			CHECK_EQ_U64(ev.type, SS_EV_CLOSED);
+			CHECK_EQ_U64(ev.conn, slot);
+			CHECK_EQ_U64(ev.gen, gen);
+		}
 		CHECK(!sh_event(&h, &ev));
 		CHECK_EQ_U64(h.app->n_conns, 0);
 		CHECK_EQ_U64(h.st.n_flows, 0);
@@ -1425,8 +1443,27 @@ static void test_syn_sent_app_close(void)
 		CHECK_EQ_U64(h.st.n_flows, 0);
 		sh_pump(&h, 4);
 		CHECK(!sh_event(&h, &ev));
+		CHECK_EQ_U64(h.frames_from_stack, sent);
 		sh_fini(&h);
 	}
+
+	/* Announced already: SS_CMDF_CONNECTING changes nothing (the app
+	 * closes the handle SS_EV_CONNECTED brought). */
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.peer_listen_port = 9000;
+	struct ss_shm_ev ev = connect_event(&h, 5);
+	CHECK_EQ_U64(ev.type, SS_EV_CONNECTED);
+	CHECK_EQ_U64(ev.error, 0);
+	uint64_t sent = h.frames_from_stack;
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT, .flags = SS_CMDF_CONNECTING,
+					 .cookie = 5 });
+	sh_pump(&h, 4);
+	CHECK(!sh_event(&h, &ev));
+	CHECK_EQ_U64(h.frames_from_stack, sent);
+	CHECK_EQ_U64(h.app->n_conns, 1);
+	CHECK_EQ_U64(h.peer[0].c.f.state, SS_TCPS_ESTABLISHED);
+	sh_fini(&h);
 }
 
 /*
