@@ -154,6 +154,16 @@ int ss_listen_stop(struct ss_ctx *ctx, uint32_t listener, unsigned flags, uint64
 int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie);
 
 /*
+ * ss_connect_cancel - give up the connection that ss_connect (or
+ * ss_connect_bound) with @cookie is opening, before its
+ * SS_EVENT_CONNECTED: close() of a socket still connecting.  Nothing is
+ * sent (RFC 9293 §3.10.4 in SYN-SENT) and no event comes for it.  An
+ * SS_EVENT_CONNECTED already on its way still comes: close that handle.
+ * Returns 0, or -1 with errno EAGAIN (command queue full).
+ */
+int ss_connect_cancel(struct ss_ctx *ctx, uint64_t cookie);
+
+/*
  * ss_bind - claim TCP @port (0: the service picks an ephemeral one) before
  * listening or connecting from it.  @flags: SS_BIND_REUSEPORT lets other
  * sockets that ask for it share the port (a flow hash spreads connections).

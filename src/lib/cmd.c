@@ -207,6 +207,13 @@ int ss_connect(struct ss_ctx *ctx, uint32_t ip, uint16_t port, uint64_t cookie)
 	return ss_cmd_post(ctx, &cmd);
 }
 
+int ss_connect_cancel(struct ss_ctx *ctx, uint64_t cookie)
+{
+	struct ss_shm_cmd cmd = { .op = SS_CMD_ABORT, .flags = SS_CMDF_CONNECTING, .cookie = cookie };
+
+	return ss_cmd_post(ctx, &cmd);
+}
+
 int ss_bind(struct ss_ctx *ctx, uint16_t port, unsigned flags, uint64_t cookie)
 {
 	struct ss_shm_cmd cmd = {

@@ -324,6 +324,16 @@ enum ss_shm_cmd_op {
 			      * waits for more (as TCP_CORK) */
 #define SS_CMDF_MORE_END 0x40 /* TX: the first without MSG_MORE after one with it */
 #define SS_CMDF_LISTENER 0x80 /* SETOPT: conn is a listener id */
+#define SS_CMDF_CONNECTING 0x20 /* ABORT (the bit is TX's SS_CMDF_MORE: flags are
+				 * read per op): conn and gen unused; the connection the
+				 * app's SS_CMD_CONNECT with this cookie opened, not
+				 * yet announced, goes (RFC 9293 §3.10.4 CLOSE and
+				 * §3.10.5 ABORT in SYN-SENT: the TCB is deleted,
+				 * nothing is sent; a SYN-ACK that comes later finds
+				 * no connection and is reset).  No event follows,
+				 * SS_EV_CONNECTED included.  Already announced, or
+				 * no such cookie: nothing (the SS_EV_CONNECTED
+				 * brings the handle to close). */
 
 /* SS_CMD_SETOPT options, Linux's semantics and ranges (values in ip):
  * NODELAY, CORK, KEEPALIVE: 0 off, else on; KEEPIDLE, KEEPINTVL: seconds,

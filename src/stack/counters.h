@@ -187,7 +187,8 @@
 	X(fp_peer_kick_failed)                                                \
 	X(fp_peer_polling)                                                    \
 	X(fp_peer_pmd_rang)                                                   \
-	X(drop_no_mbuf)
+	X(drop_no_mbuf)                                                        \
+	X(drop_tcp_listen_no_ack)
 
 enum ss_counter_id {
 #define SS_COUNTER_ENUM(name) SS_CTR_##name,

@@ -585,11 +585,16 @@ static __attribute__((noinline)) void cmd_run_other(struct ss_stack *s, struct s
 			return;
 		}
 		break;
+	case SS_CMD_ABORT:
+		if (cmd->flags & SS_CMDF_CONNECTING) {
+			stack_conn_cancel(s, a, ctx, cmd->cookie);
+			return;
+		}
+		break;
 	case SS_CMD_TX:
 	case SS_CMD_RX_DONE:
 	case SS_CMD_SHUTDOWN:
 	case SS_CMD_CLOSE:
-	case SS_CMD_ABORT:
 		break;
 	default:
 		cmd_error(s, a, ctx, cmd, EOPNOTSUPP);

@@ -842,9 +842,9 @@ bool ss_stack_tcp_input(void *arg, const uint8_t *frame, const struct ss_ipv4 *i
 	return tcp_input_no_conn(s, frame, ip, seg, &k);
 }
 
-/* A segment for no connection: a SYN for a listener, or an ACK that may
- * return a SYN cookie.  Out of line: the usual segment's frame above
- * stays small (fewer registers saved per segment). */
+/* A segment for no connection: a SYN for a listener, an ACK that may
+ * return a SYN cookie, or one a listener drops.  Out of line: the usual
+ * segment's frame above stays small (fewer registers saved per segment). */
 static __attribute__((noinline)) bool tcp_input_no_conn(struct ss_stack *s, const uint8_t *frame,
 							 const struct ss_ipv4 *ip,
 							 const struct ss_tcp *seg,
@@ -858,6 +858,16 @@ static __attribute__((noinline)) bool tcp_input_no_conn(struct ss_stack *s, cons
 		if (l) {
 			ss_ctr_inc(s->ctr, SS_CTR_rx_tcp_syn);
 			passive_open(s, l, li, frame, ip, seg);
+			return true;
+		}
+	} else if (!(seg->flags & (SS_TCP_SYN | SS_TCP_ACK | SS_TCP_RST))) {
+		/* RFC 9293 §3.10.7.2 LISTEN, fourth: "Any other control or
+		 * text-bearing segment (not containing SYN) must have an ACK
+		 * ... drop the segment and return."  No reset: that is for a
+		 * port nobody listens on (§3.10.7.1), and for an ACK (second). */
+		uint32_t li;
+		if (stack_listener_find(s, &k, &li)) {
+			ss_ctr_inc(s->ctr, SS_CTR_drop_tcp_listen_no_ack);
 			return true;
 		}
 	}
@@ -1078,6 +1088,35 @@ void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort)
 	else
 		ss_tcp_close(&sc->tcp, s->now_us);
 	stack_conn_dirty(s, sc);
+}
+
+/*
+ * The app let go of a socket still connecting: it has no handle yet, only
+ * the CONNECT's cookie.  RFC 9293 §3.10.4 (CLOSE) and §3.10.5 (ABORT) in
+ * SYN-SENT: delete the TCB, send nothing; the flow leaves the table at
+ * the flush, so a SYN-ACK that comes later is reset (§3.10.7.1).  The
+ * handle never reaches the app: no event.  A connection whose SYN-ACK came
+ * in this round, before the command, is reset like any open one.  A scan
+ * of the app's slots: once per such close.
+ */
+void stack_conn_cancel(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint64_t cookie)
+{
+	for (uint32_t slot = 0; slot < a->max_conns; slot++) {
+		struct ss_sconn *sc = a->slot_conn[slot];
+		if (!sc || sc->ctx != ctx || sc->cookie != cookie ||
+		    (sc->flags & (SC_PASSIVE | SC_ANNOUNCED | SC_APP_CLOSED)))
+			continue;
+		if (sc->flags & SC_ARP_WAIT) {
+			arp_wait_remove(s, sc);
+			ss_timer_cancel(&s->wheel, &sc->timer);
+		}
+		sc->flags |= SC_APP_CLOSED;
+		ss_tcp_abort(&sc->tcp, s->now_us);
+		sc->ev_pending = 0;
+		stack_conn_release_slot(s, sc);
+		stack_conn_dirty(s, sc);
+		return;
+	}
 }
 
 /* The app hung up or broke: reset what is open, let go of every slot. */

@@ -22,6 +22,10 @@ struct ss_sconn *stack_conn_lookup_handle(struct ss_stack *s, struct ss_app *a, 
 int stack_conn_connect(struct ss_stack *s, struct ss_app *a, uint16_t ctx,
 		       const struct ss_shm_cmd *cmd);
 void stack_conn_app_close(struct ss_stack *s, struct ss_sconn *sc, bool abort);
+/* stack_conn_cancel - SS_CMD_ABORT with SS_CMDF_CONNECTING (shm/abi.h): the
+ * app's connection still opening under CONNECT cookie @cookie goes, with
+ * no event. */
+void stack_conn_cancel(struct ss_stack *s, struct ss_app *a, uint16_t ctx, uint64_t cookie);
 void stack_conn_release_slot(struct ss_stack *s, struct ss_sconn *sc);
 void stack_conn_app_gone(struct ss_stack *s, struct ss_app *a);
 struct ss_sconn *stack_conns_alloc(size_t n);

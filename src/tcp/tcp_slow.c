@@ -145,6 +145,23 @@ static void tcp_send_oow_ack(struct ss_tcp_conn *c, uint32_t len, uint8_t fl, ui
 	tcp_send_ack(c, now_us);
 }
 
+/*
+ * RFC 9293 §3.10.7.4 fifth, TIME-WAIT: "The only thing that can arrive in
+ * this state is a retransmission of the remote FIN.  Acknowledge it, and
+ * restart the 2 MSL timeout."  (seventh: text is ignored; eighth: a FIN
+ * restarts the timeout.)  An acceptable segment: the 2 MSL restart, and
+ * an ACK of RCV.NXT; for a bare ACK at most one per TCP_OOW_ACK_US, as
+ * two ends that both wait in TIME-WAIT would trade them forever.
+ */
+static void tcp_time_wait_input(struct ss_tcp_conn *c, uint32_t len, uint8_t fl, uint64_t now_us)
+{
+	c->tw_deadline_us = now_us + c->params->time_wait_us;
+	if (len || (fl & SS_TCP_FIN))
+		tcp_send_ack(c, now_us);
+	else
+		tcp_send_oow_ack(c, 0, fl, now_us);
+}
+
 /* RFC 9293 §3.10.7.4 first: the four acceptability cases. */
 static bool tcp_seg_acceptable(const struct ss_tcp_flow *f, uint32_t seq, uint32_t seg_len,
 			       uint32_t wnd)
@@ -387,6 +404,8 @@ static void tcp_input_sync(struct ss_tcp_conn *c, const struct ss_tcp *seg, uint
 			tcp_state_set(c, SS_TCPS_CLOSED);
 		return;
 	case SS_TCPS_TIME_WAIT:
+		tcp_time_wait_input(c, len, fl, now_us);
+		return;
 	case SS_TCPS_CLOSE_WAIT:
 		return; /* the peer's FIN is in: its text is ignored */
 	default:

@@ -193,8 +193,9 @@ static void hostile_cmd(struct reader *r)
 		c.rx_done = take(r, 4) % 40000;
 	}
 	/* Ring moves asked for at random (shm/abi.h: home bytes, small rings
-	 * that grow). */
-	c.flags |= (uint8_t)(take(r, 1) & (SS_CMDF_TX_HOME | SS_CMDF_TX_GROW | SS_CMDF_RX_GROW));
+	 * that grow), and an ABORT by cookie (cookie 0 here). */
+	c.flags |= (uint8_t)(take(r, 1) & (SS_CMDF_TX_HOME | SS_CMDF_TX_GROW | SS_CMDF_RX_GROW |
+					   SS_CMDF_CONNECTING));
 	sh_cmd(&h, &c);
 }
 

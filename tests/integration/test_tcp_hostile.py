@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+import frames as fr
 import hostile_app
-from harness import PYTHON, counters_delta
+from frames import ACK, FIN, PSH, RST, SYN, URG
+from harness import PYTHON, counters_delta, counters_wait
 from test_tcp import (BUF, MiB, SS_BULK, SS_ECHO, Proc, assert_idle, gauges,  # noqa: F401
                       port_new, procs, service, wait_listening)
 
@@ -234,3 +236,107 @@ def test_slow_control_client_does_not_stall_others(service):
         th.join(5)
         s.close()
     assert took < 1.0, "stats took %.1f s behind a slow control client" % took
+
+
+# ---- raw segments at a listener and at a connection in TIME-WAIT --------
+#
+# Segments come from peer1's MAC, through peer_agent.py; those of a
+# connection use an address no host of the bed has (SPOOF_IP, in the
+# service's subnet): the service answers to the SYN's MAC, and peer1's
+# kernel ignores what comes back (not its address) instead of resetting
+# a connection it does not know.
+
+SPOOF_IP = "198.18.0.200"
+N_RAW = 5
+
+
+def _raw(service, testbed, src, sport, dport, **kw):
+    seg = fr.tcp(src, testbed.service_ip, sport, dport, **kw)
+    return fr.eth(service.info()["mac"], testbed.peer(1).mac, fr.ETH_IPV4,
+                  fr.ipv4(src, testbed.service_ip, fr.PROTO_TCP, seg))
+
+
+def _segs(replies):
+    return [fr.frame_parse(r)["TCP"] for r in replies]
+
+
+def test_listen_drops_segment_without_syn_ack_rst(service, testbed, procs, agent):
+    """RFC 9293 3.10.7.2 LISTEN, fourth: a segment with none of SYN, ACK,
+    RST to a listening port is dropped without a reply (and counted in
+    drop_tcp_listen_no_ack); an ACK still gets <SEQ=SEG.ACK><CTL=RST>."""
+    assert_idle(service)
+    port = port_new()
+    echo = procs.app(service, SS_ECHO, "--port", port)
+    wait_listening(service)
+    peer_ip = testbed.peer(1).ip
+    match = {"ip_src": testbed.service_ip, "ip_proto": fr.PROTO_TCP}
+    cases = [0, FIN, PSH, URG, FIN | PSH | URG]
+    before = service.stats()
+    for i, flags in enumerate(cases):
+        frame = _raw(service, testbed, peer_ip, 41000 + i, port, seq=1000 + i, flags=flags,
+                     payload=b"x" * i)
+        replies = agent.xchg(frame, match, timeout=0.3, count=N_RAW)
+        assert replies == [], "flags %#x: %s" % (flags, [r.hex() for r in replies])
+    want = N_RAW * len(cases)
+    delta = counters_wait(service, before, {"drop_tcp_listen_no_ack": want})
+    assert delta.get("drop_tcp_listen_no_ack") == want, delta
+    assert not delta.get("tx_tcp_rst") and not delta.get("drop_tcp_no_flow"), delta
+    frame = _raw(service, testbed, peer_ip, 41100, port, seq=5000, ack=0x12345678,
+                 flags=ACK | FIN)
+    segs = _segs(agent.xchg(frame, match, timeout=0.5))
+    assert len(segs) == 1 and int(segs[0].flags) == RST, segs
+    assert segs[0].seq == 0x12345678 and (segs[0].sport, segs[0].dport) == (port, 41100)
+    echo.signal(15)
+    assert echo.wait(10) == 0, echo.describe()
+    assert_idle(service)
+
+
+def test_time_wait_acknowledges(service, testbed, procs, agent):
+    """A connection of the service's in TIME-WAIT (its application sent
+    and closed first) answers with one ACK of RCV.NXT, SEQ = SND.NXT: a
+    retransmitted FIN (out of the window), and the acceptable FIN, bare
+    ACK and text at RCV.NXT (RFC 9293 3.10.7.4 fifth, TIME-WAIT:
+    acknowledge it and restart the 2 MSL timeout).  This module's service
+    waits 1 s in TIME-WAIT: the probes take longer than that, each one
+    restarting it."""
+    assert_idle(service)
+    port = port_new()
+    app = procs.app(service, SS_BULK, "send", "--listen", port, "--bytes", 10,
+                    "--timeout", 20)
+    wait_listening(service)
+    sport, isn = random.randrange(32768, 60999), random.randrange(1 << 32)
+    match = {"ip_src": testbed.service_ip, "ip_proto": fr.PROTO_TCP}
+
+    def raw(**kw):
+        return _raw(service, testbed, SPOOF_IP, sport, port, **kw)
+
+    segs = _segs(agent.xchg(raw(seq=isn, flags=SYN, options=bytes([2, 4, 5, 180])), match,
+                            timeout=2.0, max_frames=1))
+    assert len(segs) == 1 and int(segs[0].flags) == SYN | ACK, segs
+    assert segs[0].ack == (isn + 1) & 0xFFFFFFFF
+    iss = segs[0].seq
+    # The handshake's ACK: 10 bytes and the FIN come back.
+    got = _segs(agent.xchg(raw(seq=isn + 1, ack=iss + 1, flags=ACK), match, timeout=1.5))
+    fins = [t for t in got if int(t.flags) & FIN]
+    assert fins, got
+    snd_nxt = (fins[0].seq + len(bytes(fins[0].payload)) + 1) & 0xFFFFFFFF
+    assert snd_nxt == (iss + 12) & 0xFFFFFFFF, (iss, [(t.seq, t.flags) for t in got])
+    rcv_nxt = (isn + 2) & 0xFFFFFFFF
+    # Everything acknowledged, and our FIN: TIME-WAIT, its ACK.
+    segs = _segs(agent.xchg(raw(seq=isn + 1, ack=snd_nxt, flags=FIN | ACK), match,
+                            timeout=0.5))
+    assert [(int(t.flags), t.seq, t.ack) for t in segs] == [(ACK, snd_nxt, rcv_nxt)], segs
+    probes = [("retransmitted FIN", dict(seq=isn + 1, ack=snd_nxt, flags=FIN | ACK)),
+              ("FIN at RCV.NXT", dict(seq=rcv_nxt, ack=snd_nxt, flags=FIN | ACK)),
+              ("bare ACK at RCV.NXT", dict(seq=rcv_nxt, ack=snd_nxt, flags=ACK)),
+              ("text at RCV.NXT", dict(seq=rcv_nxt, ack=snd_nxt, flags=PSH | ACK,
+                                       payload=b"late")),
+              ("retransmitted FIN again", dict(seq=isn + 1, ack=snd_nxt, flags=FIN | ACK))]
+    for what, kw in probes:
+        segs = _segs(agent.xchg(raw(**kw), match, timeout=0.3))
+        # (a frame shorter than 60 bytes may come padded with zeros)
+        assert [(int(t.flags), t.seq, t.ack, bytes(t.payload).strip(b"\0")) for t in segs] == \
+            [(ACK, snd_nxt, rcv_nxt, b"")], (what, segs)
+    rc, doc = app.wait_json(10)
+    assert rc == 0 and doc["error"] is None, app.describe()
+    assert_idle(service, 5)

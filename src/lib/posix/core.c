@@ -649,6 +649,13 @@ static void sock_free(struct ssp_sock *s)
 		case SSP_S_AWAY: /* our reference to where the connection went */
 			ss_release(ctx, s->inh_owner, s->inh_slot, s->inh_gen);
 			break;
+		case SSP_S_CONNECTING:
+			/* No handle yet: the service drops the connection by
+			 * its cookie (RFC 9293 §3.10.4 in SYN-SENT). */
+			if (ss_connect_cancel(ctx, s->cookie) < 0)
+				ssp_log_once("connect_cancel", "close() of a connecting socket: "
+					     "command queue full, the connection opens and is reset");
+			break;
 		default:
 			if (s->has_entry)
 				ss_listen_close(ctx, s->entry);

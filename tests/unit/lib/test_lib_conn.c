@@ -152,6 +152,32 @@ static void test_listen_connect(void)
 	fake_app_down(&x);
 }
 
+/* close() of a connecting socket: ss_connect_cancel() is SS_CMD_ABORT
+ * with SS_CMDF_CONNECTING and the CONNECT's cookie, no handle. */
+static void test_connect_cancel(void)
+{
+	struct fake_app x;
+	struct ss_shm_cmd c;
+
+	if (fake_app_up(&x, &(struct fake_opts){ 0 }) < 0) {
+		CHECK(0);
+		return;
+	}
+	CHECK(ss_connect(x.ctx, 0x0a000002, 9000, 0xdef) == 0);
+	CHECK(ss_connect_cancel(x.ctx, 0xdef) == 0);
+	CHECK(ss_flush(x.ctx) == 0);
+	CHECK_EQ_U64(fake_cmd_pending(&x.f, 0), 2);
+	CHECK(fake_cmd(&x.f, 0, &c) == 1);
+	CHECK_EQ_U64(c.op, SS_CMD_CONNECT);
+	CHECK(fake_cmd(&x.f, 0, &c) == 1);
+	CHECK_EQ_U64(c.op, SS_CMD_ABORT);
+	CHECK_EQ_U64(c.flags, SS_CMDF_CONNECTING);
+	CHECK_EQ_U64(c.cookie, 0xdef);
+	CHECK_EQ_U64(c.conn, 0);
+	CHECK_EQ_U64(c.gen, 0);
+	fake_app_down(&x);
+}
+
 static void test_rx_wrap(void)
 {
 	struct fake_app x;
@@ -867,6 +893,7 @@ static void test_listen_member(void)
 int main(void)
 {
 	test_listen_connect();
+	test_connect_cancel();
 	test_listen_member();
 	test_rx_wrap();
 	test_tx_wrap();

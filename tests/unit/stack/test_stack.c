@@ -1253,6 +1253,220 @@ static void conn_tests(void)
 }
 
 /*
+ * @t from the peer as a whole frame through the receive path the service
+ * runs (ss_proto_input(): checks, flow lookup, listeners, the engine, the
+ * reset for a closed port).  Every segment that comes back, whether the
+ * receive path's own reply or one the stack emits meanwhile, is parsed
+ * into @back (up to @cap); returns how many.
+ */
+static unsigned raw_in(struct sh *h, const struct ss_tcp *t, struct ss_tcp *back, unsigned cap)
+{
+	uint8_t frame[SH_FRAME_CAP];
+	size_t n = ss_tcp_build(frame + 34, sizeof(frame) - 34, t, SH_PEER_IP, SH_SVC_IP);
+	CHECK(n > 0);
+	struct ss_ipv4 ip = { .total_len = (uint16_t)(20 + n), .ttl = 64, .proto = 6,
+			      .src = SH_PEER_IP, .dst = SH_SVC_IP };
+	ss_ipv4_build(frame + 14, 20, &ip);
+	struct ss_eth eth = { .ethertype = SS_ETHERTYPE_IPV4 };
+	memcpy(eth.dst, sh_svc_mac, 6);
+	memcpy(eth.src, sh_peer_mac, 6);
+	ss_eth_build(frame, 14, &eth);
+	unsigned from = h->n_out, got = 0;
+	h->st.now_us = h->now_us;
+	size_t r = ss_proto_input(&h->proto, frame, 34 + n, sizeof(frame), 0);
+	ss_stack_round(&h->st, h->now_us); /* the flush: what the engine owes goes out */
+	for (unsigned i = 0; i <= h->n_out - from; i++) {
+		const uint8_t *b = i == 0 ? frame : h->out[from + i - 1].b;
+		size_t len = i == 0 ? r : h->out[from + i - 1].len;
+		struct ss_ipv4 pip;
+		if (!len)
+			continue;
+		if (i)
+			sh_frame_csum_finish(&h->out[from + i - 1]);
+		CHECK(ss_ipv4_parse(b + 14, len - 14, 0, &pip) == SS_IPV4_OK);
+		CHECK_EQ_U64(pip.dst, SH_PEER_IP);
+		if (got < cap) {
+			CHECK(ss_tcp_parse(b + 34, pip.payload_len, &back[got]) == SS_TCP_OK);
+			CHECK(ss_tcp_csum_ok(pip.src, pip.dst, b + 34, pip.payload_len));
+		}
+		got++;
+	}
+	h->n_out = from;
+	return got;
+}
+
+/*
+ * A listening port and a segment with none of SYN, ACK, RST (RFC 9293
+ * §3.10.7.2 LISTEN, fourth: "Any other control or text-bearing segment
+ * (not containing SYN) must have an ACK and thus would have been
+ * discarded by the ACK processing in the second step ... drop the
+ * segment and return"): no answer, drop_tcp_listen_no_ack, no
+ * connection; also while SYN cookies are out.  An ACK is still answered
+ * <SEQ=SEG.ACK><CTL=RST> (second), and the same segments to a port
+ * nobody listens on still get <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>
+ * (§3.10.7.1).
+ */
+static void test_listen_no_ack(void)
+{
+	static const uint8_t fl[] = { 0, SS_TCP_FIN, SS_TCP_PSH, SS_TCP_URG,
+				      SS_TCP_FIN | SS_TCP_PSH | SS_TCP_URG, SS_TCP_ECE | SS_TCP_CWR };
+	static const uint8_t pay[5] = "hello";
+	for (int cookies = 0; cookies <= 1; cookies++) {
+		struct sh h;
+		CHECK(sh_init(&h, ATTACH) == 0);
+		if (cookies)
+			h.st.lim.syn_cookies = SS_SYN_COOKIES_ALWAYS;
+		test_listen(&h, 7);
+		if (cookies) { /* a cookie out: ACKs to the port are looked at */
+			struct sh_peer_conn *p = sh_peer_new(&h, 45999, 7);
+			CHECK(ss_tcp_connect(&p->c, h.now_us) == 0);
+			CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_syn_cookies_sent), 1);
+			CHECK(h.st.cookie_until_us > h.now_us);
+			sh_pump(&h, 8);
+			CHECK_EQ_U64(h.st.n_flows, 1);
+		}
+		uint64_t flows = h.st.n_flows;
+		struct ss_tcp back[4];
+		unsigned k = 0;
+		for (unsigned i = 0; i < sizeof(fl); i++) {
+			for (int with_data = 0; with_data <= 1; with_data++, k++) {
+				struct ss_tcp t = { .sport = (uint16_t)(45000 + k), .dport = 7,
+						    .seq = 1000 + k, .flags = fl[i], .window = 1000,
+						    .hdr_len = 20 };
+				if (with_data) {
+					t.payload = pay;
+					t.payload_len = sizeof(pay);
+				}
+				uint64_t no_flow = ctr(&h, SS_CTR_drop_tcp_no_flow);
+				CHECK_EQ_U64(raw_in(&h, &t, back, 4), 0);
+				CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_listen_no_ack), k + 1);
+				CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_no_flow), no_flow);
+				CHECK_EQ_U64(h.st.n_flows, flows);
+				/* The same to a closed port: reset. */
+				t.dport = 8;
+				CHECK_EQ_U64(raw_in(&h, &t, back, 4), 1);
+				CHECK_EQ_U64(back[0].flags, SS_TCP_RST | SS_TCP_ACK);
+				CHECK_EQ_U64(back[0].seq, 0);
+				CHECK_EQ_U64(back[0].ack, t.seq + t.payload_len + !!(fl[i] & SS_TCP_FIN));
+				CHECK_EQ_U64(back[0].sport, 8);
+				CHECK_EQ_U64(back[0].dport, t.sport);
+				CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_no_flow), no_flow + 1);
+			}
+		}
+		CHECK_EQ_U64(ctr(&h, SS_CTR_tcp_passive_open), (uint64_t)cookies);
+		/* An ACK (no valid cookie) to the listening port: reset. */
+		struct ss_tcp a = { .sport = 46000, .dport = 7, .seq = 5000, .ack = 0x12345678,
+				    .flags = SS_TCP_ACK | SS_TCP_FIN, .window = 1000, .hdr_len = 20 };
+		CHECK_EQ_U64(raw_in(&h, &a, back, 4), 1);
+		CHECK_EQ_U64(back[0].flags, SS_TCP_RST);
+		CHECK_EQ_U64(back[0].seq, 0x12345678);
+		CHECK_EQ_U64(back[0].sport, 7);
+		CHECK_EQ_U64(back[0].dport, 46000);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_listen_no_ack), k);
+		CHECK_EQ_U64(h.st.n_flows, flows);
+		sh_fini(&h);
+	}
+}
+
+/*
+ * The app closes (or aborts) a connection still in SYN_SENT (RFC 9293
+ * §3.10.4 CLOSE, SYN-SENT: "Delete the TCB"; §3.10.5 ABORT: no RST from
+ * SYN-SENT): nothing goes out, the flow is gone, and the SYN-ACK that
+ * comes later finds no connection: <SEQ=SEG.ACK><CTL=RST> (§3.10.7.1),
+ * no ACK.  @mode 0 and 1: SS_CMD_CLOSE and SS_CMD_ABORT on the handle
+ * (the slot the stack took; the app gets SS_EV_CLOSED for it); 2: what
+ * close() of a connecting socket sends, which has no handle yet:
+ * SS_CMD_ABORT with SS_CMDF_CONNECTING and the CONNECT's cookie
+ * (ss_connect_cancel()), after which no event comes at all (a cookie of
+ * no connection changes nothing).
+ */
+static void test_syn_sent_app_close(void)
+{
+	for (int mode = 0; mode <= 2; mode++) {
+		struct sh h;
+		CHECK(sh_init(&h, ATTACH) == 0);
+		h.peer_listen_port = 1; /* the peer answers nothing: the SYN waits */
+		sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_CONNECT, .ip = SH_PEER_IP,
+						 .port = 9000, .cookie = 5 });
+		sh_pump(&h, 4);
+		CHECK_EQ_U64(h.st.n_flows, 1);
+		CHECK_EQ_U64(h.app->n_conns, 1);
+		struct ss_sconn *sc = NULL;
+		uint32_t slot = 0;
+		for (; slot < h.app->max_conns && !sc; slot++)
+			sc = h.app->slot_conn[slot];
+		CHECK(sc != NULL);
+		slot--;
+		CHECK_EQ_U64(sc->tcp.f.state, SS_TCPS_SYN_SENT);
+		uint32_t iss = sc->tcp.iss, gen = ss_idpool_gen(&h.app->slots, slot);
+		uint16_t lport = sc->key.local_port;
+		uint64_t sent = h.frames_from_stack;
+		struct ss_shm_ev ev = { 0 };
+		if (mode == 2) {
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT,
+							 .flags = SS_CMDF_CONNECTING, .cookie = 6 });
+			sh_pump(&h, 4);
+			CHECK(!sh_event(&h, &ev));
+			CHECK_EQ_U64(sc->tcp.f.state, SS_TCPS_SYN_SENT);
+			CHECK_EQ_U64(h.app->n_conns, 1);
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT,
+							 .flags = SS_CMDF_CONNECTING, .cookie = 5 });
+		} else {
+			sh_cmd(&h, &(struct ss_shm_cmd){ .op = mode ? SS_CMD_ABORT : SS_CMD_CLOSE,
+							 .conn = slot, .gen = gen });
+		}
+		sh_pump(&h, 4);
+		CHECK_EQ_U64(h.frames_from_stack, sent); /* no RST, no FIN */
+		if (mode < 2) {
+			CHECK(sh_event(&h, &ev));
+			CHECK_EQ_U64(ev.type, SS_EV_CLOSED);
+			CHECK_EQ_U64(ev.conn, slot);
+			CHECK_EQ_U64(ev.gen, gen);
+		}
+		CHECK(!sh_event(&h, &ev));
+		CHECK_EQ_U64(h.app->n_conns, 0);
+		CHECK_EQ_U64(h.st.n_flows, 0);
+
+		/* The peer's SYN-ACK, late. */
+		struct ss_tcp synack = { .sport = 9000, .dport = lport, .seq = 0x70000000u,
+					 .ack = iss + 1, .flags = SS_TCP_SYN | SS_TCP_ACK,
+					 .window = 65535, .hdr_len = 20 };
+		struct ss_tcp back[4];
+		uint64_t no_flow = ctr(&h, SS_CTR_drop_tcp_no_flow);
+		CHECK_EQ_U64(raw_in(&h, &synack, back, 4), 1);
+		CHECK_EQ_U64(back[0].flags, SS_TCP_RST);
+		CHECK_EQ_U64(back[0].seq, iss + 1);
+		CHECK_EQ_U64(back[0].sport, lport);
+		CHECK_EQ_U64(back[0].dport, 9000);
+		CHECK_EQ_U64(back[0].payload_len, 0);
+		CHECK_EQ_U64(ctr(&h, SS_CTR_drop_tcp_no_flow), no_flow + 1);
+		CHECK_EQ_U64(h.st.n_flows, 0);
+		sh_pump(&h, 4);
+		CHECK(!sh_event(&h, &ev));
+		CHECK_EQ_U64(h.frames_from_stack, sent);
+		sh_fini(&h);
+	}
+
+	/* Announced already: SS_CMDF_CONNECTING changes nothing (the app
+	 * closes the handle SS_EV_CONNECTED brought). */
+	struct sh h;
+	CHECK(sh_init(&h, ATTACH) == 0);
+	h.peer_listen_port = 9000;
+	struct ss_shm_ev ev = connect_event(&h, 5);
+	CHECK_EQ_U64(ev.type, SS_EV_CONNECTED);
+	CHECK_EQ_U64(ev.error, 0);
+	uint64_t sent = h.frames_from_stack;
+	sh_cmd(&h, &(struct ss_shm_cmd){ .op = SS_CMD_ABORT, .flags = SS_CMDF_CONNECTING,
+					 .cookie = 5 });
+	sh_pump(&h, 4);
+	CHECK(!sh_event(&h, &ev));
+	CHECK_EQ_U64(h.frames_from_stack, sent);
+	CHECK_EQ_U64(h.app->n_conns, 1);
+	CHECK_EQ_U64(h.peer[0].c.f.state, SS_TCPS_ESTABLISHED);
+	sh_fini(&h);
+}
+
+/*
  * The doorbell latch (abi.h): before it sleeps, the service clears each
  * context's atx->sleeping, set by the application when it rang during
  * the last sleep, and only then sets its own flag; a queue with work
@@ -1760,6 +1974,8 @@ static void test_rings_grow(void)
 int main(void)
 {
 	conn_tests();
+	test_listen_no_ack();
+	test_syn_sent_app_close();
 	test_local_ports();
 	test_tw_reuse();
 	test_connect_arp();

@@ -229,6 +229,90 @@ static void test_time_wait_fin_retransmit(void)
 	harness_free(&h);
 }
 
+/*
+ * TIME_WAIT, an acceptable segment (RFC 9293 §3.10.7.4 fifth, TIME-WAIT:
+ * "The only thing that can arrive in this state is a retransmission of
+ * the remote FIN.  Acknowledge it, and restart the 2 MSL timeout."; eighth:
+ * a FIN restarts it too).  A FIN or text at RCV.NXT: one ACK of RCV.NXT
+ * (nothing more taken in) and 2MSL from now.  A bare ACK: 2MSL from now,
+ * and an ACK at most once per 500 ms (two ends in TIME_WAIT would
+ * otherwise trade them forever).
+ */
+static void test_time_wait_acceptable(void)
+{
+	struct h_cfg cfg;
+
+	h_cfg_default(&cfg);
+	harness_time_wait(&h, &cfg);
+	uint32_t snd = h.c.f.snd_max, rcv = cfg.peer_iss + 2;
+
+	CHECK_EQ_U64(h.c.f.rcv_nxt, rcv);
+	/* A FIN at RCV.NXT. */
+	h.now += 10000000;
+	h_peer_data_at(&h, 1, 0, snd, SS_TCP_FIN);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.seq, snd);
+	CHECK_EQ_U64(h.out[0].hdr.ack, rcv);
+	CHECK_EQ_U64(h.out[0].len, 0);
+	CHECK_EQ_U64(h.c.f.rcv_nxt, rcv);
+	CHECK_EQ_U64(h.c.tw_deadline_us, h.now + 60000000);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_TIME_WAIT);
+	CHECK_EQ_U64(h.c.events, 0);
+	h_clear(&h);
+	/* Text at RCV.NXT: ignored, acknowledged. */
+	h.now += 10000000;
+	h_peer_data_at(&h, 1, 10, snd, SS_TCP_PSH);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.seq, snd);
+	CHECK_EQ_U64(h.out[0].hdr.ack, rcv);
+	CHECK_EQ_U64(h.c.rx_new, 0);
+	CHECK_EQ_U64(h.c.f.rcv_nxt, rcv);
+	CHECK_EQ_U64(h.c.tw_deadline_us, h.now + 60000000);
+	h_clear(&h);
+	/* A bare ACK at RCV.NXT: acknowledged, then rate-limited. */
+	h.now += 10000000;
+	h_peer_data_at(&h, 1, 0, snd, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.seq, snd);
+	CHECK_EQ_U64(h.out[0].hdr.ack, rcv);
+	CHECK_EQ_U64(h.c.tw_deadline_us, h.now + 60000000);
+	h_clear(&h);
+	h.now += 1000;
+	h_peer_data_at(&h, 1, 0, snd, 0);
+	CHECK_EQ_U64(h.nout, 0);
+	CHECK_EQ_U64(h.c.st.oow_ack_limited, 1);
+	CHECK_EQ_U64(h.c.tw_deadline_us, h.now + 60000000);
+	/* ... but a FIN is always acknowledged. */
+	h.now += 1000;
+	h_peer_data_at(&h, 1, 0, snd, SS_TCP_FIN);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.ack, rcv);
+	CHECK_EQ_U64(h.c.tw_deadline_us, h.now + 60000000);
+	h_clear(&h);
+	/* Out of the window (a keepalive-like probe below RCV.NXT): one ACK. */
+	h.now += 1000000;
+	h_peer_data_at(&h, 0, 0, snd, 0);
+	CHECK_EQ_U64(h.nout, 1);
+	CHECK_EQ_U64(h.out[0].hdr.flags, SS_TCP_ACK);
+	CHECK_EQ_U64(h.out[0].hdr.ack, rcv);
+	h_clear(&h);
+	/* 2MSL after the last restart, not before: CLOSED. */
+	uint64_t end = h.c.tw_deadline_us;
+	h.now = end - 1;
+	h_timer(&h);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_TIME_WAIT);
+	h.now = end;
+	h_timer(&h);
+	CHECK_EQ_U64(h.c.f.state, SS_TCPS_CLOSED);
+	CHECK_EQ_U64(h.closed_count, 1);
+	CHECK_EQ_U64(h.nout, 0);
+	harness_free(&h);
+}
+
 /* close() with unread data: RST, not FIN (RFC 1122 §4.2.2.13). */
 static void test_established_close_unread(void)
 {
@@ -429,6 +513,7 @@ int main(void)
 	test_fin_wait_1_fin_retransmit();
 	test_close_wait_data_ignored();
 	test_time_wait_fin_retransmit();
+	test_time_wait_acceptable();
 	test_established_close_unread();
 	test_fin_wait_2_data_after_close();
 	test_established_abort();
