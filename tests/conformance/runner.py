@@ -41,6 +41,7 @@ PACKET_OUTGOING = 4
 FLAG_BITS = {"F": F.FIN, "S": F.SYN, "R": F.RST, "P": F.PSH, ".": F.ACK, "U": F.URG,
              "E": 0x40, "W": 0x80}
 DEFAULT_TOLERANCE = 0.5      # seconds late an expected segment may be
+EARLY_SLACK = 0.005          # seconds early a timed segment may be (clock reads)
 CALL_TIMEOUT = 5.0           # seconds a call may take to return
 MAX_SCRIPT_SECONDS = 60.0    # a script ends (fails) after this long
 PAYLOAD = bytes(range(256))
@@ -137,9 +138,25 @@ class Event:
         self.kind, self.rest = kind, rest
 
 
-def script_parse(text, subst):
-    options, events = {}, []
+def script_expand(text, where, depth=0):
+    """The script's lines, each `include NAME` replaced by NAME.inc's lines
+    (from the script's directory); returns [(line number, text)]."""
+    out = []
     for lineno, raw in enumerate(text.splitlines(), 1):
+        words = raw.split("#", 1)[0].split()
+        if words and words[0] == "include":
+            if depth > 4 or len(words) != 2:
+                raise ScriptError("line %d: bad include" % lineno)
+            inc = (where / (words[1] + ".inc")).read_text()
+            out += [(lineno, line) for _, line in script_expand(inc, where, depth + 1)]
+        else:
+            out.append((lineno, raw))
+    return out
+
+
+def script_parse(text, subst, where=Path(".")):
+    options, events = {}, []
+    for lineno, raw in script_expand(text, where):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -329,6 +346,7 @@ class Run:
                     options=opts, payload=payload)
         frame = F.eth(self._sut_mac(), self.mac, F.ETH_IPV4,
                       F.ipv4(self.a.peer_ip, self.a.sut_ip, F.PROTO_TCP, seg))
+        self.t_sent = self.now()
         self.sock.send(frame)
         end = seq + n + (1 if flags & F.SYN else 0) + (1 if flags & F.FIN else 0)
         if seq_diff(end, self.peer_nxt) > 0 and "seq" not in f or \
@@ -386,7 +404,7 @@ class Run:
         if problems:
             raise Mismatch("line %d: expected %s, got %s (%s)" % (
                 ev.lineno, " ".join(ev.rest), self.describe(seg), "; ".join(problems)))
-        if lo is not None and seg.t < lo:
+        if lo is not None and seg.t < lo - EARLY_SLACK:
             raise Mismatch("line %d: %s arrived at +%.3f s, before the window +%.3f~%.3f" % (
                 ev.lineno, self.describe(seg), seg.t - t_prev, lo - t_prev, hi - t_prev))
         return seg.t
@@ -532,7 +550,7 @@ class Run:
                         time.sleep(delay)
                 if ev.kind == "inject":
                     self.inject(ev)
-                    t_prev = self.now()
+                    t_prev = self.t_sent
                 elif ev.kind == "call":
                     self.call(ev)
                     t_prev = self.returns(ev)
@@ -583,7 +601,8 @@ def main():
     subst = {"SUT_IP": a.sut_ip, "PEER_IP": a.peer_ip, "PORT": a.port,
              "PEER_PORT": a.peer_port}
     try:
-        options, events = script_parse(Path(a.script).read_text(), subst)
+        path = Path(a.script)
+        options, events = script_parse(path.read_text(), subst, path.parent)
         run = Run(a, options, events)
     except ScriptError as e:
         print("SCRIPT ERROR: %s" % e)
