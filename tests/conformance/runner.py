@@ -20,6 +20,8 @@ in the comment at the top of every script in tests/conformance/scripts/.
 """
 
 import argparse
+import faulthandler
+import fcntl
 import os
 import random
 import re
@@ -581,7 +583,12 @@ class Run:
                                  F.ipv4(self.a.peer_ip, self.a.sut_ip, F.PROTO_TCP, seg)))
         self.stop = True
         self.reader.join(1)
-        err = self.proc.stderr.read().decode(errors="replace")
+        fd = self.proc.stderr.fileno()
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        try:
+            err = (os.read(fd, 65536) or b"").decode(errors="replace")
+        except BlockingIOError:
+            err = ""
         if err.strip():
             self.trace.append("sockscript stderr: " + err.strip()[-2000:])
 
@@ -596,6 +603,8 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
+    # A hang anywhere ends the run with every thread's stack on stderr.
+    faulthandler.dump_traceback_later(MAX_SCRIPT_SECONDS + 15, exit=True)
     if a.cmd and a.cmd[0] == "--":
         a.cmd = a.cmd[1:]
     subst = {"SUT_IP": a.sut_ip, "PEER_IP": a.peer_ip, "PORT": a.port,

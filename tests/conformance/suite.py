@@ -40,7 +40,7 @@ RUNNER = HERE / "runner.py"
 SOCKSCRIPT = harness.BUILD / "tests" / "conformance" / "sockscript"
 PEER_IP = "198.18.0.100"
 TARGETS = ("linux", "slipstream")
-RUN_TIMEOUT = 90
+RUN_TIMEOUT = 100
 
 # Scripts whose result on Slipstream differs from Linux's today, each with the
 # reason (a defect of the service or the POSIX layer).  The test of such a
@@ -49,6 +49,21 @@ RUN_TIMEOUT = 90
 # allowed by the RFCs are not here: the scripts accept both behaviours, and
 # docs/compat.md ("Conformance suite") lists them.
 EXPECTED_DIFF = {
+    "close_syn_sent": "close() in SYN-SENT does not delete the connection: the late "
+                      "SYN-ACK is ACKed instead of reset (RFC 9293 3.10.4)",
+    "connect_refused": "SO_ERROR does not take the already-posted reset: 0 instead "
+                       "of ECONNREFUSED after a RST to a non-blocking connect()",
+    "listen_no_flags": "a segment without SYN, ACK or RST to a listening port is "
+                       "answered with RST instead of dropped (RFC 9293 3.10.7.2)",
+    "rst_close_wait": "after an exact RST in CLOSE-WAIT write() still succeeds "
+                      "instead of failing with EPIPE",
+}
+
+# Scripts whose result on Slipstream varies from run to run because of a
+# defect: either result is accepted there (and reported).
+INTERMITTENT = {
+    "rto_data": "sometimes a second retransmission follows the RTO's within "
+                "~10 ms, before the backed-off timer (RFC 6298 5.5)",
 }
 
 _ports = itertools.count(20000 + random.randrange(20000))
@@ -125,7 +140,8 @@ class Sut:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                                  env=env)
         except subprocess.TimeoutExpired as e:
-            return 3, "runner did not finish within %d s\n%s" % (RUN_TIMEOUT, e.stdout or "")
+            return 3, "runner did not finish within %d s\n%s\n%s" % (
+                RUN_TIMEOUT, e.stdout or "", e.stderr or "")
         out = res.stdout + (("\nrunner stderr:\n" + res.stderr) if res.stderr.strip() else "")
         return res.returncode, out
 
@@ -133,6 +149,10 @@ class Sut:
 def verdict(target, name, status):
     """(ok, text) for a script's exit status on a target, with the table."""
     diff = EXPECTED_DIFF.get(name) if target == "slipstream" else None
+    flaky = INTERMITTENT.get(name) if target == "slipstream" else None
+    if flaky and status in (0, 1):
+        return True, "%s (intermittent defect: %s)" % ("pass" if status == 0 else
+                                                        "differs", flaky)
     if status == 0 and diff:
         return False, "UNEXPECTED PASS (remove it from EXPECTED_DIFF: %s)" % diff
     if status == 0:
