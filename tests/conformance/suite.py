@@ -140,8 +140,10 @@ class Sut:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT,
                                  env=env)
         except subprocess.TimeoutExpired as e:
+            text = [x.decode(errors="replace") if isinstance(x, bytes) else x or ""
+                    for x in (e.stdout, e.stderr)]
             return 3, "runner did not finish within %d s\n%s\n%s" % (
-                RUN_TIMEOUT, e.stdout or "", e.stderr or "")
+                RUN_TIMEOUT, text[0], text[1])
         out = res.stdout + (("\nrunner stderr:\n" + res.stderr) if res.stderr.strip() else "")
         return res.returncode, out
 
