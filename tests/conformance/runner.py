@@ -42,7 +42,7 @@ ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 FLAG_BITS = {"F": F.FIN, "S": F.SYN, "R": F.RST, "P": F.PSH, ".": F.ACK, "U": F.URG,
              "E": 0x40, "W": 0x80}
-DEFAULT_TOLERANCE = 0.5      # seconds late an expected segment may be
+DEFAULT_TOLERANCE = 1.0      # seconds late an expected segment may be (busy machines)
 EARLY_SLACK = 0.005          # seconds early a timed segment may be (clock reads)
 CALL_TIMEOUT = 5.0           # seconds a call may take to return
 MAX_SCRIPT_SECONDS = 60.0    # a script ends (fails) after this long
