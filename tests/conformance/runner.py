@@ -277,9 +277,13 @@ class Run:
                           F.arp(2, self.mac, self.a.peer_ip, sha, spa))
             self.sock.send(reply)
             self.sut_mac = self.sut_mac or sha
+        elif op == 2 and spa == self.a.sut_ip and tpa == self.a.peer_ip:
+            self.sut_mac = self.sut_mac or sha  # the answer _sut_mac() asked for
 
     def _sut_mac(self):
-        """The SUT's MAC: learned from its frames, else asked by ARP."""
+        """The SUT's MAC: learned from its frames, else asked by ARP.  Only
+        the reader thread reads the socket (two readers of one socket race
+        for each frame, and the loser blocks); it takes the answer."""
         deadline = time.monotonic() + 3.0
         while self.sut_mac is None and time.monotonic() < deadline:
             req = F.eth(F.BROADCAST, self.mac, F.ETH_ARP,
@@ -288,14 +292,7 @@ class Run:
             self.sock.send(req)
             end = time.monotonic() + 0.3
             while time.monotonic() < end and self.sut_mac is None:
-                r, _, _ = select.select([self.sock], [], [], 0.05)
-                if not r:
-                    continue
-                data, addr = self.sock.recvfrom(65535)
-                if addr[2] != PACKET_OUTGOING and len(data) >= 42 and \
-                        data[12:14] == b"\x08\x06" and data[20:22] == b"\x00\x02" and \
-                        socket.inet_ntoa(data[28:32]) == self.a.sut_ip:
-                    self.sut_mac = ":".join("%02x" % b for b in data[22:28])
+                time.sleep(0.005)
         if self.sut_mac is None:
             raise Mismatch("the SUT (%s) does not answer ARP" % self.a.sut_ip)
         return self.sut_mac
