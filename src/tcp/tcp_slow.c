@@ -13,7 +13,8 @@ static void tcp_time_wait_enter(struct ss_tcp_conn *c, uint64_t now_us)
 
 /*
  * RFC 9293 §3.10.7.4 second, reset accepted (RFC 5961 §3.2 exact match).
- * EV_RESET + ECONNRESET when the application may still care, i.e. it has
+ * EV_RESET + ECONNRESET (EPIPE in CLOSE_WAIT) when the application may
+ * still care, i.e. it has
  * not closed the connection and it is not in TIME_WAIT (all data was
  * exchanged then).  SYN_RCVD from a passive open is not known to the
  * application yet: just CLOSED.  SYN_RCVD from a simultaneous open: the
@@ -34,7 +35,10 @@ static void tcp_input_reset(struct ss_tcp_conn *c)
 		tcp_state_set(c, SS_TCPS_CLOSED);
 		return;
 	}
-	tcp_conn_drop(c, ECONNRESET, SS_TCP_EV_RESET);
+	/* The error the socket reports: ECONNRESET, but EPIPE in CLOSE_WAIT
+	 * (the peer had closed; Linux's tcp_reset() says so too, and a
+	 * write() then fails with EPIPE). */
+	tcp_conn_drop(c, f->state == SS_TCPS_CLOSE_WAIT ? EPIPE : ECONNRESET, SS_TCP_EV_RESET);
 }
 
 /* RFC 9293 §3.10.7.4 eighth: an in-order FIN. */

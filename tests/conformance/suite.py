@@ -49,8 +49,6 @@ RUN_TIMEOUT = 100
 # allowed by the RFCs are not here: the scripts accept both behaviours, and
 # docs/compat.md ("Conformance suite") lists them.
 EXPECTED_DIFF = {
-    "rst_close_wait": "after an exact RST in CLOSE-WAIT write() still succeeds "
-                      "instead of failing with EPIPE",
 }
 
 # Scripts whose result on Slipstream varies from run to run because of a
