@@ -93,10 +93,6 @@ int tcp_tail_probe(struct ss_tcp_conn *c, uint64_t now_us)
 	tcp_st(c)->tail_probes++;
 	tcp_st(c)->retrans_segs++;
 	tcp_rtt_karn(c);
-	/* RFC 8985 §7.3: after the probe the RTO is armed afresh, from now,
-	 * so the segment does not go a second time at the old deadline, a
-	 * few milliseconds after the probe. */
-	c->rto_deadline_us = now_us + tcp_backoff_us(c, f->backoff);
 	return tcp_output_seg(c, f->snd_max - len, len, SS_TCP_ACK | SS_TCP_PSH, now_us);
 }
 
