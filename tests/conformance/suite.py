@@ -54,8 +54,9 @@ EXPECTED_DIFF = {
 # Scripts whose result on Slipstream varies from run to run because of a
 # defect: either result is accepted there (and reported).
 INTERMITTENT = {
-    "rto_data": "sometimes a second retransmission follows the RTO's within "
-                "~10 ms, before the backed-off timer (RFC 6298 5.5)",
+    "rto_data": "the tail-loss probe and then the RTO at the first send's "
+                "deadline, a few ms apart (RFC 8985 7.3 re-arms the RTO after "
+                "the probe)",
 }
 
 _ports = itertools.count(20000 + random.randrange(20000))
