@@ -270,7 +270,7 @@ static void cc_loss_figures(const struct ss_tcp_conn *c, uint32_t *lost, uint32_
 		*retrans += cc_overlap(c->rxt[i].start, c->rxt[i].end, una, f->snd_max);
 }
 
-static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_sconn *sc)
+__attribute__((noinline)) void stack_cc_publish(struct ss_stack *s, struct ss_sconn *sc)
 {
 	const struct ss_tcp_conn *c = &sc->tcp;
 	const struct ss_tcp_flow *f = &c->f;
@@ -344,11 +344,6 @@ static __attribute__((noinline)) void cc_publish(struct ss_stack *s, struct ss_s
 	__atomic_store_n(&in->seq, seq + 1, __ATOMIC_RELEASE);
 }
 
-void stack_cc_publish(struct ss_stack *s, struct ss_sconn *sc)
-{
-	cc_publish(s, sc);
-}
-
 /* The handshake is done: the connection gets its algorithm. */
 static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 {
@@ -383,7 +378,7 @@ static void cc_start(struct ss_stack *s, struct ss_sconn *sc)
 	sc->rx_seen = c->f.rx_tail;
 	ops->init(&sc->cc.st, &s->ccp->params, c->f.mss, &out);
 	cc_apply(s, sc, &out);
-	cc_publish(s, sc);
+	stack_cc_publish(s, sc);
 }
 
 /* The pacer group @sc's sends count against: its application's cap. */
@@ -866,7 +861,7 @@ static inline void cc_sample_next(struct ss_stack *s, struct ss_sconn *sc,
 	sc->cc.prev = sc->tcp.cc;
 	sc->cc.start_us = s->now_us;
 	if (idle || s->now_us - sc->cc.published_us >= CC_PUBLISH_US)
-		cc_publish(s, sc);
+		stack_cc_publish(s, sc);
 }
 
 static void cc_sample_done(struct ss_stack *s, struct ss_sconn *sc, const struct ss_cc_sample *smp,
