@@ -151,7 +151,7 @@ struct ss_sconn {
 	struct ss_sconn *pend_next;
 	struct ss_sconn *arp_next; /* on the stack's ARP-wait list */
 	uint32_t orphan_size;
-	/* For TCP_INFO (published at most every 10 ms, cc_publish()). */
+	/* For TCP_INFO (published at most every 10 ms, stack_cc_publish()). */
 	uint32_t total_retrans;  /* segments, summed as the stats drain */
 	uint32_t rx_seen;        /* rx_tail at the last publish */
 	uint32_t una_seen, snd_seen; /* snd_una, snd_max at the last publish */
